@@ -1,0 +1,24 @@
+"""gtlib: the helper library of *Generalization in Deep Learning, Executed*.
+
+Core modules (used by every chapter): :mod:`~gtlib.config` (scale, seed, device),
+:mod:`~gtlib.data`, :mod:`~gtlib.models`, :mod:`~gtlib.train`, :mod:`~gtlib.ensemble`,
+:mod:`~gtlib.claims` and :mod:`~gtlib.plotting`. Each research chapter has one module of its own.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .claims import ClaimFailed, Claims  # noqa: F401
+from .config import Settings, by_scale, preset, seed_everything, settings, setup  # noqa: F401
+
+
+def setup_chapter(seed_offset: int = 0) -> Settings:
+    """Start a chapter: apply the run settings (threads, seeds) and the house plotting style.
+
+    Returns the :class:`~gtlib.config.Settings` in force, which the first cell displays.
+    """
+    from .plotting import use_style
+
+    s = setup(seed_offset)
+    use_style()
+    return s

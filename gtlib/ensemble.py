@@ -1,0 +1,253 @@
+"""Train E networks of the same shape at once: the book's main performance lever.
+
+A :class:`BatchedMLP` stores the weights of E MLPs as stacked tensors ``W_l`` of shape
+``(E, out, in)`` and runs all of them with one batched matmul per layer. Training the stack with a
+loss that is the *sum* of the members' losses gives every member exactly the gradient it would get
+alone, and SGD, momentum, weight decay and AdamW act elementwise, so :func:`train_ensemble`
+reproduces E calls of :func:`gtlib.train.train` (same seeds, same minibatch order) up to
+floating-point rounding, while paying the Python and kernel-launch overhead once instead of E times.
+(This is what ``torch.func.stack_module_state`` + ``vmap`` does for arbitrary modules; for MLPs the
+explicit batched matmul is simpler and as fast.)
+
+Members may differ in width through ``hidden_mask``: a ``(E, width)`` 0/1 mask applied after every
+hidden activation turns a common maximum width into E narrower nets (a masked unit receives no
+gradient and contributes nothing).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .models import MLP, activation
+from .train import (History, TrainConfig, accuracy, batch_indices, make_optimizer, margins,
+                    total_steps)
+
+
+def make_mlp(seed: int, in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
+             act: str = "relu") -> MLP:
+    """An :class:`~gtlib.models.MLP` whose initialization is fixed by ``seed`` alone."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return MLP(in_dim, width, depth, out_dim, bias=bias, activation=act)
+
+
+class BatchedMLP(nn.Module):
+    """E MLPs of one shape, evaluated together.
+
+    Parameters
+    ----------
+    weights : list of tensors ``(E, out_l, in_l)``
+    biases : list of tensors ``(E, out_l)`` or None (no biases)
+    act : str
+        Activation name (see :data:`gtlib.models.ACTIVATIONS`).
+    hidden_mask : tensor ``(E, width)`` or None
+        Optional 0/1 mask of hidden units (same for every hidden layer).
+    """
+
+    def __init__(self, weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor] | None,
+                 act: str = "relu", hidden_mask: torch.Tensor | None = None):
+        super().__init__()
+        if len(weights) < 1:
+            raise ValueError("weights must hold at least one layer")
+        E = weights[0].shape[0]
+        for w in weights:
+            if w.ndim != 3 or w.shape[0] != E:
+                raise ValueError("every weight must have shape (E, out, in) with the same E")
+        self.weights = nn.ParameterList(nn.Parameter(w.detach().clone()) for w in weights)
+        self.has_bias = biases is not None
+        if biases is not None:
+            if len(biases) != len(weights):
+                raise ValueError("biases must have one entry per layer")
+            self.biases = nn.ParameterList(nn.Parameter(b.detach().clone()) for b in biases)
+        self.act_name = act
+        self.act = activation(act)
+        if hidden_mask is not None:
+            width = weights[0].shape[1]
+            if hidden_mask.shape != (E, width):
+                raise ValueError(f"hidden_mask must have shape ({E}, {width}), got "
+                                 f"{tuple(hidden_mask.shape)}")
+            hidden_mask = hidden_mask.to(weights[0].dtype)
+        self.register_buffer("hidden_mask", hidden_mask)
+
+    # -- construction ---------------------------------------------------------------------------
+    @classmethod
+    def from_models(cls, models: Sequence[MLP], hidden_mask: torch.Tensor | None = None) -> "BatchedMLP":
+        """Stack the weights of identically shaped :class:`MLP` s."""
+        if len(models) == 0:
+            raise ValueError("models must not be empty")
+        first = models[0]
+        ws = [torch.stack([m.layers[l].weight for m in models]) for l in range(len(first.layers))]
+        bs = None
+        if first.layers[0].bias is not None:
+            bs = [torch.stack([m.layers[l].bias for m in models]) for l in range(len(first.layers))]
+        return cls(ws, bs, act=first.act_name, hidden_mask=hidden_mask)
+
+    @classmethod
+    def init(cls, seeds: Sequence[int], in_dim: int, width: int, depth: int, out_dim: int,
+             bias: bool = True, act: str = "relu", hidden_mask: torch.Tensor | None = None,
+             device: str | torch.device = "cpu") -> "BatchedMLP":
+        """E freshly initialized MLPs, member ``i`` initialized exactly as ``make_mlp(seeds[i], ...)``."""
+        models = [make_mlp(int(s), in_dim, width, depth, out_dim, bias, act) for s in seeds]
+        return cls.from_models(models, hidden_mask=hidden_mask).to(device)
+
+    @property
+    def size(self) -> int:
+        """Number of members E."""
+        return int(self.weights[0].shape[0])
+
+    def member(self, i: int) -> MLP:
+        """Member ``i`` as a stand-alone :class:`MLP` (a copy)."""
+        if not 0 <= i < self.size:
+            raise ValueError(f"i must lie in [0, {self.size}), got {i}")
+        w0 = self.weights[0]
+        depth = len(self.weights) - 1
+        m = MLP(w0.shape[2], w0.shape[1] if depth else 1, depth, self.weights[-1].shape[1],
+                bias=self.has_bias, activation=self.act_name).to(w0.device)
+        with torch.no_grad():
+            for l, layer in enumerate(m.layers):
+                w = self.weights[l][i]
+                if self.hidden_mask is not None:  # bake the mask into the weights
+                    if l < depth:
+                        w = w * self.hidden_mask[i][:, None]
+                layer.weight.copy_(w)
+                if self.has_bias:
+                    b = self.biases[l][i]
+                    if self.hidden_mask is not None and l < depth:
+                        b = b * self.hidden_mask[i]
+                    layer.bias.copy_(b)
+        return m
+
+    # -- evaluation -----------------------------------------------------------------------------
+    def features(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """Hidden features of every layer ``(E, n, width)``, then the logits ``(E, n, C)``.
+
+        ``x`` is ``(n, d)`` (shared by all members) or ``(E, n, d)`` (one batch per member).
+        """
+        if x.ndim == 2:
+            x = x.unsqueeze(0)
+        elif x.ndim != 3 or x.shape[0] != self.size:
+            raise ValueError(f"x must have shape (n, d) or ({self.size}, n, d), got {tuple(x.shape)}")
+        out = []
+        h = x
+        for l, w in enumerate(self.weights):
+            h = torch.matmul(h, w.transpose(1, 2))
+            if self.has_bias:
+                h = h + self.biases[l].unsqueeze(1)
+            if l < len(self.weights) - 1:
+                h = self.act(h)
+                if self.hidden_mask is not None:
+                    h = h * self.hidden_mask.unsqueeze(1)
+            out.append(h)
+        return out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.features(x)[-1]
+
+
+def ensemble_loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Per-member mean loss, shape ``(E,)``. ``y`` is ``(n,)`` or ``(E, n)``."""
+    E, n, C = logits.shape
+    y = y.expand(E, n)
+    if name == "cross_entropy":
+        return F.cross_entropy(logits.reshape(-1, C), y.reshape(-1), reduction="none").view(E, n).mean(1)
+    if name == "mse":
+        return ((logits - F.one_hot(y, C).to(logits.dtype)) ** 2).sum(-1).mean(1)
+    raise ValueError(f"unknown loss {name!r}")
+
+
+def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
+                   seeds: Sequence[int] | None = None,
+                   probes: dict[str, Callable[[BatchedMLP], object]] | None = None) -> History:
+    """Train every member of ``model`` in place, as :func:`gtlib.train.train` would train each alone.
+
+    Member ``i`` draws its minibatches from a generator seeded with ``seeds[i]`` (default
+    ``cfg.seed + i``). ``y`` is ``(n,)`` (shared labels) or ``(E, n)`` (one labelling per member,
+    e.g. different corruption levels). The stop rules apply per member: a member that meets one is
+    frozen at that step (later updates to it are discarded) and the others go on. The history
+    stores per-member values: ``loss`` and ``train_acc`` rows are ``(E,)`` tensors, and
+    ``history.probes['stop_step']`` holds each member's stopping step.
+    """
+    cfg.validate()
+    E = model.size
+    seeds = [cfg.seed + i for i in range(E)] if seeds is None else list(seeds)
+    if len(seeds) != E:
+        raise ValueError(f"seeds must have one entry per member ({E}), got {len(seeds)}")
+    if x.ndim != 2:
+        raise ValueError(f"x must have shape (n, d), got {tuple(x.shape)}")
+    n = x.shape[0]
+    if y.shape not in ((n,), (E, n)):
+        raise ValueError(f"y must have shape ({n},) or ({E}, {n}), got {tuple(y.shape)}")
+    y_full = y.expand(E, n)
+    probes = probes or {}
+    hist = History(probes={k: [] for k in probes})
+    opt = make_optimizer(model.parameters(), cfg)
+    gens = [batch_indices(n, cfg, torch.Generator().manual_seed(int(s)), x.device) for s in seeds]
+    n_steps = total_steps(n, cfg)
+    done = torch.zeros(E, dtype=torch.bool, device=x.device)
+    stop_step = torch.full((E,), n_steps, dtype=torch.int64)
+    frozen = [p.detach().clone() for p in model.parameters()]
+
+    def check(step: int) -> bool:
+        with torch.no_grad():
+            logits = model(x)
+            losses = ensemble_loss(cfg.loss, logits, y_full)
+            acc = accuracy(logits, y_full)
+            hist.step.append(step)
+            hist.loss.append(losses.cpu())
+            hist.train_acc.append(acc.cpu())
+            for name, fn in probes.items():
+                hist.probes[name].append(fn(model))
+            newly = torch.zeros(E, dtype=torch.bool, device=x.device)
+            if cfg.target_train_acc is not None:
+                newly |= acc >= cfg.target_train_acc
+            if cfg.margin_gamma is not None:
+                frac = (margins(logits, y_full) >= cfg.margin_gamma).float().mean(-1)
+                newly |= frac >= cfg.margin_fraction
+            newly &= ~done
+            if newly.any():
+                for p, f in zip(model.parameters(), frozen):
+                    f[newly] = p.detach()[newly]
+                stop_step[newly.cpu()] = step
+                done.logical_or_(newly)
+            return bool(done.all())
+
+    if not check(0):
+        for step in range(1, n_steps + 1):
+            if cfg.batch_size is None:
+                xb, yb = x, y_full
+            else:
+                idx = torch.stack([next(g) for g in gens])  # (E, b)
+                xb, yb = x[idx], y_full.gather(1, idx)
+            loss = ensemble_loss(cfg.loss, model(xb), yb).sum()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if step % cfg.check_every == 0 or step == n_steps:
+                if check(step):
+                    break
+    with torch.no_grad():  # members that stopped early get their frozen weights back
+        for p, f in zip(model.parameters(), frozen):
+            shape = (E,) + (1,) * (p.ndim - 1)
+            p.copy_(torch.where(done.view(shape), f, p))
+    hist.probes["stop_step"] = stop_step.tolist()
+    if cfg.target_train_acc is not None or cfg.margin_gamma is not None:
+        hist.stopped_by = "all members met the stop rule" if bool(done.all()) else "epochs"
+    return hist
+
+
+def train_sequentially(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
+                       in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
+                       act: str = "relu") -> list[MLP]:
+    """The reference: train ``make_mlp(seed, ...)`` one after another with ``cfg.seed = seed``."""
+    from .train import train
+
+    models = []
+    for s in seeds:
+        m = make_mlp(int(s), in_dim, width, depth, out_dim, bias, act).to(x.device)
+        train(m, x, y, replace(cfg, seed=int(s)))
+        models.append(m)
+    return models

@@ -1,0 +1,93 @@
+"""Multilayer perceptrons, the one architecture most chapters need.
+
+An :class:`MLP` is ``Linear -> act -> ... -> Linear`` with ``depth`` hidden layers of ``width``
+units. Its layers are kept in ``model.layers`` (a ``ModuleList`` of ``nn.Linear``) so that the
+chapters can read, permute and interpolate weights layer by layer.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "silu": F.silu,
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
+    "leaky_relu": lambda z: F.leaky_relu(z, 0.1),
+    "identity": lambda z: z,
+}
+
+
+def activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The activation function called ``name`` (one of :data:`ACTIVATIONS`)."""
+    if not isinstance(name, str):
+        raise TypeError(f"activation must be a str, got {type(name).__name__}")
+    if name not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {name!r}")
+    return ACTIVATIONS[name]
+
+
+def _positive_int(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+class MLP(nn.Module):
+    """A fully connected network ``in_dim -> [width] * depth -> out_dim``.
+
+    Parameters
+    ----------
+    in_dim, out_dim : int
+        Input and output sizes.
+    width : int
+        Hidden units per layer.
+    depth : int
+        Number of hidden layers (0 gives a linear model).
+    bias : bool
+        Whether the linear layers have biases (Nagarajan and Kolter's nets have none).
+    activation : str
+        A name from :data:`ACTIVATIONS`.
+
+    Initialization is PyTorch's default (Kaiming-uniform with ``a=sqrt(5)``).
+    """
+
+    def __init__(self, in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
+                 activation: str = "relu"):
+        super().__init__()
+        in_dim = _positive_int("in_dim", in_dim)
+        out_dim = _positive_int("out_dim", out_dim)
+        width = _positive_int("width", width)
+        depth = _positive_int("depth", depth, minimum=0)
+        self.act_name = activation
+        self.act = globals()["activation"](activation)
+        sizes = [in_dim] + [width] * depth + [out_dim]
+        self.layers = nn.ModuleList(nn.Linear(a, b, bias=bias) for a, b in zip(sizes[:-1], sizes[1:]))
+
+    @property
+    def depth(self) -> int:
+        return len(self.layers) - 1
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim != 2 or x.shape[1] != self.layers[0].in_features:
+            raise ValueError(f"x must have shape (batch, {self.layers[0].in_features}), "
+                             f"got {tuple(x.shape)}")
+        for layer in self.layers[:-1]:
+            x = self.act(layer(x))
+        return self.layers[-1](x)
+
+    def features(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """Post-activation features of every hidden layer, then the logits."""
+        out = []
+        for layer in self.layers[:-1]:
+            x = self.act(layer(x))
+            out.append(x)
+        out.append(self.layers[-1](x))
+        return out

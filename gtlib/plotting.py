@@ -1,0 +1,87 @@
+"""The book's house style for figures, and the helpers chapters share.
+
+* Colours: the Okabe-Ito palette (distinguishable under the common colour-vision deficiencies).
+* White figure background, so figures stay legible when the site is in dark mode.
+* Sizes chosen to be readable at the site's text width (about 700 px).
+
+Call :func:`use_style` once per chapter (``gtlib.setup_chapter`` does it for you).
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+
+#: Okabe and Ito's colour-blind-safe palette (black last).
+OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+
+STYLE = {
+    "figure.figsize": (6.4, 3.6),
+    "figure.dpi": 110,
+    "savefig.dpi": 110,
+    "figure.facecolor": "white",
+    "axes.facecolor": "white",
+    "savefig.facecolor": "white",
+    "axes.prop_cycle": mpl.cycler(color=OKABE_ITO),
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "legend.fontsize": 9,
+    "legend.frameon": False,
+    "lines.linewidth": 2.0,
+    "figure.constrained_layout.use": True,
+}
+
+
+def use_style() -> None:
+    """Apply the house style to matplotlib's global settings."""
+    mpl.rcParams.update(STYLE)
+
+
+def subplots(nrows: int = 1, ncols: int = 1, width: float = 6.4, height: float | None = None, **kw):
+    """``plt.subplots`` with the house size: ``width`` inches wide, 3.2 in tall per row by default."""
+    if nrows < 1 or ncols < 1:
+        raise ValueError(f"nrows and ncols must be >= 1, got {nrows}, {ncols}")
+    height = 3.2 * nrows if height is None else height
+    return plt.subplots(nrows, ncols, figsize=(width, height), **kw)
+
+
+def label(ax, xlabel: str, ylabel: str, title: str | None = None, legend: bool = False) -> None:
+    """Label an axis (every figure in the book has labelled axes with units)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    if legend:
+        ax.legend()
+
+
+def small_multiples(draw: Callable, values: Sequence, name: str, ncols: int = 4,
+                    width: float = 7.0, panel_height: float = 1.9, sharey: bool = True):
+    """A grid of panels, one per parameter value: the static stand-in for an interactive slider.
+
+    ``draw(ax, value)`` draws one panel; each panel is titled ``"{name} = {value}"``.
+    """
+    if len(values) == 0:
+        raise ValueError("values must not be empty")
+    ncols = min(ncols, len(values))
+    nrows = int(np.ceil(len(values) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, panel_height * nrows), sharey=sharey,
+                             squeeze=False)
+    for ax, v in zip(axes.flat, values):
+        draw(ax, v)
+        ax.set_title(f"{name} = {v}", fontsize=9)
+    for ax in list(axes.flat)[len(values):]:
+        ax.set_visible(False)
+    return fig, axes
+
+
+def loglog_fit_label(name: str, slope: float, err: float | None = None) -> str:
+    """A legend entry ``"name (slope +0.31 ± 0.04)"`` for a log-log fit."""
+    return f"{name} (slope {slope:+.2f}" + (f" ± {err:.2f})" if err is not None else ")")
