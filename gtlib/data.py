@@ -9,6 +9,9 @@ generator (no download) and cached on disk.
 from __future__ import annotations
 
 import hashlib
+import os
+import random
+import uuid
 import pickle
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -76,14 +79,15 @@ def _mnist1d_arrays(num_samples: int, data_seed: int, cache_dir: Path):
     args.num_samples = num_samples
     args.seed = data_seed
     args.train_split = 1.0
-    state = np.random.get_state()  # mnist1d reseeds the global RNG: leave the caller's stream alone
-    try:
+    np_state, py_state = np.random.get_state(), random.getstate()
+    try:  # mnist1d reseeds the global RNGs: leave the caller's streams alone
         d = make_dataset(args)
     finally:
-        np.random.set_state(state)
+        np.random.set_state(np_state)
+        random.setstate(py_state)
     arrays = (d["x"].astype(np.float32), d["y"].astype(np.int64))
     cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{np.random.randint(1 << 30)}.tmp")
+    tmp = path.with_suffix(f".{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     with open(tmp, "wb") as fh:
         pickle.dump(arrays, fh)
     tmp.replace(path)  # atomic: parallel notebooks may generate the same file

@@ -23,8 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .models import MLP, activation
-from .train import (History, TrainConfig, accuracy, batch_indices, make_optimizer, margins,
-                    total_steps)
+from .train import History, TrainConfig, accuracy, make_optimizer, margins, total_steps
 
 
 def make_mlp(seed: int, in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
@@ -185,7 +184,8 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
     probes = probes or {}
     hist = History(probes={k: [] for k in probes})
     opt = make_optimizer(model.parameters(), cfg)
-    gens = [batch_indices(n, cfg, torch.Generator().manual_seed(int(s)), x.device) for s in seeds]
+    gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
+    epoch_order: torch.Tensor | None = None  # (E, n): this epoch's permutation for every member
     n_steps = total_steps(n, cfg)
     done = torch.zeros(E, dtype=torch.bool, device=x.device)
     stop_step = torch.full((E,), n_steps, dtype=torch.int64)
@@ -219,8 +219,11 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
         for step in range(1, n_steps + 1):
             if cfg.batch_size is None:
                 xb, yb = x, y_full
-            else:
-                idx = torch.stack([next(g) for g in gens])  # (E, b)
+            else:  # the same draws as gtlib.train.batch_indices makes for each member alone
+                start = ((step - 1) * cfg.batch_size) % (-(-n // cfg.batch_size) * cfg.batch_size)
+                if start == 0:
+                    epoch_order = torch.stack([torch.randperm(n, generator=g) for g in gens]).to(x.device)
+                idx = epoch_order[:, start:start + cfg.batch_size]  # (E, b)
                 xb, yb = x[idx], y_full.gather(1, idx)
             loss = ensemble_loss(cfg.loss, model(xb), yb).sum()
             opt.zero_grad(set_to_none=True)
@@ -247,7 +250,7 @@ def train_sequentially(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, c
 
     models = []
     for s in seeds:
-        m = make_mlp(int(s), in_dim, width, depth, out_dim, bias, act).to(x.device)
+        m = make_mlp(int(s), in_dim, width, depth, out_dim, bias, act).to(x.device, x.dtype)
         train(m, x, y, replace(cfg, seed=int(s)))
         models.append(m)
     return models

@@ -1,0 +1,131 @@
+"""Sphinx extension of the book: the reproduction report and parallel notebook execution.
+
+* ``{claims-report}`` directive: replaced, after every page has been read (and so every chapter
+  executed), by the claims that this build's chapters wrote to ``GTLIB_RESULTS_DIR``. The folder is
+  emptied when the build starts, so the report can only show numbers measured by this build.
+  A notebook in the table of contents that wrote no claims file is reported as a build warning
+  (an error under ``-W``).
+* ``GTLIB_BUILD_JOBS=N`` reads (and so executes) up to N notebooks in parallel processes.
+  ``jupyter-book build`` has no ``-j`` option; every extension the book uses is parallel-read safe.
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import shutil
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+logger = logging.getLogger(__name__)
+
+STATUS = {"reproduced": "✅ reproduced", "documented non-reproduction": "⚠️ not reproduced (documented)",
+          "FAILED": "❌ failed"}
+
+
+class claims_report(nodes.General, nodes.Element):
+    """Placeholder filled in at ``doctree-resolved`` time."""
+
+
+class ClaimsReportDirective(SphinxDirective):
+    has_content = False
+
+    def run(self):
+        return [claims_report("")]
+
+
+def _results_dir(app) -> Path:
+    return Path(os.environ["GTLIB_RESULTS_DIR"])
+
+
+def _on_builder_inited(app):
+    root = Path(app.srcdir)
+    results = Path(os.environ.get("GTLIB_RESULTS_DIR") or root / "_build" / "results")
+    os.environ["GTLIB_RESULTS_DIR"] = str(results)  # inherited by every kernel this build starts
+    if app.config.nb_execution_mode == "force" and results.exists():
+        shutil.rmtree(results)
+    results.mkdir(parents=True, exist_ok=True)
+
+
+def _chapter_docs(app) -> list[str]:
+    """Notebook pages of the book, in table-of-contents order."""
+    env = app.env
+    order = [env.config.root_doc] + [d for d in env.toctree_includes.get(env.config.root_doc, [])]
+    seen, out = set(), []
+
+    def walk(doc):
+        if doc in seen:
+            return
+        seen.add(doc)
+        if env.doc2path(doc).suffix == ".ipynb":
+            out.append(doc)
+        for child in env.toctree_includes.get(doc, []):
+            walk(child)
+
+    for d in order:
+        walk(d)
+    return out
+
+
+def _report_html(app, fromdocname: str) -> str:
+    results = {}
+    for p in sorted(_results_dir(app).glob("*.json")):
+        data = json.loads(p.read_text())
+        results[data["chapter"]] = data
+    parts = []
+    summary = ["<table class='gtlib-report-summary'><thead><tr><th>chapter</th><th>scale</th>"
+               "<th>seed</th><th>claims</th><th>reproduced</th><th>documented non-reproductions</th>"
+               "<th>failed</th></tr></thead><tbody>"]
+    detail = []
+    for doc in _chapter_docs(app):
+        slug = doc.split("/")[-1]
+        title = app.env.titles[doc].astext() if doc in app.env.titles else slug
+        uri = app.builder.get_relative_uri(fromdocname, doc)
+        link = f"<a href='{html.escape(uri)}'>{html.escape(title)}</a>"
+        data = results.get(slug)
+        if data is None:
+            logger.warning(f"claims report: chapter {slug!r} wrote no claims in this build",
+                           location=fromdocname)
+            summary.append(f"<tr><td>{link}</td><td colspan='6'>no claims recorded</td></tr>")
+            continue
+        claims = data["claims"]
+        count = {s: sum(c["status"] == s for c in claims) for s in STATUS}
+        summary.append(f"<tr><td>{link}</td><td>{data['scale']}</td><td>{data['seed']}</td>"
+                       f"<td>{len(claims)}</td><td>{count['reproduced']}</td>"
+                       f"<td>{count['documented non-reproduction']}</td><td>{count['FAILED']}</td></tr>")
+        rows = []
+        for c in claims:
+            expl = f"<br><small>{html.escape(c['explanation'])}</small>" if c.get("explanation") else ""
+            rows.append(f"<tr><td><code>{html.escape(c['id'])}</code></td><td>{html.escape(c['statement'])}</td>"
+                        f"<td>{html.escape(c['paper'])}</td><td>{html.escape(c['measured'])}</td>"
+                        f"<td>{STATUS.get(c['status'], html.escape(c['status']))}{expl}</td></tr>")
+        detail.append(f"<h3 id='report-{slug}'>{link}</h3><table class='gtlib-claims'><thead><tr>"
+                      "<th>id</th><th>claim</th><th>paper</th><th>measured in this build</th>"
+                      f"<th>status</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    summary.append("</tbody></table>")
+    parts.append("".join(summary))
+    parts.extend(detail)
+    return "\n".join(parts)
+
+
+def _on_doctree_resolved(app, doctree, docname):
+    for node in doctree.findall(claims_report):
+        if app.builder.format == "html":
+            node.replace_self(nodes.raw("", _report_html(app, docname), format="html"))
+        else:
+            node.replace_self(nodes.paragraph(text="(The claims table is part of the HTML build.)"))
+
+
+def setup(app):
+    jobs = int(os.environ.get("GTLIB_BUILD_JOBS", "1") or 1)
+    if jobs > 1:
+        app.parallel = jobs
+    app.add_node(claims_report)
+    app.add_directive("claims-report", ClaimsReportDirective)
+    app.connect("builder-inited", _on_builder_inited)
+    app.connect("doctree-resolved", _on_doctree_resolved)
+    app.add_css_file("gtlib.css")
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

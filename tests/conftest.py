@@ -1,0 +1,17 @@
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_results(tmp_path, monkeypatch):
+    """Unit tests never write into the real results folder."""
+    monkeypatch.setenv("GTLIB_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.delenv("GTLIB_SCALE", raising=False)
+    monkeypatch.delenv("GTLIB_DEVICE", raising=False)
+    monkeypatch.setenv("GTLIB_DEVICE", "cpu")
