@@ -1,0 +1,682 @@
+"""Contrastive learning under imbalanced data, and pruning as a remedy.
+
+This module backs the chapter *Contrastive learning under imbalance* (``book/imbalanced-contrastive``),
+which re-runs, at laptop scale, the experiments of
+
+    Liao, Zhou, Zhang, Wang and Zhang, "Theoretical Analysis of Contrastive Learning under
+    Imbalanced Data: From Training Dynamics to a Pruning Solution", ICLR 2026 (arXiv:2602.10357).
+
+The paper has no public code and we could not consult its appendix, so every constant below is our
+own choice (the chapter lists them). The pieces, top to bottom:
+
+1. **Data** (sparse coding in the style of Wen and Li, ICML 2021): a dictionary ``M`` of ``K``
+   orthonormal feature directions in ``R^d``; a sample's sparse code ``z`` in ``{-1, 0, 1}^K`` has
+   feature ``k`` active with probability ``p_k``; majority features have ``p_k = q``, minority
+   features ``q / ratio``. A sample is ``L`` tokens; ``n_signal`` of them carry ``M z`` and every
+   token carries isotropic Gaussian noise. Two *views* (augmentations) of a sample share ``z`` but
+   redraw the noise and which tokens carry the signal.
+2. **Encoder**: one single-head self-attention layer (value = identity, ``softmax(X A X^T)``) followed
+   by ``m`` neurons with the symmetric biased ReLU ``BReLU_b(s) = ReLU(s - b) - ReLU(-s - b)``,
+   summed over tokens: ``f_r(X) = sum_l BReLU_b(<w_r, h_l>)``.
+3. **Loss**: InfoNCE with temperature ``tau`` between an online view and a target view under
+   stop-gradient, plus weight decay.
+4. **Pruning**: every ``prune_every`` steps, mask the fraction ``rho`` of neurons with the smallest
+   weight norm in the online forward pass; gradients are computed through the masked model with a
+   straight-through rule, so *all* neurons keep being updated and no weight is removed for good.
+5. **Metrics**: each neuron's projection on each feature and on the noise space, its dominant feature,
+   the dominant-to-second ratio, purity, single-feature specialists; linear probes.
+6. **Real data**: the same contrastive recipe on long-tailed MNIST-1D (Greydanus and Kobak 2024).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .data import check_fraction, long_tailed, mnist1d
+
+# ------------------------------------------------------------------------------------------------
+# configuration
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContrastiveConfig:
+    """The synthetic experiment (sparse-coding tokens, attention + BReLU encoder, InfoNCE).
+
+    Every constant is our choice; the paper's appendix constants were not available to us.
+    """
+
+    dim: int = 48               #: ambient dimension d
+    n_features: int = 12        #: dictionary size K
+    n_minority: int = 6         #: the last n_minority features are the minority ones
+    base_freq: float = 0.15     #: probability q that a majority feature is active in a sample
+    n_tokens: int = 4           #: tokens per sample L
+    n_signal: int = 2           #: tokens that carry the sparse signal M z
+    noise: float = 1.0          #: expected norm of each token's Gaussian noise
+    neurons: int = 48           #: MLP neurons m
+    init_scale: float = 0.1     #: std of the initial neuron weights
+    batch: int = 128            #: fresh samples per step (population training)
+    steps: int = 1200           #: SGD steps
+    lr: float = 0.1             #: learning rate of the neurons and the attention matrix
+    weight_decay: float = 0.02  #: weight decay on all parameters
+    tau: float = 3.0            #: InfoNCE temperature
+    bias_max: float = 0.3       #: BReLU threshold, relative to the neuron's weight norm
+    bias_ramp: int = 300        #: steps over which the threshold rises linearly from 0
+    prune_fraction: float = 0.5  #: fraction of neurons masked by magnitude pruning
+    prune_every: int = 50       #: how often the pruning mask is recomputed ("each epoch")
+    ratios: tuple = (1.0, 3.0, 10.0)  #: imbalance ratios p_majority / p_minority
+    replicates: int = 2         #: independent initializations per condition (metrics averaged)
+    specialist_ratio: float = 2.0  #: a neuron is a single-feature specialist if top/second >= this
+    log_every: int = 50         #: how often the neuron metrics are recorded
+    probe_samples: int = 1200   #: single-feature samples per probe split
+
+    @classmethod
+    def quick(cls) -> "ContrastiveConfig":
+        return cls()
+
+    @classmethod
+    def full(cls) -> "ContrastiveConfig":
+        return cls(dim=128, n_features=32, n_minority=16, base_freq=0.06, n_tokens=8, n_signal=3,
+                   neurons=256, batch=512, steps=4000, ratios=(1.0, 2.0, 4.0, 10.0, 30.0),
+                   replicates=5, bias_ramp=1000, probe_samples=4000)
+
+    def validate(self) -> "ContrastiveConfig":
+        for name in ("dim", "n_features", "n_tokens", "n_signal", "neurons", "batch", "steps",
+                     "prune_every", "replicates", "log_every", "probe_samples"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if not 0 < self.n_minority < self.n_features:
+            raise ValueError("n_minority must lie strictly between 0 and n_features")
+        if self.n_features > self.dim:
+            raise ValueError("n_features must be <= dim (the dictionary is orthonormal)")
+        if self.n_signal > self.n_tokens:
+            raise ValueError("n_signal must be <= n_tokens")
+        check_fraction("base_freq", self.base_freq, open_interval=True)
+        check_fraction("prune_fraction", self.prune_fraction)
+        for name in ("noise", "init_scale", "lr", "tau"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.weight_decay < 0 or self.bias_max < 0 or self.bias_ramp < 0:
+            raise ValueError("weight_decay, bias_max and bias_ramp must be >= 0")
+        if len(self.ratios) < 1 or min(self.ratios) < 1:
+            raise ValueError(f"ratios must be a non-empty tuple of numbers >= 1, got {self.ratios}")
+        return self
+
+
+# ------------------------------------------------------------------------------------------------
+# data: sparse-coding tokens
+# ------------------------------------------------------------------------------------------------
+
+
+def feature_dictionary(dim: int, n_features: int, seed: int = 0) -> torch.Tensor:
+    """A ``(dim, n_features)`` matrix with orthonormal columns: the ground-truth features ``M``.
+
+    Raises
+    ------
+    ValueError
+        If ``n_features > dim`` or a size is not positive.
+    """
+    if not (isinstance(dim, int) and isinstance(n_features, int)) or dim < 1 or n_features < 1:
+        raise ValueError(f"dim and n_features must be positive ints, got {dim!r}, {n_features!r}")
+    if n_features > dim:
+        raise ValueError(f"n_features ({n_features}) must be <= dim ({dim})")
+    g = torch.Generator().manual_seed(int(seed))
+    q, r = torch.linalg.qr(torch.randn(dim, dim, generator=g))
+    q = q * torch.sign(torch.diagonal(r))[None, :]
+    return q[:, :n_features].contiguous()
+
+
+def feature_frequencies(n_features: int, n_minority: int, base_freq: float, ratio: float) -> torch.Tensor:
+    """Activation probabilities ``p_k``: ``base_freq`` for majority features and ``base_freq / ratio``
+    for the last ``n_minority`` (minority) features.
+
+    Raises
+    ------
+    ValueError
+        If ``ratio < 1``, ``base_freq`` is not in (0, 1) or ``n_minority`` is not in (0, n_features).
+    """
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float, np.number)) or ratio < 1:
+        raise ValueError(f"ratio must be a number >= 1, got {ratio!r}")
+    check_fraction("base_freq", base_freq, open_interval=True)
+    if not 0 < n_minority < n_features:
+        raise ValueError(f"n_minority must lie strictly between 0 and n_features, got {n_minority}")
+    p = torch.full((n_features,), float(base_freq))
+    p[n_features - n_minority:] = base_freq / float(ratio)
+    return p
+
+
+def sample_codes(freqs: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
+    """Sparse codes ``z`` in ``{-1, 0, 1}``: feature ``k`` active with probability ``freqs[..., k]``,
+    with a random sign. ``freqs`` of shape ``(K,)`` or ``(E, K)`` gives ``(n, K)`` or ``(E, n, K)``.
+
+    The same uniform numbers are shared by the E profiles (common random numbers), so conditions
+    that differ only in frequency see coupled samples.
+    """
+    if not isinstance(freqs, torch.Tensor) or freqs.ndim not in (1, 2):
+        raise TypeError("freqs must be a torch.Tensor of shape (K,) or (E, K)")
+    if float(freqs.min()) < 0 or float(freqs.max()) > 1:
+        raise ValueError("freqs must lie in [0, 1]")
+    K = freqs.shape[-1]
+    u = torch.rand(n, K, generator=generator)
+    sign = torch.randint(0, 2, (n, K), generator=generator) * 2 - 1
+    if freqs.ndim == 1:
+        return ((u < freqs) * sign).float()
+    return ((u[None] < freqs[:, None, :]) * sign[None]).float()
+
+
+def make_views(M: torch.Tensor, z: torch.Tensor, n_tokens: int, n_signal: int, noise: float,
+               generator: torch.Generator) -> torch.Tensor:
+    """One augmented view of the samples with codes ``z`` (shape ``(..., n, K)``): ``(..., n, L, d)``.
+
+    ``n_signal`` randomly placed tokens carry ``M z``; every token adds Gaussian noise of expected
+    norm ``noise`` (std ``noise / sqrt(d)`` per coordinate). Calling it twice gives two views that
+    share the code and differ in noise and token positions.
+    """
+    if n_signal > n_tokens or n_signal < 0:
+        raise ValueError(f"n_signal must lie in [0, n_tokens], got {n_signal}")
+    d = M.shape[0]
+    lead = z.shape[:-1]
+    signal = z @ M.T  # (..., n, d)
+    order = torch.rand(*lead, n_tokens, generator=generator).argsort(-1)
+    carries = (order < n_signal).to(signal.dtype)  # exactly n_signal tokens per sample
+    eps = torch.randn(*lead, n_tokens, d, generator=generator) * (noise / math.sqrt(d))
+    return carries[..., None] * signal[..., None, :] + eps
+
+
+def single_feature_samples(M: torch.Tensor, n: int, n_tokens: int, n_signal: int, noise: float,
+                           generator: torch.Generator):
+    """Balanced probe data: each sample carries exactly one feature (uniform over K, sign +1).
+
+    Returns ``(X, y)`` with ``X`` of shape ``(n, L, d)`` and ``y`` the feature index.
+    """
+    K = M.shape[1]
+    y = torch.randint(0, K, (n,), generator=generator)
+    z = F.one_hot(y, K).float()
+    return make_views(M, z, n_tokens, n_signal, noise, generator), y
+
+
+# ------------------------------------------------------------------------------------------------
+# encoder, loss, pruning
+# ------------------------------------------------------------------------------------------------
+
+
+def brelu(s: torch.Tensor, b) -> torch.Tensor:
+    """The symmetric biased ReLU ``ReLU(s - b) - ReLU(-s - b)``: zero on ``[-b, b]``, odd in ``s``."""
+    return F.relu(s - b) - F.relu(-s - b)
+
+
+def straight_through_mask(f: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Forward: ``f * mask``. Backward: the gradient reaches masked entries as if the mask were 1.
+
+    This is the "compute gradients through the masked model but update all parameters" rule: the
+    loss sees the pruned model, yet masked neurons keep receiving the gradient of their output.
+    """
+    return f * mask + (f - f.detach()) * (1 - mask)
+
+
+def encode(X: torch.Tensor, W: torch.Tensor, A: torch.Tensor, beta: float,
+           mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The attention + BReLU encoder, batched over E independent models.
+
+    Parameters
+    ----------
+    X : ``(E, n, L, d)`` tokens.
+    W : ``(E, m, d)`` neuron weights ``w_r``.
+    A : ``(E, d, d)`` attention matrix (``W_Q W_K^T`` merged); scores ``x_l^T A x_j``.
+    beta : float
+        BReLU threshold relative to each neuron's norm: ``b_r = beta * ||w_r||`` (not differentiated).
+    mask : ``(E, m)`` 0/1, optional
+        Pruning mask applied to the outputs with :func:`straight_through_mask`.
+
+    Returns
+    -------
+    ``(E, n, m)`` representations ``f_r(X) = sum_l BReLU(<w_r, h_l>)`` with
+    ``h_l = sum_j softmax_j(x_l^T A x_j) x_j``.
+    """
+    if X.ndim != 4 or W.ndim != 3 or A.ndim != 3:
+        raise ValueError("X must be (E, n, L, d), W (E, m, d) and A (E, d, d)")
+    scores = torch.einsum("enld,edf,enkf->enlk", X, A, X)
+    H = torch.softmax(scores, dim=-1) @ X
+    S = torch.einsum("enld,emd->enlm", H, W)
+    b = beta * W.detach().norm(dim=-1)[:, None, None, :]
+    f = brelu(S, b).sum(2)
+    if mask is not None:
+        f = straight_through_mask(f, mask[:, None, :].to(f.dtype))
+    return f
+
+
+def infonce(f: torch.Tensor, f_target: torch.Tensor, tau: float) -> torch.Tensor:
+    """InfoNCE with the second branch under stop-gradient, averaged over the batch.
+
+    ``L = -(1/n) sum_i log( exp(<f_i, sg(g_i)>/tau) / sum_j exp(<f_i, sg(g_j)>/tau) )`` for
+    representations ``f`` (online view) and ``g = f_target`` (other view), of shape ``(n, m)`` or
+    ``(E, n, m)`` (then one loss per model, shape ``(E,)``).
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ or ``tau <= 0``.
+    """
+    if f.shape != f_target.shape or f.ndim not in (2, 3):
+        raise ValueError(f"f and f_target must have the same shape (n, m) or (E, n, m), got "
+                         f"{tuple(f.shape)} and {tuple(f_target.shape)}")
+    if not tau > 0:
+        raise ValueError(f"tau must be > 0, got {tau}")
+    logits = f @ f_target.detach().transpose(-1, -2) / tau
+    return (torch.logsumexp(logits, -1) - torch.diagonal(logits, dim1=-2, dim2=-1)).mean(-1)
+
+
+def infonce_orthogonal_closed_form(sq_norm: float, n: int, tau: float) -> float:
+    """InfoNCE when both views are identical and the n representations are mutually orthogonal
+    with squared norm ``sq_norm``: ``log(1 + (n - 1) exp(-sq_norm / tau))``."""
+    return math.log1p((n - 1) * math.exp(-sq_norm / tau))
+
+
+def magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
+    """A 0/1 ``(E, m)`` mask that zeroes the ``round(fraction * m)`` neurons of smallest norm.
+
+    ``W`` is ``(E, m, d)`` (or ``(m, d)``, giving ``(m,)``); ``fraction`` a number or a length-E
+    sequence (one per model). Ties are broken by index, so exactly the requested count is masked.
+    """
+    squeeze = W.ndim == 2
+    if squeeze:
+        W = W[None]
+    if W.ndim != 3:
+        raise ValueError("W must have shape (m, d) or (E, m, d)")
+    E, m, _ = W.shape
+    fr = [fraction] * E if np.ndim(fraction) == 0 else list(fraction)
+    if len(fr) != E:
+        raise ValueError(f"fraction must be a number or have one entry per model ({E})")
+    fr = [check_fraction("fraction", f) for f in fr]
+    norms = W.detach().norm(dim=-1)
+    order = norms.argsort(dim=-1, stable=True)
+    mask = torch.ones(E, m, dtype=W.dtype, device=W.device)
+    for e in range(E):
+        k = int(round(fr[e] * m))
+        mask[e, order[e, :k]] = 0.0
+    return mask[0] if squeeze else mask
+
+
+# ------------------------------------------------------------------------------------------------
+# neuron-feature alignment
+# ------------------------------------------------------------------------------------------------
+
+
+def alignment(W: torch.Tensor, M: torch.Tensor) -> dict:
+    """Projections of every neuron on every feature and on the noise space.
+
+    Parameters
+    ----------
+    W : ``(..., m, d)`` neuron weights; M : ``(d, K)`` orthonormal features.
+
+    Returns
+    -------
+    dict with ``proj`` ``|<w_r, M_k>|`` ``(..., m, K)``; ``noise`` ``||(I - M M^T) w_r||``;
+    ``dominant`` (argmax feature), ``top`` and ``second`` (largest two projections), ``ratio``
+    (top / second) and ``purity`` (``top^2 / sum_k proj^2``, 1 for a single-feature neuron).
+    """
+    if W.shape[-1] != M.shape[0]:
+        raise ValueError(f"W's last dimension ({W.shape[-1]}) must equal M's rows ({M.shape[0]})")
+    if M.shape[1] < 2:
+        raise ValueError("M must hold at least two features")
+    coef = W @ M
+    proj = coef.abs()
+    noise = (W - coef @ M.T).norm(dim=-1)
+    top2 = proj.topk(2, dim=-1).values
+    top, second = top2[..., 0], top2[..., 1]
+    purity = top**2 / (proj**2).sum(-1).clamp_min(1e-30)
+    return dict(proj=proj, noise=noise, dominant=proj.argmax(-1), top=top, second=second,
+                ratio=top / second.clamp_min(1e-30), purity=purity)
+
+
+def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
+                    specialist_ratio: float = 2.0) -> dict:
+    """Per-model feature statistics of neurons ``W`` ``(E, m, d)`` (each entry a length-E array).
+
+    * ``best_major`` / ``best_minor``: mean over majority/minority features of the feature's best
+      alignment ``max_r |<w_r, M_k>|`` (how strongly the feature is learned).
+    * ``spec_major`` / ``spec_minor``: specialists per majority/minority feature, a specialist being a
+      neuron whose top projection is >= ``specialist_ratio`` times its second.
+    * ``single_fraction``: fraction of neurons that are specialists; ``median_ratio``; ``noise``.
+    """
+    if W.ndim != 3:
+        raise ValueError("W must have shape (E, m, d)")
+    K = M.shape[1]
+    if not 0 < n_minority < K:
+        raise ValueError(f"n_minority must lie strictly between 0 and {K}")
+    a = alignment(W, M)
+    best = a["proj"].max(dim=1).values  # (E, K)
+    spec = a["ratio"] >= specialist_ratio
+    counts = torch.stack([torch.bincount(a["dominant"][e][spec[e]], minlength=K)
+                          for e in range(W.shape[0])]).float()
+    maj = slice(0, K - n_minority)
+    mino = slice(K - n_minority, K)
+    out = dict(best_major=best[:, maj].mean(1), best_minor=best[:, mino].mean(1),
+               spec_major=counts[:, maj].mean(1), spec_minor=counts[:, mino].mean(1),
+               single_fraction=spec.float().mean(1), median_ratio=a["ratio"].median(1).values,
+               noise=a["noise"].mean(1))
+    return {k: v.cpu().numpy() for k, v in out.items()}
+
+
+# ------------------------------------------------------------------------------------------------
+# training on the synthetic data
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class EncoderRun:
+    """The outcome of :func:`train_encoders`: E models trained side by side.
+
+    ``ratios`` and ``fractions`` (length E) say each model's imbalance ratio and pruning fraction;
+    ``history`` holds, at each logged ``step``, the mean noise norm, the mean top and second
+    projections and the median top/second ratio of every model (arrays ``(T, E)``), and every
+    neuron's feature projections ``proj`` ``(T, E, m, K)`` and noise norm ``neuron_noise`` ``(T, E, m)``.
+    """
+
+    config: ContrastiveConfig
+    M: torch.Tensor
+    W: torch.Tensor
+    A: torch.Tensor
+    ratios: list
+    fractions: list
+    seeds: list
+    history: dict = field(default_factory=dict)
+
+    def select(self, ratio: float, fraction: float) -> list[int]:
+        """Indices of the models with this imbalance ratio and pruning fraction."""
+        return [i for i, (r, f) in enumerate(zip(self.ratios, self.fractions))
+                if r == ratio and f == fraction]
+
+
+def bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
+    """The relative BReLU threshold at ``step``: rises linearly from 0 to ``bias_max`` (Wen and Li
+    also raise the bias during training), constant afterwards."""
+    if cfg.bias_ramp == 0:
+        return cfg.bias_max
+    return cfg.bias_max * min(1.0, step / cfg.bias_ramp)
+
+
+def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
+                   replicates: int | None = None) -> EncoderRun:
+    """Train one encoder per (ratio, fraction) pair and replicate, all at once (batched).
+
+    Each model sees fresh population samples every step (common random numbers across models);
+    replicate ``j`` of every condition starts from the same initialization (seed ``seed*1000+j``),
+    so a pruned and an unpruned model differ only in pruning. SGD with weight decay; the target
+    branch is the unpruned model under stop-gradient; the online branch is masked by
+    :func:`magnitude_mask` every ``prune_every`` steps with the straight-through rule.
+    """
+    cfg.validate()
+    ratios, fractions = list(ratios), list(fractions)
+    if len(ratios) != len(fractions) or not ratios:
+        raise ValueError("ratios and fractions must be non-empty and of equal length")
+    R = cfg.replicates if replicates is None else int(replicates)
+    if R < 1:
+        raise ValueError(f"replicates must be >= 1, got {R}")
+    conds = [(r, f, j) for j in range(R) for r, f in zip(ratios, fractions)]
+    E = len(conds)
+    d, K, m = cfg.dim, cfg.n_features, cfg.neurons
+    M = feature_dictionary(d, K, seed=seed)
+    freqs = torch.stack([feature_frequencies(K, cfg.n_minority, cfg.base_freq, r) for r, _, _ in conds])
+    inits = []
+    for j in range(R):
+        g0 = torch.Generator().manual_seed(seed * 1000 + j)
+        inits.append(torch.randn(m, d, generator=g0) * cfg.init_scale)
+    W = torch.stack([inits[j] for _, _, j in conds]).requires_grad_()
+    A = torch.zeros(E, d, d, requires_grad=True)
+    g = torch.Generator().manual_seed(seed * 1000 + 999)
+    fr = [f for _, f, _ in conds]
+    hist = {k: [] for k in ("step", "noise", "top", "second", "ratio", "proj", "neuron_noise")}
+    mask = None
+    for t in range(cfg.steps + 1):
+        if t % cfg.log_every == 0 or t == cfg.steps:
+            with torch.no_grad():
+                a = alignment(W, M)
+            hist["step"].append(t)
+            hist["noise"].append(a["noise"].mean(1).numpy())
+            hist["top"].append(a["top"].mean(1).numpy())
+            hist["second"].append(a["second"].mean(1).numpy())
+            hist["ratio"].append(a["ratio"].median(1).values.numpy())
+            hist["proj"].append(a["proj"].numpy())
+            hist["neuron_noise"].append(a["noise"].numpy())
+        if t == cfg.steps:
+            break
+        beta = bias_schedule(t, cfg)
+        if t % cfg.prune_every == 0 and max(fr) > 0:
+            mask = magnitude_mask(W, fr)
+        z = sample_codes(freqs, cfg.batch, g)
+        X1 = make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+        X2 = make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+        f1 = encode(X1, W, A, beta, mask)
+        with torch.no_grad():
+            f2 = encode(X2, W, A, beta)
+        loss = infonce(f1, f2, cfg.tau).sum()
+        gW, gA = torch.autograd.grad(loss, [W, A])
+        with torch.no_grad():
+            W.mul_(1 - cfg.lr * cfg.weight_decay).sub_(cfg.lr * gW)
+            A.mul_(1 - cfg.lr * cfg.weight_decay).sub_(cfg.lr * gA)
+    history = {k: np.array(v) for k, v in hist.items()}
+    return EncoderRun(config=cfg, M=M, W=W.detach(), A=A.detach(), ratios=[c[0] for c in conds],
+                      fractions=fr, seeds=[seed * 1000 + c[2] for c in conds], history=history)
+
+
+def stage_boundaries(step, top, ratio, level: float = 0.9) -> tuple[int, int]:
+    """The ends of stages I and II, read off the measured curves of one model.
+
+    Stage I (feature growth) ends at the first logged step where the mean top projection reaches
+    ``level`` of its maximum over training; stage II (separation) ends at the first later step where
+    the median top/second ratio reaches ``level`` of its maximum; stage III (convergence) follows.
+    """
+    step, top, ratio = map(np.asarray, (step, top, ratio))
+    if not (step.shape == top.shape == ratio.shape) or step.ndim != 1 or len(step) < 3:
+        raise ValueError("step, top and ratio must be 1-D arrays of equal length >= 3")
+    i1 = int(np.argmax(top >= level * top.max()))
+    later = ratio[i1:] >= level * ratio[i1:].max()
+    i2 = i1 + int(np.argmax(later))
+    return int(step[i1]), int(step[i2])
+
+
+def representations(run: EncoderRun, X: torch.Tensor) -> torch.Tensor:
+    """Unpruned representations of tokens ``X`` ``(n, L, d)`` under every model: ``(E, n, m)``."""
+    E = run.W.shape[0]
+    beta = bias_schedule(run.config.steps, run.config)
+    with torch.no_grad():
+        return encode(X[None].expand(E, *X.shape), run.W, run.A, beta)
+
+
+def ridge_probe(f_train: torch.Tensor, y_train: torch.Tensor, f_test: torch.Tensor,
+                n_classes: int, ridge: float = 1e-2) -> torch.Tensor:
+    """A linear probe: one-vs-rest ridge regression on standardized features, closed form.
+
+    Batched over a leading model axis: ``f_*`` of shape ``(E, n, m)`` or ``(n, m)``. Returns the
+    predicted classes of ``f_test`` (``(E, n_test)`` or ``(n_test,)``).
+    """
+    squeeze = f_train.ndim == 2
+    if squeeze:
+        f_train, f_test = f_train[None], f_test[None]
+    if f_train.ndim != 3 or f_test.ndim != 3 or f_train.shape[-1] != f_test.shape[-1]:
+        raise ValueError("f_train and f_test must be (n, m) or (E, n, m) with the same m")
+    if y_train.ndim != 1 or len(y_train) != f_train.shape[1]:
+        raise ValueError("y_train must be 1-D with one label per training row")
+    if not ridge > 0:
+        raise ValueError(f"ridge must be > 0, got {ridge}")
+    mu = f_train.mean(1, keepdim=True)
+    sd = f_train.std(1, keepdim=True).clamp_min(1e-6)
+    a, b = (f_train - mu) / sd, (f_test - mu) / sd
+    ones = torch.ones(*a.shape[:2], 1, dtype=a.dtype)
+    a = torch.cat([a, ones], -1)
+    b = torch.cat([b, torch.ones(*b.shape[:2], 1, dtype=b.dtype)], -1)
+    Y = F.one_hot(y_train, n_classes).to(a.dtype) * 2 - 1
+    gram = a.transpose(1, 2) @ a + ridge * a.shape[1] * torch.eye(a.shape[-1], dtype=a.dtype)
+    coef = torch.linalg.solve(gram, a.transpose(1, 2) @ Y[None].expand(a.shape[0], *Y.shape))
+    pred = (b @ coef).argmax(-1)
+    return pred[0] if squeeze else pred
+
+
+def feature_probe_accuracy(run: EncoderRun, seed: int = 0) -> np.ndarray:
+    """Per-feature accuracy ``(E, K)`` of a linear probe that names the feature of a single-feature
+    sample (balanced over features), trained and tested on fresh samples."""
+    cfg = run.config
+    g = torch.Generator().manual_seed(10_000 + seed)
+    Xtr, ytr = single_feature_samples(run.M, cfg.probe_samples, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+    Xte, yte = single_feature_samples(run.M, cfg.probe_samples, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+    pred = ridge_probe(representations(run, Xtr), ytr, representations(run, Xte), cfg.n_features)
+    K = cfg.n_features
+    correct = (pred == yte[None]).float()
+    return np.stack([[correct[e, yte == k].mean().item() for k in range(K)]
+                     for e in range(pred.shape[0])])
+
+
+def condition_means(run: EncoderRun, values: np.ndarray) -> dict:
+    """Average a per-model array ``(E, ...)`` over replicates: ``{(ratio, fraction): mean}``."""
+    out = {}
+    for key in dict.fromkeys(zip(run.ratios, run.fractions)):
+        out[key] = np.mean(values[run.select(*key)], axis=0)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# real data: long-tailed MNIST-1D
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LongTailConfig:
+    """Contrastive pretraining on long-tailed MNIST-1D, then a linear probe on balanced data."""
+
+    n_train: int = 4000
+    n_test: int = 1000
+    imbalance: float = 20.0     #: long-tail ratio (class 0 head, class 9 tail)
+    width: int = 256            #: hidden neurons of the MLP encoder (the representation)
+    out_dim: int = 64           #: projection dimension fed to InfoNCE
+    batch: int = 256
+    steps: int = 1500
+    lr: float = 0.05
+    momentum: float = 0.9
+    weight_decay: float = 5e-4
+    tau: float = 0.2
+    prune_fraction: float = 0.5
+    prune_every: int = 50
+    shift: int = 4              #: augmentation: random circular shift of up to +-shift samples
+    scale: float = 0.15         #: augmentation: amplitude scaled by 1 +- scale
+    jitter: float = 0.1         #: augmentation: added Gaussian noise std
+    head_classes: int = 3
+    tail_classes: int = 3
+
+    @classmethod
+    def quick(cls) -> "LongTailConfig":
+        return cls()
+
+    @classmethod
+    def full(cls) -> "LongTailConfig":
+        return cls(n_train=10000, n_test=4000, width=1024, out_dim=128, steps=8000, batch=512)
+
+
+def augment_1d(x: torch.Tensor, generator: torch.Generator, shift: int, scale: float,
+               jitter: float) -> torch.Tensor:
+    """MNIST-1D-style augmentation: random circular shift, amplitude scaling and Gaussian noise."""
+    if x.ndim != 2:
+        raise ValueError("x must have shape (n, length)")
+    n, L = x.shape
+    s = torch.randint(-shift, shift + 1, (n,), generator=generator)
+    idx = (torch.arange(L)[None, :] - s[:, None]) % L
+    x = torch.gather(x, 1, idx)
+    x = x * (1 + scale * (2 * torch.rand(n, 1, generator=generator) - 1))
+    return x + jitter * torch.randn(x.shape, generator=generator)
+
+
+def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 0) -> dict:
+    """Contrastive pretraining of MLP encoders (one per pruning fraction, batched, same init and
+    same minibatches) on long-tailed MNIST-1D; then per-class linear-probe test accuracy.
+
+    The probe (ridge, :func:`ridge_probe`) is fit on the *balanced* training split and scored on the
+    balanced test split. Returns ``{"acc": (E, 10), "counts": per-class pretraining counts}``.
+    """
+    ds = mnist1d(cfg.n_train, cfg.n_test, device="cpu")
+    lt = long_tailed(ds, cfg.imbalance, seed=seed)
+    fr = [check_fraction("prune_fraction", f) for f in prune_fractions]
+    E, h, o = len(fr), cfg.width, cfg.out_dim
+    g = torch.Generator().manual_seed(seed)
+    W1 = (torch.randn(h, ds.dim, generator=g) / math.sqrt(ds.dim)).expand(E, h, ds.dim).clone()
+    W2 = (torch.randn(o, h, generator=g) / math.sqrt(h)).expand(E, o, h).clone()
+    params = [W1.requires_grad_(), torch.zeros(E, h, requires_grad=True), W2.requires_grad_()]
+    opt = torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+
+    def hidden(x, mask=None):
+        hid = F.relu(torch.einsum("end,ehd->enh", x, params[0]) + params[1][:, None, :])
+        return hid if mask is None else straight_through_mask(hid, mask[:, None, :])
+
+    mask = None
+    eye = torch.arange(cfg.batch)
+    for t in range(cfg.steps):
+        if t % cfg.prune_every == 0:
+            mask = magnitude_mask(params[0], fr)
+        xb = lt.x[torch.randint(0, lt.n, (cfg.batch,), generator=g)]
+        x1 = augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
+        x2 = augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
+        z1 = F.normalize(hidden(x1, mask) @ params[2].transpose(1, 2), dim=-1)
+        with torch.no_grad():
+            z2 = F.normalize(hidden(x2) @ params[2].transpose(1, 2), dim=-1)
+        logits = z1 @ z2.transpose(1, 2) / cfg.tau
+        loss = F.cross_entropy(logits.reshape(-1, cfg.batch), eye.repeat(E), reduction="sum") / cfg.batch
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        ftr = hidden(ds.x[None].expand(E, -1, -1))
+        fte = hidden(ds.x_test[None].expand(E, -1, -1))
+    pred = ridge_probe(ftr, ds.y, fte, ds.num_classes)
+    acc = np.stack([[(pred[e, ds.y_test == k] == k).float().mean().item() for k in range(ds.num_classes)]
+                    for e in range(E)])
+    return {"acc": acc, "counts": torch.bincount(lt.y, minlength=ds.num_classes).numpy(),
+            "fractions": fr}
+
+
+# ------------------------------------------------------------------------------------------------
+# summaries used by the chapter's claims
+# ------------------------------------------------------------------------------------------------
+
+
+def condition_table(run: EncoderRun, seed: int = 0) -> dict:
+    """Every condition's replicate-averaged metrics: ``{(ratio, fraction): {name: value}}``.
+
+    Names: those of :func:`feature_summary`, plus ``probe_major`` / ``probe_minor`` (mean linear-probe
+    accuracy on single-feature samples of majority / minority features, :func:`feature_probe_accuracy`).
+    """
+    cfg = run.config
+    summ = feature_summary(run.W, run.M, cfg.n_minority, cfg.specialist_ratio)
+    acc = feature_probe_accuracy(run, seed)
+    K, n_min = cfg.n_features, cfg.n_minority
+    summ["probe_major"] = acc[:, :K - n_min].mean(1)
+    summ["probe_minor"] = acc[:, K - n_min:].mean(1)
+    table = {}
+    for key in dict.fromkeys(zip(run.ratios, run.fractions)):
+        idx = run.select(*key)
+        table[key] = {name: float(np.mean(v[idx])) for name, v in summ.items()}
+    return table
+
+
+def stage_curves(run: EncoderRun, fraction: float = 0.0) -> dict:
+    """Mean curves over the unpruned (``fraction``) models of all ratios, and the stage boundaries.
+
+    Returns ``step``, ``noise``, ``top``, ``second``, ``ratio`` (each ``(T,)``), the stage ends
+    ``t1``, ``t2`` from :func:`stage_boundaries`, and ``noise_at_t1_rel`` (noise norm at ``t1``
+    over its initial value) with ``ratio_init`` / ``ratio_final`` (min and max over those models).
+    """
+    idx = [i for i, f in enumerate(run.fractions) if f == fraction]
+    if not idx:
+        raise ValueError(f"no model was trained with pruning fraction {fraction}")
+    h = run.history
+    c = {k: h[k][:, idx].mean(1) for k in ("noise", "top", "second", "ratio")}
+    c["step"] = h["step"]
+    t1, t2 = stage_boundaries(h["step"], c["top"], c["ratio"])
+    i1 = int(np.searchsorted(h["step"], t1))
+    c.update(t1=t1, t2=t2, noise_at_t1_rel=float(c["noise"][i1] / c["noise"][0]),
+             ratio_init_max=float(h["ratio"][0, idx].max()),
+             ratio_final_min=float(h["ratio"][-1, idx].min()))
+    return c

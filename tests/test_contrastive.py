@@ -1,0 +1,187 @@
+"""Tests of gtlib.contrastive: the data model, the encoder, InfoNCE, pruning and the metrics."""
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from gtlib import contrastive as C
+
+
+def test_dictionary_is_orthonormal_and_seeded():
+    M = C.feature_dictionary(10, 4, seed=3)
+    assert M.shape == (10, 4)
+    assert torch.allclose(M.T @ M, torch.eye(4), atol=1e-5)
+    assert torch.equal(M, C.feature_dictionary(10, 4, seed=3))
+    with pytest.raises(ValueError, match="n_features"):
+        C.feature_dictionary(3, 4)
+
+
+def test_frequencies_and_codes():
+    p = C.feature_frequencies(6, 2, 0.3, 3.0)
+    assert torch.allclose(p, torch.tensor([0.3, 0.3, 0.3, 0.3, 0.1, 0.1]))
+    g = torch.Generator().manual_seed(0)
+    z = C.sample_codes(p, 20000, g)
+    assert set(torch.unique(z).tolist()) <= {-1.0, 0.0, 1.0}
+    assert torch.allclose((z != 0).float().mean(0), p, atol=0.015)
+    zz = C.sample_codes(torch.stack([p, p]), 50, g)
+    assert zz.shape == (2, 50, 6) and torch.equal(zz[0], zz[1])  # common random numbers
+    with pytest.raises(ValueError, match="ratio"):
+        C.feature_frequencies(6, 2, 0.3, 0.5)
+    with pytest.raises(ValueError, match="n_minority"):
+        C.feature_frequencies(6, 6, 0.3, 2.0)
+    with pytest.raises(TypeError, match="freqs"):
+        C.sample_codes([0.1, 0.2], 5, g)
+
+
+def test_views_share_the_signal():
+    M = C.feature_dictionary(8, 3, seed=0)
+    g = torch.Generator().manual_seed(1)
+    z = torch.tensor([[1.0, 0.0, -1.0]])
+    X = C.make_views(M, z, n_tokens=5, n_signal=2, noise=0.0, generator=g)
+    signal = z @ M.T
+    carriers = [l for l in range(5) if X[0, l].norm() > 0]
+    assert len(carriers) == 2
+    for l in carriers:
+        assert torch.allclose(X[0, l], signal[0])
+    with pytest.raises(ValueError, match="n_signal"):
+        C.make_views(M, z, 2, 3, 0.1, g)
+
+
+def test_brelu_is_odd_with_a_dead_zone():
+    s = torch.linspace(-3, 3, 13)
+    out = C.brelu(s, 1.0)
+    assert torch.allclose(out, -C.brelu(-s, 1.0))
+    assert torch.all(out[s.abs() <= 1] == 0)
+    assert torch.allclose(out[s > 1], s[s > 1] - 1)
+
+
+def test_infonce_matches_direct_formula():
+    torch.manual_seed(0)
+    f, g = torch.randn(5, 3), torch.randn(5, 3)
+    tau = 0.7
+    direct = 0.0
+    for i in range(5):
+        num = math.exp(float(f[i] @ g[i]) / tau)
+        den = sum(math.exp(float(f[i] @ g[j]) / tau) for j in range(5))
+        direct += -math.log(num / den) / 5
+    assert math.isclose(float(C.infonce(f, g, tau)), direct, rel_tol=1e-5)
+    batched = C.infonce(torch.stack([f, g]), torch.stack([g, f]), tau)
+    assert batched.shape == (2,)
+    with pytest.raises(ValueError, match="tau"):
+        C.infonce(f, g, 0.0)
+    with pytest.raises(ValueError, match="same shape"):
+        C.infonce(f, g[:4], 1.0)
+
+
+def test_infonce_identical_orthogonal_views_closed_form():
+    n, a, tau = 6, 2.5, 0.8
+    f = math.sqrt(a) * torch.eye(n)[:, :n]
+    assert math.isclose(float(C.infonce(f, f.clone(), tau)),
+                        C.infonce_orthogonal_closed_form(a, n, tau), rel_tol=1e-6)
+
+
+def test_infonce_stops_gradient_on_target():
+    f = torch.randn(4, 3, requires_grad=True)
+    g = torch.randn(4, 3, requires_grad=True)
+    C.infonce(f, g, 1.0).backward()
+    assert f.grad is not None and g.grad is None
+
+
+def test_magnitude_mask_removes_exact_fraction_of_smallest():
+    W = torch.tensor([[[3.0, 0.0], [0.1, 0.0], [2.0, 0.0], [0.5, 0.0]]])
+    mask = C.magnitude_mask(W, 0.5)
+    assert mask.tolist() == [[1.0, 0.0, 1.0, 0.0]]
+    W2 = torch.randn(3, 10, 4)
+    masks = C.magnitude_mask(W2, [0.0, 0.3, 1.0])
+    assert masks.sum(1).tolist() == [10.0, 7.0, 0.0]
+    with pytest.raises(ValueError, match="fraction"):
+        C.magnitude_mask(W2, 1.5)
+    with pytest.raises(ValueError, match="one entry per model"):
+        C.magnitude_mask(W2, [0.1, 0.2])
+
+
+def test_pruned_forward_but_gradients_reach_masked_neurons():
+    torch.manual_seed(0)
+    X = torch.randn(1, 8, 3, 5)
+    W = torch.randn(1, 4, 5, requires_grad=True)
+    A = torch.zeros(1, 5, 5)
+    mask = torch.tensor([[1.0, 0.0, 1.0, 0.0]])
+    f = C.encode(X, W, A, beta=0.0, mask=mask)
+    assert torch.all(f[..., 1] == 0) and torch.all(f[..., 3] == 0)
+    W2 = W.detach().clone().requires_grad_()
+    C.encode(X, W2, A, beta=0.0, mask=mask).sum().backward()
+    assert W2.grad[0, 1].abs().sum() > 0 and W2.grad[0, 3].abs().sum() > 0
+    W3 = W.detach().clone().requires_grad_()
+    loss = C.encode(X, W3, A, beta=0.0).sum()
+    loss.backward()
+    assert torch.allclose(W2.grad, W3.grad)  # straight-through: same gradient as unmasked
+
+
+def test_alignment_recovers_known_neurons():
+    M = C.feature_dictionary(10, 4, seed=0)
+    noise_dir = torch.linalg.qr(torch.cat([M, torch.randn(10, 1)], 1))[0][:, 4]
+    W = torch.stack([3 * M[:, 2] + 0.5 * M[:, 0] + 0.2 * noise_dir,  # specialist of feature 2
+                     M[:, 1] + M[:, 3]])                               # an even mixture
+    a = C.alignment(W, M)
+    assert a["dominant"][0] == 2
+    assert torch.allclose(a["proj"][0], torch.tensor([0.5, 0.0, 3.0, 0.0]), atol=1e-5)
+    assert math.isclose(float(a["noise"][0]), 0.2, rel_tol=1e-4)
+    assert math.isclose(float(a["ratio"][0]), 6.0, rel_tol=1e-4)
+    assert math.isclose(float(a["purity"][0]), 9 / 9.25, rel_tol=1e-4)
+    assert math.isclose(float(a["ratio"][1]), 1.0, rel_tol=1e-4)
+    s = C.feature_summary(W[None], M, n_minority=2)
+    assert s["single_fraction"][0] == 0.5
+    assert s["spec_major"][0] == 0.0 and s["spec_minor"][0] == 0.5  # feature 2 is a minority one
+    with pytest.raises(ValueError, match="last dimension"):
+        C.alignment(W[:, :5], M)
+
+
+def test_stage_boundaries_on_synthetic_curves():
+    step = np.arange(0, 100, 10)
+    top = np.array([0.1, 0.5, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    ratio = np.array([1.2, 1.2, 1.3, 2.0, 3.0, 4.0, 4.5, 5.0, 5.0, 5.0])
+    assert C.stage_boundaries(step, top, ratio) == (20, 60)  # 4.5 >= 0.9 * 5
+    with pytest.raises(ValueError):
+        C.stage_boundaries(step[:2], top[:2], ratio[:2])
+
+
+def test_ridge_probe_separates_separable_data():
+    g = torch.Generator().manual_seed(0)
+    y = torch.randint(0, 3, (300,), generator=g)
+    f = torch.nn.functional.one_hot(y, 3).float() * 3 + 0.1 * torch.randn(300, 3, generator=g)
+    pred = C.ridge_probe(f[:200], y[:200], f[200:], 3)
+    assert (pred == y[200:]).float().mean() == 1.0
+    with pytest.raises(ValueError, match="ridge"):
+        C.ridge_probe(f[:200], y[:200], f[200:], 3, ridge=0)
+
+
+def test_augment_1d_shift_is_circular():
+    g = torch.Generator().manual_seed(0)
+    x = torch.arange(10.0)[None].repeat(4, 1)
+    out = C.augment_1d(x, g, shift=3, scale=0.0, jitter=0.0)
+    for row in out:
+        assert sorted(row.tolist()) == list(range(10))
+    with pytest.raises(ValueError):
+        C.augment_1d(torch.zeros(3), g, 1, 0.0, 0.0)
+
+
+def test_tiny_training_run_and_config_validation():
+    cfg = replace(C.ContrastiveConfig.quick(), dim=8, n_features=4, n_minority=2, neurons=6,
+                  batch=16, steps=20, log_every=10, bias_ramp=10, replicates=1, probe_samples=40)
+    run = C.train_encoders(cfg, [1.0, 4.0], [0.0, 0.5], seed=0)
+    assert run.W.shape == (2, 6, 8) and run.history["proj"].shape == (3, 2, 6, 4)
+    tab = C.condition_table(run)
+    assert set(tab) == {(1.0, 0.0), (4.0, 0.5)}
+    assert 0 <= tab[(4.0, 0.5)]["probe_minor"] <= 1
+    curves = C.stage_curves(run)
+    assert curves["t1"] <= curves["t2"]
+    with pytest.raises(ValueError, match="n_minority"):
+        replace(cfg, n_minority=4).validate()
+    with pytest.raises(ValueError, match="ratios"):
+        replace(cfg, ratios=(0.5,)).validate()
+    with pytest.raises(ValueError, match="equal length"):
+        C.train_encoders(cfg, [1.0], [0.0, 0.5])
+    assert C.ContrastiveConfig.full().validate().neurons > cfg.neurons
+    assert C.LongTailConfig.full().width > C.LongTailConfig.quick().width
