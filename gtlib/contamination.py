@@ -1,0 +1,978 @@
+"""Feature contamination: networks learn label-uncorrelated features and fail to generalize.
+
+This module re-runs the toy experiments of Zhang, Zhao, Chen, Jiang and Chen, *Feature
+Contamination: Neural Networks Learn Uncorrelated Features and Fail to Generalize* (ICML 2024,
+arXiv:2406.03345), in the setting of the authors' public code, plus two extensions that the book
+adds (a representation-distillation experiment at toy scale and an MNIST-1D variant).
+
+The data model (Section 4.1 of the paper). An input ``x`` in R^d is the sum of a *core* part and a
+*background* part living in orthogonal subspaces,
+
+    x = P_c z_c + P_b z_b,      P = [P_c P_b] with P^T P = I,
+
+where ``z_c`` in R^{k_c} carries the label and ``z_b`` in R^{k_b} does not (it is drawn from the same
+distribution for both classes). Two configurations:
+
+* ``"theory"`` (matches the theorems): ``z_c ~ y * U[0,1]^{k_c}`` with ``y`` in {-1, +1};
+* ``"default"`` (the authors' default script): ``z_c`` on the unit sphere for ``y = +1`` and on the
+  radius-2 sphere for ``y = -1``, so no linear classifier separates the classes.
+
+In both, ``z_b ~ U[0,1]^{k_b}`` during training. The out-of-distribution (OOD) test set moves the
+background: :func:`shift_background` subtracts ``magnitude`` from every background coordinate, so
+``magnitude = 1`` maps ``U[0,1]`` onto ``U[-1,0]``, the paper's ``-U[0,1]``, while leaving the core
+coordinates untouched.
+
+The model is a two-layer network ``f(x) = sum_j a_j act(w_j . x + b_j) + c``. In the theory
+configuration the output layer is frozen at ``a_j = +1/h`` on the first half of the ``h`` units and
+``-1/h`` on the second half, there are no biases, and training uses the hinge loss. The quantity
+the paper tracks (Figure 3) is the mean norm of the projections of the first-layer weights
+``w_j`` onto the core and the background subspaces, :func:`projection_norms`.
+
+Every experiment trains several configurations *at once*: :class:`TwoLayerNets` stacks E networks
+(one batched matmul per layer), each member with its own activation, loss and optimizer, and
+:func:`train_two_layer` updates them with full-batch steps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .models import ACTIVATIONS, activation
+
+KINDS = ("theory", "default")
+BINARY_LOSSES = ("hinge", "logistic")
+OPTIMIZERS = ("sgd", "adamw")
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument checks
+# ---------------------------------------------------------------------------------------------
+def _int(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _number(name: str, value, minimum: float | None = None, strict: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if minimum is not None and (value < minimum or (strict and value == minimum)):
+        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {value}")
+    return value
+
+
+def _tensor(name: str, value, ndim: int | tuple[int, ...]) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    dims = (ndim,) if isinstance(ndim, int) else ndim
+    if value.ndim not in dims:
+        raise ValueError(f"{name} must have {' or '.join(map(str, dims))} dimensions, "
+                         f"got shape {tuple(value.shape)}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# The data model
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Embedding:
+    """Orthonormal bases of the core and background subspaces of R^d.
+
+    ``core`` is ``(d, k_c)`` and ``background`` is ``(d, k_b)``; together their columns are
+    orthonormal, so the two subspaces are orthogonal (condition (iii) of the paper).
+    """
+
+    core: torch.Tensor
+    background: torch.Tensor
+
+    @property
+    def dim(self) -> int:
+        return int(self.core.shape[0])
+
+    def embed(self, z_core: torch.Tensor, z_background: torch.Tensor) -> torch.Tensor:
+        """``x = P_c z_c + P_b z_b`` for row vectors ``z_c`` (n, k_c) and ``z_b`` (n, k_b)."""
+        _tensor("z_core", z_core, 2)
+        _tensor("z_background", z_background, 2)
+        if z_core.shape[1] != self.core.shape[1] or z_background.shape[1] != self.background.shape[1]:
+            raise ValueError(f"z_core must have {self.core.shape[1]} columns and z_background "
+                             f"{self.background.shape[1]}, got {z_core.shape[1]} and "
+                             f"{z_background.shape[1]}")
+        if z_core.shape[0] != z_background.shape[0]:
+            raise ValueError("z_core and z_background must have the same number of rows")
+        return z_core @ self.core.T + z_background @ self.background.T
+
+
+def random_embedding(d_core: int = 32, d_background: int = 32, dim: int = 256,
+                     seed: int = 0) -> Embedding:
+    """A random orthonormal embedding of ``d_core + d_background`` coordinates into R^dim.
+
+    The columns come from the QR decomposition of a Gaussian matrix (Haar-distributed up to signs),
+    as in the authors' toy code.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a size is not a positive int or ``d_core + d_background > dim``.
+    """
+    d_core = _int("d_core", d_core)
+    d_background = _int("d_background", d_background)
+    dim = _int("dim", dim)
+    if d_core + d_background > dim:
+        raise ValueError(f"d_core + d_background must be <= dim, got {d_core} + {d_background} > {dim}")
+    g = torch.Generator().manual_seed(_int("seed", seed, 0))
+    q, _ = torch.linalg.qr(torch.randn(dim, d_core + d_background, generator=g, dtype=torch.float64))
+    q = q.float()
+    return Embedding(core=q[:, :d_core].contiguous(), background=q[:, d_core:].contiguous())
+
+
+@dataclass(frozen=True)
+class ToyData:
+    """A sample of the toy model: inputs ``x`` (n, d), labels ``y`` in {-1, +1} (float, (n,)),
+    and the latent coordinates ``core`` (n, k_c) and ``background`` (n, k_b)."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    core: torch.Tensor
+    background: torch.Tensor
+
+
+def sample_core(n: int, kind: str, d_core: int, generator: torch.Generator):
+    """Balanced core coordinates and labels of the ``"theory"`` or ``"default"`` configuration.
+
+    Returns ``(z_core (n, d_core), y (n,))`` with the first half of the rows of class +1.
+    """
+    n = _int("n", n, 2)
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    y = torch.ones(n)
+    y[n // 2:] = -1.0
+    if kind == "theory":
+        z = torch.rand(n, d_core, generator=generator) * y[:, None]
+    else:
+        z = torch.randn(n, d_core, generator=generator)
+        z = z / z.norm(dim=1, keepdim=True)
+        z = z * torch.where(y > 0, 1.0, 2.0)[:, None]
+    return z, y
+
+
+def sample_toy(n: int, emb: Embedding, kind: str = "theory", seed: int = 0) -> ToyData:
+    """Draw ``n`` balanced training-distribution points: core by ``kind``, background ``U[0,1]``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``emb`` is not an :class:`Embedding`, ``n`` < 2 or ``kind`` is unknown.
+    """
+    if not isinstance(emb, Embedding):
+        raise TypeError(f"emb must be an Embedding, got {type(emb).__name__}")
+    g = torch.Generator().manual_seed(_int("seed", seed, 0))
+    z_c, y = sample_core(n, kind, emb.core.shape[1], g)
+    z_b = torch.rand(len(y), emb.background.shape[1], generator=g)
+    return ToyData(x=emb.embed(z_c, z_b), y=y, core=z_c, background=z_b)
+
+
+def shift_background(x: torch.Tensor, emb: Embedding, magnitude: float = 1.0) -> torch.Tensor:
+    """The OOD shift: subtract ``magnitude`` from every background coordinate of ``x``.
+
+    ``x - magnitude * P_b 1``. The core coordinates ``P_c^T x`` are unchanged, and at
+    ``magnitude = 1`` a ``U[0,1]`` background becomes ``U[-1,0]``, distributed as the paper's
+    test-time background ``-U[0,1]``.
+    """
+    _tensor("x", x, (2, 3))
+    if not isinstance(emb, Embedding):
+        raise TypeError(f"emb must be an Embedding, got {type(emb).__name__}")
+    if x.shape[-1] != emb.dim:
+        raise ValueError(f"x must have {emb.dim} columns, got {x.shape[-1]}")
+    magnitude = _number("magnitude", magnitude)
+    return x - magnitude * emb.background.sum(1)
+
+
+def label_correlations(features: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Pearson correlation of every column of ``features`` (n, k) with the labels ``y`` (n,).
+
+    A constant column gets correlation 0. Used to check condition (i) of the paper: the
+    background is uncorrelated with the label.
+    """
+    _tensor("features", features, 2)
+    _tensor("y", y, 1)
+    if features.shape[0] != y.shape[0] or y.shape[0] < 2:
+        raise ValueError("features and y must have the same number (>= 2) of rows")
+    f = features.double() - features.double().mean(0)
+    t = y.double() - y.double().mean()
+    denom = f.norm(dim=0) * t.norm()
+    corr = (f * t[:, None]).sum(0) / torch.where(denom > 0, denom, torch.ones_like(denom))
+    return torch.where(denom > 0, corr, torch.zeros_like(corr)).float()
+
+
+# ---------------------------------------------------------------------------------------------
+# Two-layer networks, E at once
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NetSpec:
+    """How one member of a :class:`TwoLayerNets` stack is built and trained.
+
+    ``act``: an activation of :data:`gtlib.models.ACTIVATIONS` (``"identity"`` gives the linear
+    network of the paper's comparison); ``loss``: ``"hinge"`` (``max(0, 1 - y f)``) or
+    ``"logistic"`` (``log(1 + exp(-y f))``); ``optimizer``: ``"sgd"`` (with ``momentum``, PyTorch's
+    coupled weight decay) or ``"adamw"`` (decoupled weight decay, betas 0.9/0.999).
+    """
+
+    act: str = "relu"
+    loss: str = "hinge"
+    optimizer: str = "sgd"
+    lr: float = 1e-3
+    momentum: float = 0.9
+    weight_decay: float = 1e-3
+    label: str = ""
+
+    def validate(self) -> "NetSpec":
+        activation(self.act)
+        if self.loss not in BINARY_LOSSES:
+            raise ValueError(f"loss must be one of {BINARY_LOSSES}, got {self.loss!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        _number("lr", self.lr, 0.0, strict=True)
+        if not 0.0 <= _number("momentum", self.momentum) < 1.0:
+            raise ValueError(f"momentum must lie in [0, 1), got {self.momentum}")
+        _number("weight_decay", self.weight_decay, 0.0)
+        return self
+
+    @property
+    def name(self) -> str:
+        return self.label or f"{self.act}/{self.optimizer}/{self.loss}"
+
+
+class TwoLayerNets(torch.nn.Module):
+    """E two-layer networks ``f_e(x) = a_e . act_e(W_e x + b_e) + c_e`` evaluated together.
+
+    Parameters
+    ----------
+    W : tensor (E, h, d)
+        First-layer weights.
+    acts : sequence of E activation names
+        One per member; members are grouped by activation in the forward pass.
+    a : tensor (E, h)
+        Output weights.
+    b : tensor (E, h) or None
+        First-layer biases (None: no biases, as in the theory).
+    c : tensor (E,) or None
+        Output biases.
+    train_output : bool
+        If False, ``a`` (and ``c``) are frozen buffers, as in the paper's theory configuration.
+    """
+
+    def __init__(self, W: torch.Tensor, acts: Sequence[str], a: torch.Tensor,
+                 b: torch.Tensor | None = None, c: torch.Tensor | None = None,
+                 train_output: bool = False):
+        super().__init__()
+        _tensor("W", W, 3)
+        E, h, _ = W.shape
+        if len(acts) != E:
+            raise ValueError(f"acts must have one entry per member ({E}), got {len(acts)}")
+        for name in acts:
+            activation(name)
+        if tuple(a.shape) != (E, h):
+            raise ValueError(f"a must have shape ({E}, {h}), got {tuple(a.shape)}")
+        if b is not None and tuple(b.shape) != (E, h):
+            raise ValueError(f"b must have shape ({E}, {h}), got {tuple(b.shape)}")
+        if c is not None and tuple(c.shape) != (E,):
+            raise ValueError(f"c must have shape ({E},), got {tuple(c.shape)}")
+        self.acts = list(acts)
+        self.W = torch.nn.Parameter(W.detach().clone())
+        self.b = None if b is None else torch.nn.Parameter(b.detach().clone())
+        if train_output:
+            self.a = torch.nn.Parameter(a.detach().clone())
+            self.c = None if c is None else torch.nn.Parameter(c.detach().clone())
+        else:
+            self.register_buffer("a", a.detach().clone())
+            self.register_buffer("c", None if c is None else c.detach().clone())
+        groups: dict[str, list[int]] = {}
+        for i, name in enumerate(self.acts):
+            groups.setdefault(name, []).append(i)
+        self._groups = [(name, torch.tensor(idx)) for name, idx in groups.items()]
+        order = torch.cat([idx for _, idx in self._groups])
+        self._inverse = torch.argsort(order)
+
+    @property
+    def size(self) -> int:
+        return int(self.W.shape[0])
+
+    @property
+    def width(self) -> int:
+        return int(self.W.shape[1])
+
+    def preactivations(self, x: torch.Tensor) -> torch.Tensor:
+        """``W_e x + b_e`` for every member, ``(E, n, h)``; ``x`` is ``(n, d)`` or ``(E, n, d)``."""
+        _tensor("x", x, (2, 3))
+        if x.shape[-1] != self.W.shape[2]:
+            raise ValueError(f"x must have {self.W.shape[2]} columns, got {x.shape[-1]}")
+        pre = torch.matmul(x, self.W.transpose(1, 2))
+        return pre if self.b is None else pre + self.b.unsqueeze(1)
+
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:
+        """The representation ``act_e(W_e x + b_e)``, ``(E, n, h)``."""
+        pre = self.preactivations(x)
+        if len(self._groups) == 1:
+            return activation(self._groups[0][0])(pre)
+        parts = [activation(name)(pre[idx]) for name, idx in self._groups]
+        return torch.cat(parts)[self._inverse]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Outputs ``(E, n)``."""
+        out = (self.hidden(x) * self.a.unsqueeze(1)).sum(-1)
+        return out if self.c is None else out + self.c.unsqueeze(1)
+
+
+def init_two_layer(acts: Sequence[str], dim: int, width: int, seeds: Sequence[int],
+                   frozen_output: bool = True, bias: bool = False) -> TwoLayerNets:
+    """E freshly initialized two-layer networks, member ``e`` seeded by ``seeds[e]``.
+
+    First-layer weights (and biases) use PyTorch's ``nn.Linear`` default, ``U(-1/sqrt(d), 1/sqrt(d))``.
+    With ``frozen_output`` the output layer is fixed at ``+1/h`` on the first half of the units and
+    ``-1/h`` on the second (the theory configuration of the paper, ``h`` even); otherwise it is
+    trainable, initialized like ``nn.Linear(h, 1)``, with an output bias when ``bias``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On a bad size, an unknown activation, seeds and acts of different lengths, or an odd
+        ``width`` with ``frozen_output``.
+    """
+    dim = _int("dim", dim)
+    width = _int("width", width)
+    if len(acts) != len(seeds) or len(acts) == 0:
+        raise ValueError(f"acts and seeds must be non-empty and of equal length, got {len(acts)} "
+                         f"and {len(seeds)}")
+    if frozen_output and width % 2:
+        raise ValueError(f"width must be even with a frozen output layer, got {width}")
+    Ws, bs, as_, cs = [], [], [], []
+    for s in seeds:
+        g = torch.Generator().manual_seed(_int("seed", s, 0))
+        lim = 1.0 / np.sqrt(dim)
+        Ws.append((torch.rand(width, dim, generator=g) * 2 - 1) * lim)
+        bs.append((torch.rand(width, generator=g) * 2 - 1) * lim)
+        if frozen_output:
+            as_.append(torch.cat([torch.full((width // 2,), 1.0 / width),
+                                  torch.full((width // 2,), -1.0 / width)]))
+        else:
+            lim2 = 1.0 / np.sqrt(width)
+            as_.append((torch.rand(width, generator=g) * 2 - 1) * lim2)
+            cs.append((torch.rand((), generator=g) * 2 - 1) * lim2)
+    return TwoLayerNets(torch.stack(Ws), acts, torch.stack(as_),
+                        b=torch.stack(bs) if bias else None,
+                        c=torch.stack(cs) if (bias and not frozen_output) else None,
+                        train_output=not frozen_output)
+
+
+# ---------------------------------------------------------------------------------------------
+# Losses and metrics
+# ---------------------------------------------------------------------------------------------
+def binary_loss(name: str, f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Mean hinge ``max(0, 1 - y f)`` or logistic ``log(1 + exp(-y f))`` loss over the last axis."""
+    if name == "hinge":
+        return F.relu(1.0 - y * f).mean(-1)
+    if name == "logistic":
+        return F.softplus(-y * f).mean(-1)
+    raise ValueError(f"loss must be one of {BINARY_LOSSES}, got {name!r}")
+
+
+def binary_accuracy(f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Fraction of points with ``sign(f) == y`` (ties count as errors), over the last axis."""
+    return (f * y > 0).float().mean(-1)
+
+
+def projection_norms(W: torch.Tensor, emb: Embedding) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-neuron norms of the first-layer weights projected on the core and background subspaces.
+
+    ``||P_c^T w_j||`` and ``||P_b^T w_j||`` for the rows ``w_j`` of ``W`` ((h, d) or (E, h, d)):
+    the quantities whose means the paper plots in Figure 3.
+    """
+    _tensor("W", W, (2, 3))
+    if not isinstance(emb, Embedding):
+        raise TypeError(f"emb must be an Embedding, got {type(emb).__name__}")
+    if W.shape[-1] != emb.dim:
+        raise ValueError(f"W must have {emb.dim} columns, got {W.shape[-1]}")
+    return (W @ emb.core).norm(dim=-1), (W @ emb.background).norm(dim=-1)
+
+
+def activation_asymmetry(pre: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Per-neuron ``|P(active | y=+1) - P(active | y=-1)|`` with *active* meaning pre-activation > 0.
+
+    ``pre`` is ``(n, h)`` or ``(E, n, h)``; ``y`` in {-1, +1} is ``(n,)``. Theorem 4.1 of the paper:
+    after training, most neurons are active mostly on one ("positive") class.
+    """
+    _tensor("pre", pre, (2, 3))
+    _tensor("y", y, 1)
+    if pre.shape[-2] != y.shape[0]:
+        raise ValueError(f"pre must have one row per label ({y.shape[0]}), got {pre.shape[-2]}")
+    pos, neg = y > 0, y < 0
+    if not pos.any() or not neg.any():
+        raise ValueError("y must contain both classes -1 and +1")
+    active = (pre > 0).float()
+    return (active[..., pos, :].mean(-2) - active[..., neg, :].mean(-2)).abs()
+
+
+def relative_error(h: torch.Tensor, target: torch.Tensor) -> float:
+    """``sum ||h - target||^2 / sum ||target||^2``: the relative error of a representation fit."""
+    _tensor("h", h, (2, 3))
+    if h.shape != target.shape:
+        raise ValueError(f"h and target must have the same shape, got {tuple(h.shape)} and "
+                         f"{tuple(target.shape)}")
+    denom = float((target ** 2).sum())
+    if denom == 0:
+        raise ValueError("target must not be identically zero")
+    return float(((h - target) ** 2).sum()) / denom
+
+
+# ---------------------------------------------------------------------------------------------
+# Training: one full-batch loop for E members with their own losses and optimizers
+# ---------------------------------------------------------------------------------------------
+class MemberOptimizer:
+    """SGD-with-momentum or AdamW *per member* of stacked parameters (leading axis E).
+
+    Member ``e`` is updated exactly as ``torch.optim.SGD(lr, momentum, weight_decay)`` or
+    ``torch.optim.AdamW(lr, weight_decay=...)`` would update it alone, so one stack can mix
+    optimizers and learning rates.
+    """
+
+    def __init__(self, params: Sequence[torch.Tensor], specs: Sequence[NetSpec],
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+        self.params = [p for p in params if p.requires_grad]
+        E = len(specs)
+        for p in self.params:
+            if p.shape[0] != E:
+                raise ValueError(f"every parameter must have leading size {E}, got {tuple(p.shape)}")
+        self.lr = torch.tensor([s.lr for s in specs])
+        self.momentum = torch.tensor([s.momentum for s in specs])
+        self.wd = torch.tensor([s.weight_decay for s in specs])
+        self.adam = torch.tensor([s.optimizer == "adamw" for s in specs])
+        self.betas, self.eps, self.t = betas, eps, 0
+        self.state = [{k: torch.zeros_like(p) for k in ("buf", "m", "v")} for p in self.params]
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self.t += 1
+        b1, b2 = self.betas
+        for p, st in zip(self.params, self.state):
+            if p.grad is None:
+                continue
+            shape = (-1,) + (1,) * (p.ndim - 1)
+            lr, mom, wd = (v.view(shape) for v in (self.lr, self.momentum, self.wd))
+            adam = self.adam.view(shape)
+            g = p.grad
+            st["buf"].mul_(mom).add_(g + wd * p)                     # SGD: coupled decay
+            st["m"].mul_(b1).add_(g, alpha=1 - b1)                  # AdamW moments
+            st["v"].mul_(b2).addcmul_(g, g, value=1 - b2)
+            m_hat = st["m"] / (1 - b1 ** self.t)
+            v_hat = st["v"] / (1 - b2 ** self.t)
+            adam_step = m_hat / (v_hat.sqrt() + self.eps) + wd * p  # decoupled decay
+            p.sub_(lr * torch.where(adam, adam_step, st["buf"]))
+
+
+@dataclass
+class ToyHistory:
+    """Curves recorded during :func:`train_two_layer`, one row per record step, one column per member."""
+
+    step: list[int] = field(default_factory=list)
+    core_norm: list[torch.Tensor] = field(default_factory=list)
+    background_norm: list[torch.Tensor] = field(default_factory=list)
+    train_loss: list[torch.Tensor] = field(default_factory=list)
+    id_loss: list[torch.Tensor] = field(default_factory=list)
+    ood_loss: list[torch.Tensor] = field(default_factory=list)
+    id_acc: list[torch.Tensor] = field(default_factory=list)
+    ood_acc: list[torch.Tensor] = field(default_factory=list)
+
+    def array(self, name: str) -> np.ndarray:
+        """A recorded curve as a ``(records, E)`` array."""
+        return torch.stack(getattr(self, name)).numpy()
+
+
+def _member_losses(specs: Sequence[NetSpec], f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    hinge = torch.tensor([s.loss == "hinge" for s in specs])
+    if hinge.all():
+        return binary_loss("hinge", f, y)
+    if not hinge.any():
+        return binary_loss("logistic", f, y)
+    return torch.where(hinge, binary_loss("hinge", f, y), binary_loss("logistic", f, y))
+
+
+def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor, y: torch.Tensor,
+                    steps: int, emb: Embedding, x_test: torch.Tensor | None = None,
+                    y_test: torch.Tensor | None = None, shift: float = 1.0,
+                    record_every: int = 25) -> ToyHistory:
+    """Train every member of ``net`` in place with full-batch steps; record the paper's curves.
+
+    ``x`` (n, d) and ``y`` (n,) are shared by all members, or ``(E, n, d)`` and ``(E, n)`` give
+    member ``e`` its own sample (independent replicates of an experiment); the same holds for the
+    test set. Member ``e`` minimizes its own loss ``specs[e].loss`` with its own optimizer. Every
+    ``record_every`` steps the history stores the mean core and background projection norms of the
+    first-layer weights (:func:`projection_norms`), the training loss and, when a test set is given,
+    the loss and accuracy on it (ID) and on its background-shifted copy (OOD, ``shift``).
+    """
+    if not isinstance(net, TwoLayerNets):
+        raise TypeError(f"net must be TwoLayerNets, got {type(net).__name__}")
+    if len(specs) != net.size:
+        raise ValueError(f"specs must have one entry per member ({net.size}), got {len(specs)}")
+    for e, s in enumerate(specs):
+        s.validate()
+        if s.act != net.acts[e]:
+            raise ValueError(f"specs[{e}].act is {s.act!r} but the net's member {e} uses {net.acts[e]!r}")
+    steps = _int("steps", steps, 0)
+    record_every = _int("record_every", record_every)
+    _tensor("x", x, (2, 3))
+    _tensor("y", y, (1, 2))
+    if x.shape[:-1] != y.shape:
+        raise ValueError(f"x (n, d) or (E, n, d) and y (n,) or (E, n) must match, got "
+                         f"{tuple(x.shape)} and {tuple(y.shape)}")
+    x_ood = None if x_test is None else shift_background(x_test, emb, shift)
+    opt = MemberOptimizer(list(net.parameters()), specs)
+    hist = ToyHistory()
+
+    def record(step: int) -> None:
+        with torch.no_grad():
+            core, bg = projection_norms(net.W, emb)
+            hist.step.append(step)
+            hist.core_norm.append(core.mean(-1))
+            hist.background_norm.append(bg.mean(-1))
+            hist.train_loss.append(_member_losses(specs, net(x), y))
+            if x_test is not None:
+                f_id, f_ood = net(x_test), net(x_ood)
+                hist.id_loss.append(_member_losses(specs, f_id, y_test))
+                hist.ood_loss.append(_member_losses(specs, f_ood, y_test))
+                hist.id_acc.append(binary_accuracy(f_id, y_test))
+                hist.ood_acc.append(binary_accuracy(f_ood, y_test))
+
+    record(0)
+    for step in range(1, steps + 1):
+        loss = _member_losses(specs, net(x), y).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step % record_every == 0 or step == steps:
+            record(step)
+    return hist
+
+
+@torch.no_grad()
+def shift_sweep(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor, y: torch.Tensor,
+                emb: Embedding, magnitudes: Sequence[float]) -> dict[str, np.ndarray]:
+    """Loss, accuracy and margins ``y f(x)`` of every member under background shifts of each magnitude.
+
+    Returns arrays ``loss`` and ``acc`` of shape ``(M, E)`` and ``margins`` of shape ``(M, E, n)``
+    for the ``M`` magnitudes (the interactive figure of the chapter).
+    """
+    if len(magnitudes) == 0:
+        raise ValueError("magnitudes must not be empty")
+    loss, acc, marg = [], [], []
+    for m in magnitudes:
+        f = net(shift_background(x, emb, m))
+        loss.append(_member_losses(specs, f, y))
+        acc.append(binary_accuracy(f, y))
+        marg.append(y * f)
+    return {"magnitude": np.asarray(magnitudes, dtype=float), "loss": torch.stack(loss).numpy(),
+            "acc": torch.stack(acc).numpy(), "margins": torch.stack(marg).numpy()}
+
+
+def linear_probe(h_train: torch.Tensor, y_train: torch.Tensor,
+                 evaluations: Sequence[tuple[torch.Tensor, torch.Tensor]], max_iter: int = 3000
+                 ) -> list[float]:
+    """Fit a logistic-regression probe on representations ``h_train`` and score it elsewhere.
+
+    Features are standardized with the training statistics. Returns the accuracy on each
+    ``(h, y)`` of ``evaluations`` (the linear-probe protocol of the paper's Section 3).
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    _tensor("h_train", h_train, 2)
+    _tensor("y_train", y_train, 1)
+    if h_train.shape[0] != y_train.shape[0]:
+        raise ValueError("h_train and y_train must have the same number of rows")
+    scaler = StandardScaler().fit(h_train.numpy())
+    clf = LogisticRegression(max_iter=_int("max_iter", max_iter)).fit(
+        scaler.transform(h_train.numpy()), y_train.numpy())
+    out = []
+    for h, y in evaluations:
+        _tensor("h", h, 2)
+        out.append(float(clf.score(scaler.transform(h.numpy()), y.numpy())))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Experiment 1: the theory configuration, ReLU vs linear, and the variants of Figure 3(d)
+# ---------------------------------------------------------------------------------------------
+VARIANTS = ("GELU", "SiLU", "leaky ReLU", "AdamW", "logistic loss")
+
+
+@dataclass
+class TheoryConfig:
+    """The theory-matching toy configuration (authors' code: hinge loss, SGD with momentum 0.9,
+    frozen output layer +-1/h, lr 1e-3, weight decay 1e-3, 20 000 full-batch steps).
+
+    Full-batch SGD with a small step follows gradient flow, so what matters is the *time*
+    ``lr * steps``: the quick preset takes 400 steps of lr 0.05 (time 20, as 20 000 x 1e-3).
+    AdamW's steps are normalized, so it gets its own ``adamw_lr``.
+    """
+
+    n: int = 1000
+    n_test: int = 1000
+    d_core: int = 32
+    d_background: int = 32
+    dim: int = 256
+    width: int = 256
+    steps: int = 400
+    lr: float = 0.05
+    adamw_lr: float = 2.5e-3
+    momentum: float = 0.9
+    weight_decay: float = 1e-3
+    bias: bool = True
+    seeds_per_variant: int = 1
+    record_every: int = 10
+    variants: tuple[str, ...] = VARIANTS
+
+    @classmethod
+    def quick(cls) -> "TheoryConfig":
+        return cls()
+
+    @classmethod
+    def full(cls) -> "TheoryConfig":
+        return cls(steps=20_000, lr=1e-3, adamw_lr=1e-3, seeds_per_variant=3, record_every=200)
+
+
+def theory_specs(cfg: TheoryConfig) -> list[NetSpec]:
+    """The configurations of the theory experiment: ReLU, linear, then ``cfg.variants``."""
+    base = NetSpec(act="relu", loss="hinge", optimizer="sgd", lr=cfg.lr, momentum=cfg.momentum,
+                   weight_decay=cfg.weight_decay, label="ReLU")
+    table = {
+        "linear": replace(base, act="identity", label="linear"),
+        "GELU": replace(base, act="gelu", label="GELU"),
+        "SiLU": replace(base, act="silu", label="SiLU"),
+        "leaky ReLU": replace(base, act="leaky_relu", label="leaky ReLU"),
+        "tanh": replace(base, act="tanh", label="tanh"),
+        "AdamW": replace(base, optimizer="adamw", lr=cfg.adamw_lr, label="AdamW"),
+        "logistic loss": replace(base, loss="logistic", label="logistic loss"),
+    }
+    unknown = [v for v in cfg.variants if v not in table or v == "linear"]
+    if unknown:
+        raise ValueError(f"variants must be among {sorted(set(table) - {'linear'})}, got {unknown}")
+    return [base, table["linear"]] + [table[v] for v in cfg.variants]
+
+
+@dataclass
+class ToyResult:
+    """What a toy experiment returns: the data, the trained stack and its history."""
+
+    cfg: object
+    emb: Embedding
+    train: ToyData
+    test: ToyData
+    specs: list[NetSpec]
+    net: TwoLayerNets
+    W_init: torch.Tensor
+    history: ToyHistory
+
+    def members(self, label: str) -> list[int]:
+        """Indices of the members whose spec is called ``label``."""
+        idx = [i for i, s in enumerate(self.specs) if s.name == label]
+        if not idx:
+            raise ValueError(f"no member called {label!r}; have {sorted({s.name for s in self.specs})}")
+        return idx
+
+    def background_ratio(self, label: str) -> float:
+        """Final / initial mean background projection norm, averaged over ``label``'s members."""
+        bg = self.history.array("background_norm")[:, self.members(label)]
+        return float((bg[-1] / bg[0]).mean())
+
+    def final(self, name: str, label: str) -> float:
+        """The last recorded value of curve ``name`` averaged over ``label``'s members."""
+        return float(self.history.array(name)[-1, self.members(label)].mean())
+
+
+def run_theory(cfg: TheoryConfig, seed: int = 0) -> ToyResult:
+    """Train the ReLU net, the linear net and every variant of ``cfg`` as one batched stack.
+
+    The data (embedding, training set, ID test set) and the initializations are fixed by ``seed``;
+    the OOD test set is the ID test set with its background shifted by 1 (:func:`shift_background`).
+    """
+    if not isinstance(cfg, TheoryConfig):
+        raise TypeError(f"cfg must be a TheoryConfig, got {type(cfg).__name__}")
+    seed = _int("seed", seed, 0)
+    emb = random_embedding(cfg.d_core, cfg.d_background, cfg.dim, seed=seed)
+    train = sample_toy(cfg.n, emb, "theory", seed=1000 * seed + 1)
+    test = sample_toy(cfg.n_test, emb, "theory", seed=1000 * seed + 2)
+    specs = [s for s in theory_specs(cfg) for _ in range(_int("seeds_per_variant", cfg.seeds_per_variant))]
+    net = init_two_layer([s.act for s in specs], cfg.dim, cfg.width,
+                         [1000 * seed + 10 + i for i in range(len(specs))], frozen_output=True,
+                         bias=cfg.bias)
+    W_init = net.W.detach().clone()
+    hist = train_two_layer(net, specs, train.x, train.y, cfg.steps, emb, test.x, test.y,
+                           record_every=cfg.record_every)
+    return ToyResult(cfg, emb, train, test, specs, net, W_init, hist)
+
+
+# ---------------------------------------------------------------------------------------------
+# Experiment 2: the default configuration (spheres, logistic loss, AdamW, trainable output)
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class DefaultConfig:
+    """The authors' default toy script: core on spheres of radius 1 (y=+1) and 2 (y=-1), logistic
+    loss, AdamW (lr 1e-3, weight decay 1e-3), trainable output layer, 20 000 full-batch steps.
+
+    As in that script, the OOD evaluation keeps the training points' core features and moves
+    only their background, so any change in accuracy is caused by the shift. The run trains
+    ``replicates`` independent datasets and initializations at once (their outcomes vary a lot).
+    """
+
+    n: int = 1000
+    d_core: int = 32
+    d_background: int = 32
+    dim: int = 256
+    width: int = 256
+    steps: int = 1000
+    lr: float = 1e-3
+    weight_decay: float = 1e-3
+    replicates: int = 4
+    record_every: int = 20
+
+    @classmethod
+    def quick(cls) -> "DefaultConfig":
+        return cls()
+
+    @classmethod
+    def full(cls) -> "DefaultConfig":
+        return cls(steps=20_000, replicates=8, record_every=250)
+
+
+def run_default(cfg: DefaultConfig, seed: int = 0) -> ToyResult:
+    """Train ``cfg.replicates`` ReLU nets of the default configuration, each on its own sample.
+
+    The history's ``id_*`` curves are measured on each replicate's training points and the
+    ``ood_*`` curves on the same points with the background shifted by 1; ``result.test`` holds
+    a fresh held-out ID sample per replicate (stacked, ``(E, n, d)``).
+    """
+    if not isinstance(cfg, DefaultConfig):
+        raise TypeError(f"cfg must be a DefaultConfig, got {type(cfg).__name__}")
+    seed = _int("seed", seed, 0)
+    E = _int("replicates", cfg.replicates)
+    emb = random_embedding(cfg.d_core, cfg.d_background, cfg.dim, seed=seed)
+
+    def stacked(offset: int) -> ToyData:
+        parts = [sample_toy(cfg.n, emb, "default", seed=1000 * seed + 100 * r + offset) for r in range(E)]
+        return ToyData(*(torch.stack([getattr(p, k) for p in parts])
+                         for k in ("x", "y", "core", "background")))
+
+    train, test = stacked(3), stacked(4)
+    spec = NetSpec(act="relu", loss="logistic", optimizer="adamw", lr=cfg.lr,
+                   weight_decay=cfg.weight_decay, label="ReLU (default)")
+    specs = [spec] * E
+    net = init_two_layer(["relu"] * E, cfg.dim, cfg.width, [1000 * seed + 50 + r for r in range(E)],
+                         frozen_output=False, bias=True)
+    W_init = net.W.detach().clone()
+    hist = train_two_layer(net, specs, train.x, train.y, cfg.steps, emb, train.x, train.y,
+                           record_every=cfg.record_every)
+    return ToyResult(cfg, emb, train, test, specs, net, W_init, hist)
+
+
+# ---------------------------------------------------------------------------------------------
+# Experiment 3: representation distillation from a background-blind teacher
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class DistillConfig:
+    """A toy analogue of the paper's motivating CLIP experiment (Section 3).
+
+    The teacher is a two-layer ReLU net of the default configuration whose first layer lives in
+    the core subspace (it is trained on the core coordinates and then embedded), so its
+    representation ignores the background by construction. The student has the same architecture
+    with an unconstrained first layer and is trained by MSE to reproduce the teacher's hidden
+    representation on ID inputs. Linear probes are then fitted on each representation.
+    """
+
+    n: int = 1000
+    n_test: int = 1000
+    d_core: int = 32
+    d_background: int = 32
+    dim: int = 256
+    width: int = 256
+    teacher_steps: int = 1000
+    student_steps: int = 1000
+    lr: float = 1e-3
+    weight_decay: float = 1e-3
+    record_every: int = 25
+
+    @classmethod
+    def quick(cls) -> "DistillConfig":
+        return cls()
+
+    @classmethod
+    def full(cls) -> "DistillConfig":
+        return cls(teacher_steps=5000, student_steps=5000, record_every=100)
+
+
+@dataclass
+class DistillResult:
+    """Outcome of :func:`run_distillation` (errors are relative, see :func:`relative_error`)."""
+
+    teacher_acc: dict[str, float]
+    probe_teacher: dict[str, float]
+    probe_student: dict[str, float]
+    error_id: float
+    error_ood: float
+    curve_step: list[int]
+    curve_id: list[float]
+    curve_ood: list[float]
+    student_background_norm: tuple[float, float]
+
+
+def run_distillation(cfg: DistillConfig, seed: int = 0) -> DistillResult:
+    """Train the teacher, distill its representation into the student, probe both (see
+    :class:`DistillConfig`). Errors and probe accuracies are measured on a held-out ID sample
+    and on its background-shifted copy."""
+    if not isinstance(cfg, DistillConfig):
+        raise TypeError(f"cfg must be a DistillConfig, got {type(cfg).__name__}")
+    seed = _int("seed", seed, 0)
+    emb = random_embedding(cfg.d_core, cfg.d_background, cfg.dim, seed=seed)
+    train = sample_toy(cfg.n, emb, "default", seed=1000 * seed + 5)
+    test = sample_toy(cfg.n_test, emb, "default", seed=1000 * seed + 6)
+    x_ood = shift_background(test.x, emb, 1.0)
+
+    # teacher: trained on the core coordinates, then embedded (first layer inside the core subspace)
+    tspec = NetSpec(act="relu", loss="logistic", optimizer="adamw", lr=cfg.lr,
+                    weight_decay=cfg.weight_decay)
+    core_net = init_two_layer(["relu"], cfg.d_core, cfg.width, [1000 * seed + 70],
+                              frozen_output=False, bias=True)
+    opt = MemberOptimizer(list(core_net.parameters()), [tspec])
+    for _ in range(_int("teacher_steps", cfg.teacher_steps)):
+        loss = binary_loss("logistic", core_net(train.core), train.y).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    teacher = TwoLayerNets(core_net.W.detach() @ emb.core.T, ["relu"], core_net.a.detach(),
+                           b=core_net.b.detach(), c=core_net.c.detach())
+
+    # student: same architecture, fits the teacher's representation on ID inputs by MSE
+    student = init_two_layer(["relu"], cfg.dim, cfg.width, [1000 * seed + 71], frozen_output=False,
+                             bias=True)
+    sspec = NetSpec(act="relu", optimizer="adamw", lr=cfg.lr, weight_decay=0.0)
+    opt = MemberOptimizer([student.W, student.b], [sspec])
+    with torch.no_grad():
+        target, t_test, t_ood = (teacher.hidden(z)[0] for z in (train.x, test.x, x_ood))
+        scale = (target ** 2).sum(-1).mean()
+    bg0 = float(projection_norms(student.W.detach(), emb)[1].mean())
+    steps, cid, cood = [], [], []
+    for step in range(_int("student_steps", cfg.student_steps) + 1):
+        if step % cfg.record_every == 0 or step == cfg.student_steps:
+            with torch.no_grad():
+                steps.append(step)
+                cid.append(relative_error(student.hidden(test.x)[0], t_test))
+                cood.append(relative_error(student.hidden(x_ood)[0], t_ood))
+        if step == cfg.student_steps:
+            break
+        loss = ((student.hidden(train.x)[0] - target) ** 2).sum(-1).mean() / scale
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        s_train, s_test, s_ood = (student.hidden(z)[0] for z in (train.x, test.x, x_ood))
+        t_acc = {k: float(binary_accuracy(teacher(z)[0], test.y)) for k, z in (("ID", test.x), ("OOD", x_ood))}
+    pt = linear_probe(target, train.y, [(t_test, test.y), (t_ood, test.y)])
+    ps = linear_probe(s_train, train.y, [(s_test, test.y), (s_ood, test.y)])
+    return DistillResult(teacher_acc=t_acc, probe_teacher={"ID": pt[0], "OOD": pt[1]},
+                         probe_student={"ID": ps[0], "OOD": ps[1]}, error_id=cid[-1],
+                         error_ood=cood[-1], curve_step=steps, curve_id=cid, curve_ood=cood,
+                         student_background_norm=(bg0, float(projection_norms(student.W.detach(), emb)[1].mean())))
+
+
+# ---------------------------------------------------------------------------------------------
+# Experiment 4: MNIST-1D with label-independent background coordinates
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Mnist1dConfig:
+    """MNIST-1D signals (40 coordinates) with ``n_background`` appended ``U[0,1]`` coordinates
+    drawn independently of the label; at test time the background is shifted by ``-1``."""
+
+    n_train: int = 4000
+    n_test: int = 2000
+    n_background: int = 40
+    width: int = 256
+    depth: int = 2
+    epochs: int = 30
+    batch_size: int = 128
+    lr: float = 1e-3
+    weight_decay: float = 1e-2
+    magnitudes: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+    @classmethod
+    def quick(cls) -> "Mnist1dConfig":
+        return cls()
+
+    @classmethod
+    def full(cls) -> "Mnist1dConfig":
+        return cls(width=1024, epochs=100)
+
+
+def append_background(x: torch.Tensor, n_background: int, generator: torch.Generator) -> torch.Tensor:
+    """``x`` with ``n_background`` extra ``U[0,1]`` columns drawn independently of everything else."""
+    _tensor("x", x, 2)
+    n_background = _int("n_background", n_background)
+    return torch.cat([x, torch.rand(x.shape[0], n_background, generator=generator)], 1)
+
+
+def shift_last(x: torch.Tensor, n_background: int, magnitude: float) -> torch.Tensor:
+    """Subtract ``magnitude`` from the last ``n_background`` columns of ``x`` (the MNIST-1D shift)."""
+    _tensor("x", x, 2)
+    n_background = _int("n_background", n_background)
+    if n_background > x.shape[1]:
+        raise ValueError(f"n_background must be <= {x.shape[1]}, got {n_background}")
+    out = x.clone()
+    out[:, -n_background:] -= _number("magnitude", magnitude)
+    return out
+
+
+def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0) -> dict:
+    """Train a ReLU MLP and a linear classifier on MNIST-1D + background, and a classifier on the
+    background alone; return their accuracies (train, ID test, test under each shift magnitude)."""
+    from .data import mnist1d
+    from .models import MLP
+    from .train import TrainConfig, accuracy, train
+
+    if not isinstance(cfg, Mnist1dConfig):
+        raise TypeError(f"cfg must be a Mnist1dConfig, got {type(cfg).__name__}")
+    seed = _int("seed", seed, 0)
+    if 0.0 not in cfg.magnitudes or 1.0 not in cfg.magnitudes:
+        raise ValueError(f"cfg.magnitudes must contain 0.0 and 1.0, got {cfg.magnitudes}")
+    ds = mnist1d(cfg.n_train, cfg.n_test, device="cpu")
+    g = torch.Generator().manual_seed(1000 * seed + 8)
+    x_tr = append_background(ds.x, cfg.n_background, g)
+    x_te = append_background(ds.x_test, cfg.n_background, g)
+    k = cfg.n_background
+    models = {"ReLU MLP": (cfg.depth, cfg.width, slice(None)), "linear": (0, 1, slice(None)),
+              "background only": (0, 1, slice(x_tr.shape[1] - k, None))}
+    out = {"magnitudes": list(cfg.magnitudes), "chance": 1.0 / ds.num_classes}
+    for i, (name, (depth, width, cols)) in enumerate(models.items()):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(1000 * seed + 80 + i)
+            model = MLP(x_tr[:, cols].shape[1], width, depth, ds.num_classes)
+        tcfg = TrainConfig(optimizer="adamw", lr=cfg.lr, weight_decay=cfg.weight_decay,
+                           batch_size=cfg.batch_size, epochs=cfg.epochs, seed=1000 * seed + 90 + i,
+                           check_every=10 ** 9)
+        train(model, x_tr[:, cols], ds.y, tcfg)
+        with torch.no_grad():
+            out[name] = {"train": accuracy(model(x_tr[:, cols]), ds.y),
+                         "shift": [accuracy(model(shift_last(x_te, k, m)[:, cols]), ds.y_test)
+                                   for m in cfg.magnitudes]}
+        out[name]["ID"] = out[name]["shift"][list(cfg.magnitudes).index(0.0)]
+        out[name]["OOD"] = out[name]["shift"][list(cfg.magnitudes).index(1.0)]
+    return out

@@ -1,0 +1,224 @@
+"""Unit tests of gtlib.contamination: the data model, the metrics, the batched training."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from gtlib import contamination as fc
+
+
+@pytest.fixture(scope="module")
+def emb():
+    return fc.random_embedding(4, 3, 12, seed=1)
+
+
+def test_embedding_is_orthonormal(emb):
+    P = torch.cat([emb.core, emb.background], 1)
+    assert torch.allclose(P.T @ P, torch.eye(7), atol=1e-5)
+    assert torch.allclose(emb.core.T @ emb.background, torch.zeros(4, 3), atol=1e-6)
+
+
+def test_projections_recover_known_components(emb):
+    # a weight built from known core / background coordinates plus a part outside both subspaces
+    u, v = torch.tensor([3.0, 0.0, 4.0, 0.0]), torch.tensor([0.0, 1.0, 0.0])
+    P = torch.cat([emb.core, emb.background], 1)
+    outside = torch.randn(12)
+    outside = outside - P @ (P.T @ outside)
+    w = emb.core @ u + emb.background @ v + outside
+    core, bg = fc.projection_norms(torch.stack([w, 2 * w]), emb)
+    assert torch.allclose(core, torch.tensor([5.0, 10.0]), atol=1e-4)
+    assert torch.allclose(bg, torch.tensor([1.0, 2.0]), atol=1e-4)
+    core3, bg3 = fc.projection_norms(torch.stack([w, 2 * w])[None], emb)
+    assert core3.shape == (1, 2)
+
+
+def test_shift_leaves_core_and_maps_uniform_to_negative_uniform(emb):
+    d = fc.sample_toy(500, emb, "theory", seed=0)
+    xs = fc.shift_background(d.x, emb, 1.0)
+    assert torch.allclose(xs @ emb.core, d.x @ emb.core, atol=1e-5)
+    assert torch.allclose(xs @ emb.background, d.background - 1.0, atol=1e-5)
+    zb = xs @ emb.background
+    assert zb.max() <= 1e-5 and zb.min() >= -1 - 1e-5
+    assert torch.equal(fc.shift_background(d.x, emb, 0.0), d.x)
+
+
+def test_sample_toy_configurations(emb):
+    th = fc.sample_toy(100, emb, "theory", seed=3)
+    assert th.y.sum() == 0 and th.x.shape == (100, 12)
+    assert torch.all(th.core * th.y[:, None] >= 0)  # core sign equals the label
+    assert torch.all((th.background >= 0) & (th.background <= 1))
+    df = fc.sample_toy(100, emb, "default", seed=3)
+    radius = df.core.norm(dim=1)
+    assert torch.allclose(radius, torch.where(df.y > 0, 1.0, 2.0), atol=1e-5)
+    assert torch.allclose(emb.embed(df.core, df.background), df.x)
+    again = fc.sample_toy(100, emb, "default", seed=3)
+    assert torch.equal(again.x, df.x)
+
+
+def test_label_correlations_known_cases():
+    y = torch.tensor([1.0, 1.0, -1.0, -1.0])
+    feats = torch.stack([y, -2 * y, torch.ones(4), torch.tensor([1.0, -1.0, 1.0, -1.0])], 1)
+    c = fc.label_correlations(feats, y)
+    assert torch.allclose(c, torch.tensor([1.0, -1.0, 0.0, 0.0]), atol=1e-6)
+
+
+def test_activation_asymmetry_brute_force():
+    y = torch.tensor([1.0, 1.0, -1.0, -1.0])
+    pre = torch.tensor([[1.0, 1.0, -1.0, 2.0],
+                        [1.0, -1.0, -1.0, 2.0],
+                        [-1.0, 1.0, 1.0, 2.0],
+                        [-1.0, -1.0, 1.0, 2.0]])
+    a = fc.activation_asymmetry(pre, y)
+    assert torch.allclose(a, torch.tensor([1.0, 0.0, 1.0, 0.0]))
+    assert fc.activation_asymmetry(pre[None].repeat(3, 1, 1), y).shape == (3, 4)
+
+
+def test_losses_and_accuracy():
+    f = torch.tensor([2.0, 0.5, -1.0])
+    y = torch.tensor([1.0, 1.0, 1.0])
+    assert math.isclose(float(fc.binary_loss("hinge", f, y)), (0 + 0.5 + 2.0) / 3, rel_tol=1e-6)
+    expect = np.mean(np.log1p(np.exp(-np.array([2.0, 0.5, -1.0]))))
+    assert math.isclose(float(fc.binary_loss("logistic", f, y)), expect, rel_tol=1e-6)
+    assert math.isclose(float(fc.binary_accuracy(f, y)), 2 / 3, rel_tol=1e-6)
+    assert fc.relative_error(torch.ones(2, 2), 2 * torch.ones(2, 2)) == pytest.approx(0.25)
+
+
+def test_frozen_output_layer_and_forward():
+    net = fc.init_two_layer(["relu", "identity"], 5, 4, [0, 1], frozen_output=True, bias=False)
+    assert torch.allclose(net.a[0], torch.tensor([0.25, 0.25, -0.25, -0.25]))
+    assert not net.a.requires_grad and [n for n, _ in net.named_parameters()] == ["W"]
+    x = torch.randn(7, 5)
+    out = net(x)
+    W = net.W.detach()
+    assert torch.allclose(out[0], torch.relu(x @ W[0].T) @ net.a[0], atol=1e-6)
+    assert torch.allclose(out[1], (x @ W[1].T) @ net.a[1], atol=1e-6)
+
+
+def test_identity_net_is_linear_and_member_order_is_kept():
+    net = fc.init_two_layer(["gelu", "identity", "gelu"], 3, 2, [0, 1, 2], bias=True)
+    x = torch.randn(5, 3)
+    assert torch.allclose(net(2 * x)[1] - net(x)[1], net(x)[1] - net(0 * x)[1], atol=1e-6)
+    h = net.hidden(x)
+    assert torch.allclose(h[2], torch.nn.functional.gelu(x @ net.W[2].T + net.b[2]), atol=1e-6)
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adamw"])
+def test_member_optimizer_matches_torch(opt):
+    torch.manual_seed(0)
+    w0 = torch.randn(2, 3, 4)
+    x = torch.randn(6, 4)
+    specs = [fc.NetSpec(optimizer=opt, lr=0.05, momentum=0.9, weight_decay=0.1),
+             fc.NetSpec(optimizer=opt, lr=0.01, momentum=0.5, weight_decay=0.0)]
+    W = torch.nn.Parameter(w0.clone())
+    mo = fc.MemberOptimizer([W], specs)
+    refs = [torch.nn.Parameter(w0[i].clone()) for i in range(2)]
+    topts = [torch.optim.SGD([refs[i]], lr=s.lr, momentum=s.momentum, weight_decay=s.weight_decay)
+             if opt == "sgd" else torch.optim.AdamW([refs[i]], lr=s.lr, weight_decay=s.weight_decay)
+             for i, s in enumerate(specs)]
+    for _ in range(5):
+        mo.zero_grad()
+        (torch.tanh(x @ W.transpose(1, 2)) ** 2).sum().backward()
+        mo.step()
+        for r, o in zip(refs, topts):
+            o.zero_grad()
+            (torch.tanh(x @ r.T) ** 2).sum().backward()
+            o.step()
+    for i in range(2):
+        assert torch.allclose(W[i], refs[i], atol=1e-5)
+
+
+def test_linear_net_background_only_decays_on_symmetric_data():
+    # exact symmetry: each training point appears with its background paired to both labels, so
+    # the linear net's background gradient is exactly zero and only weight decay acts
+    emb = fc.random_embedding(2, 2, 6, seed=0)
+    zc = torch.tensor([[1.0, 0.5], [-1.0, -0.5], [0.5, 1.0], [-0.5, -1.0]])
+    zb = torch.tensor([[0.2, 0.9], [0.2, 0.9], [0.7, 0.1], [0.7, 0.1]])
+    y = torch.tensor([1.0, -1.0, 1.0, -1.0])
+    x = emb.embed(zc, zb)
+    spec = fc.NetSpec(act="identity", lr=0.1, momentum=0.0, weight_decay=0.01)
+    net = fc.init_two_layer(["identity"], 6, 4, [0], bias=False)
+    bg0 = fc.projection_norms(net.W.detach(), emb)[1]
+    hist = fc.train_two_layer(net, [spec], x, y, 10, emb, record_every=5)
+    bg1 = fc.projection_norms(net.W.detach(), emb)[1]
+    assert torch.allclose(bg1, bg0 * (1 - 0.1 * 0.01) ** 10, rtol=1e-4)
+    assert hist.step == [0, 5, 10]
+
+
+def test_shift_last_and_append_background():
+    g = torch.Generator().manual_seed(0)
+    x = fc.append_background(torch.zeros(3, 2), 4, g)
+    assert x.shape == (3, 6) and torch.all(x[:, 2:] >= 0)
+    s = fc.shift_last(x, 4, 1.0)
+    assert torch.equal(s[:, :2], x[:, :2]) and torch.allclose(s[:, 2:], x[:, 2:] - 1)
+
+
+def test_presets_construct():
+    for cls in (fc.TheoryConfig, fc.DefaultConfig, fc.DistillConfig, fc.Mnist1dConfig):
+        q, f = cls.quick(), cls.full()
+        assert type(q) is cls and type(f) is cls
+    assert fc.TheoryConfig.full().steps * fc.TheoryConfig.full().lr == pytest.approx(
+        fc.TheoryConfig.quick().steps * fc.TheoryConfig.quick().lr)
+    assert [s.name for s in fc.theory_specs(fc.TheoryConfig())][:2] == ["ReLU", "linear"]
+
+
+def test_tiny_theory_run():
+    cfg = fc.TheoryConfig(n=40, n_test=20, d_core=2, d_background=2, dim=8, width=4, steps=3,
+                          variants=("GELU",), record_every=1)
+    res = fc.run_theory(cfg, seed=0)
+    assert res.history.array("background_norm").shape == (4, 3)
+    assert res.background_ratio("GELU") > 0
+    sweep = fc.shift_sweep(res.net, res.specs, res.test.x, res.test.y, res.emb, [0.0, 1.0])
+    assert sweep["loss"].shape == (2, 3) and sweep["margins"].shape == (2, 3, 20)
+
+
+def test_bad_inputs_raise(emb):
+    with pytest.raises(ValueError, match="d_core"):
+        fc.random_embedding(10, 10, 15)
+    with pytest.raises(TypeError, match="d_core"):
+        fc.random_embedding(2.5, 1, 8)
+    with pytest.raises(ValueError, match="kind"):
+        fc.sample_toy(10, emb, "other")
+    with pytest.raises(TypeError, match="emb"):
+        fc.sample_toy(10, "emb")
+    with pytest.raises(ValueError, match="n"):
+        fc.sample_toy(1, emb)
+    with pytest.raises(ValueError, match="x"):
+        fc.shift_background(torch.zeros(3, 5), emb)
+    with pytest.raises(TypeError, match="magnitude"):
+        fc.shift_background(torch.zeros(3, 12), emb, "1")
+    with pytest.raises(ValueError, match="W"):
+        fc.projection_norms(torch.zeros(3, 5), emb)
+    with pytest.raises(ValueError, match="both classes"):
+        fc.activation_asymmetry(torch.zeros(2, 3), torch.ones(2))
+    with pytest.raises(ValueError, match="loss"):
+        fc.binary_loss("mse", torch.zeros(2), torch.ones(2))
+    with pytest.raises(ValueError, match="loss"):
+        fc.NetSpec(loss="mse").validate()
+    with pytest.raises(ValueError, match="optimizer"):
+        fc.NetSpec(optimizer="adam").validate()
+    with pytest.raises(ValueError, match="lr"):
+        fc.NetSpec(lr=0).validate()
+    with pytest.raises(ValueError, match="activation"):
+        fc.init_two_layer(["swish"], 3, 2, [0])
+    with pytest.raises(ValueError, match="width"):
+        fc.init_two_layer(["relu"], 3, 3, [0])
+    with pytest.raises(ValueError, match="acts and seeds"):
+        fc.init_two_layer(["relu"], 3, 2, [0, 1])
+    net = fc.init_two_layer(["relu"], 12, 2, [0])
+    with pytest.raises(ValueError, match="specs"):
+        fc.train_two_layer(net, [fc.NetSpec(), fc.NetSpec()], torch.zeros(4, 12), torch.ones(4), 1, emb)
+    with pytest.raises(ValueError, match="act"):
+        fc.train_two_layer(net, [fc.NetSpec(act="gelu")], torch.zeros(4, 12), torch.ones(4), 1, emb)
+    with pytest.raises(ValueError, match="x"):
+        fc.train_two_layer(net, [fc.NetSpec()], torch.zeros(4, 12), torch.ones(5), 1, emb)
+    with pytest.raises(ValueError, match="target"):
+        fc.relative_error(torch.ones(2, 2), torch.zeros(2, 2))
+    with pytest.raises(ValueError, match="variants"):
+        fc.theory_specs(fc.TheoryConfig(variants=("sigmoid",)))
+    with pytest.raises(TypeError, match="cfg"):
+        fc.run_theory(fc.DefaultConfig())
+    with pytest.raises(ValueError, match="magnitudes"):
+        fc.run_mnist1d(fc.Mnist1dConfig(magnitudes=(0.0, 0.5)))
+    with pytest.raises(ValueError, match="n_background"):
+        fc.shift_last(torch.zeros(2, 3), 4, 1.0)
