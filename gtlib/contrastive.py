@@ -680,3 +680,29 @@ def stage_curves(run: EncoderRun, fraction: float = 0.0) -> dict:
              ratio_init_max=float(h["ratio"][0, idx].max()),
              ratio_final_min=float(h["ratio"][-1, idx].min()))
     return c
+
+
+# ------------------------------------------------------------------------------------------------
+# figures
+# ------------------------------------------------------------------------------------------------
+
+
+def draw_alignment(ax, proj, n_minority: int, title: str | None = None, vmax: float | None = None):
+    """Heatmap of ``|<w_r, M_k>|`` (neurons x features), neurons sorted by dominant feature.
+
+    Minority features (the last ``n_minority`` columns) sit right of a dashed line.
+    """
+    proj = np.asarray(proj)
+    if proj.ndim != 2:
+        raise ValueError("proj must be a (neurons, features) array")
+    order = np.lexsort((-proj.max(1), proj.argmax(1)))
+    im = ax.imshow(proj[order], aspect="auto", cmap="viridis", vmin=0,
+                   vmax=vmax if vmax is not None else proj.max(), interpolation="nearest")
+    K = proj.shape[1]
+    ax.axvline(K - n_minority - 0.5, color="white", ls="--", lw=1.2)
+    ax.set_xlabel("feature k (minority right of dashes)")
+    ax.set_ylabel("neuron r (sorted)")
+    ax.grid(False)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return im
