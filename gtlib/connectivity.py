@@ -1,0 +1,894 @@
+"""Mode connectivity: interpolation paths, barriers, permutation alignment, spawning, LLFC and CTL.
+
+The chapter *Mode connectivity* re-runs, on MNIST-1D MLPs, the results of
+
+* Frankle, Dziugaite, Roy and Carbin, "Linear mode connectivity and the lottery ticket hypothesis"
+  (ICML 2020): the *error barrier* along the straight line between two networks (their Eq. 1 and
+  Definition 1) and *spawning* (their Figure 1 / Section 3: train for k steps, copy, continue the
+  copies with different SGD noise);
+* Entezari et al. (ICLR 2022) and Ainsworth, Hayase and Srinivasa, "Git Re-Basin" (ICLR 2023):
+  hidden units can be permuted without changing the function, and *weight matching* (Git Re-Basin,
+  Section 3.2 and Algorithm 1: one linear assignment problem per layer, coordinate descent over the
+  layers) aligns two independently trained networks so that the barrier between them nearly vanishes;
+* Zhou et al., "Layerwise Linear Feature Connectivity" (NeurIPS 2023): when two networks are
+  linearly connected, the features of the interpolated network equal (up to scale) the interpolated
+  features at every layer (their Definition 3.1), which follows from weak additivity of ReLU and
+  *commutativity* ``W_A H_A + W_B H_B = W_A H_B + W_B H_A`` (their Definition 5.2 and Theorem 5.3);
+* Zhou, Chen, Chen, Zhang and Yan, "Cross-Task Linearity" (ICML 2024): models fine-tuned from one
+  pretrained model on different tasks are layerwise linear in the same sense (their Definition 3.1),
+  which explains weight averaging (model soups) and task arithmetic (Ilharco et al., ICLR 2023).
+
+The module reads top to bottom: (1) stacking and training networks, (2) interpolation and barriers,
+(3) permutations and matching, (4) feature-level metrics (LLFC, commutativity), (5) fine-tuning,
+averaging and task vectors, (6) the chapter's experiments, each a function of a config dataclass.
+
+Conventions. A network is a :class:`gtlib.models.MLP` (for one net) or a
+:class:`gtlib.ensemble.BatchedMLP` (for a stack). ``theta(alpha) = (1 - alpha) theta_A + alpha
+theta_B``, so ``alpha = 0`` is network A. A permutation of a hidden layer is an index array ``p``:
+unit ``i`` of the permuted network is unit ``p[i]`` of the original.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from scipy.optimize import linear_sum_assignment
+
+from .ensemble import BatchedMLP, make_mlp
+from .models import MLP
+
+# ---------------------------------------------------------------------------------------------
+# 1. Stacks of networks and their training
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_mlp(name: str, model) -> MLP:
+    if not isinstance(model, MLP):
+        raise TypeError(f"{name} must be a gtlib.models.MLP, got {type(model).__name__}")
+    return model
+
+
+def _check_same_shape(a: MLP, b: MLP, body_only: bool = False) -> None:
+    _check_mlp("a", a)
+    _check_mlp("b", b)
+    cut = -1 if body_only else None
+    sa = [tuple(l.weight.shape) for l in a.layers[:cut]]
+    sb = [tuple(l.weight.shape) for l in b.layers[:cut]]
+    if sa != sb:
+        raise ValueError(f"a and b must have the same layer shapes, got {sa} and {sb}")
+    if (a.layers[0].bias is None) != (b.layers[0].bias is None):
+        raise ValueError("a and b must both have biases or both not")
+    if a.act_name != b.act_name:
+        raise ValueError(f"a and b must share the activation, got {a.act_name!r} and {b.act_name!r}")
+
+
+def params(model: MLP) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
+    """The weights ``[W_1, ..., W_{L+1}]`` and biases (or None) of an MLP, detached."""
+    _check_mlp("model", model)
+    ws = [l.weight.detach() for l in model.layers]
+    bs = None if model.layers[0].bias is None else [l.bias.detach() for l in model.layers]
+    return ws, bs
+
+
+def from_params(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor] | None,
+                act: str = "relu") -> MLP:
+    """An :class:`MLP` with the given weights (``(out, in)`` each) and biases."""
+    if len(weights) < 2:
+        raise ValueError("weights must hold at least two layers (one hidden layer)")
+    width = weights[0].shape[0]
+    if any(w.shape[0] != width for w in weights[:-1]):
+        raise ValueError("every hidden layer must have the same width")
+    m = MLP(weights[0].shape[1], width, len(weights) - 1, weights[-1].shape[0],
+            bias=biases is not None, activation=act).to(weights[0].device)
+    with torch.no_grad():
+        for l, layer in enumerate(m.layers):
+            layer.weight.copy_(weights[l])
+            if biases is not None:
+                layer.bias.copy_(biases[l])
+    return m
+
+
+def stack(models: Sequence[MLP]) -> BatchedMLP:
+    """Stack identically shaped MLPs into a :class:`BatchedMLP` (copies the weights)."""
+    if len(models) == 0:
+        raise ValueError("models must not be empty")
+    for m in models:
+        _check_same_shape(models[0], m)
+    return BatchedMLP.from_models(list(models))
+
+
+def members(model: BatchedMLP) -> list[MLP]:
+    """Every member of a stack as a stand-alone MLP."""
+    return [model.member(i) for i in range(model.size)]
+
+
+@dataclass
+class Recipe:
+    """How a stack is trained: SGD with momentum, minibatches, a warm-up-then-linear-decay schedule.
+
+    The learning rate rises linearly from ``lr * start_factor`` to ``lr`` over the first
+    ``warmup`` fraction of the steps and then decays linearly to 0 (a one-cycle-like triangle;
+    ``warmup=0`` starts at the peak). ``epochs`` counts passes over the training points.
+    """
+
+    lr: float = 0.05
+    momentum: float = 0.9
+    batch_size: int = 100
+    epochs: int = 30
+    warmup: float = 0.2
+    start_factor: float = 0.05
+    weight_decay: float = 0.0
+
+    def validate(self) -> "Recipe":
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        if not 0 <= self.momentum < 1:
+            raise ValueError(f"momentum must lie in [0, 1), got {self.momentum}")
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
+        if not isinstance(self.epochs, int) or self.epochs < 1:
+            raise ValueError(f"epochs must be a positive int, got {self.epochs!r}")
+        if not 0 <= self.warmup < 1:
+            raise ValueError(f"warmup must lie in [0, 1), got {self.warmup}")
+        if not 0 < self.start_factor <= 1:
+            raise ValueError(f"start_factor must lie in (0, 1], got {self.start_factor}")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        return self
+
+    def steps(self, n: int) -> int:
+        """Number of SGD steps on ``n`` training points."""
+        return self.epochs * -(-n // self.batch_size)
+
+    def lr_at(self, step: int, total: int) -> float:
+        """Learning rate of update number ``step`` (0-based) out of ``total``."""
+        w = int(round(self.warmup * total))
+        if step < w:
+            return self.lr * (self.start_factor + (1 - self.start_factor) * step / w)
+        return self.lr * max(0.0, (total - step) / max(1, total - w))
+
+
+def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
+        seeds: Sequence[int], start_steps: Sequence[int] | None = None,
+        stop_step: int | None = None, only_last_layer: bool = False, freeze_last_layer: bool = False,
+        snapshot_steps: Sequence[int] = ()) -> dict[int, list[MLP]]:
+    """Train every member of a stack in place with its own minibatch order (its SGD noise).
+
+    Parameters
+    ----------
+    model : BatchedMLP
+        The stack; member ``i`` is trained as if alone (the summed loss gives each member its own
+        gradient).
+    x, y : tensors
+        ``(n, d)`` and ``(n,)`` shared by all members, or ``(E, n, d)`` and ``(E, n)``: one
+        training set per member (e.g. two tasks).
+    recipe : Recipe
+        Optimizer settings and learning-rate schedule (evaluated at the *global* step).
+    seeds : sequence of int
+        Member ``i`` draws its minibatches from a generator seeded with ``seeds[i]``.
+    start_steps : sequence of int, optional
+        Member ``i`` stays frozen until global step ``start_steps[i]`` (spawning: a child spawned
+        at step ``k`` starts from the parent's weights at ``k`` and then follows the same schedule).
+    stop_step : int, optional
+        Stop after this many global steps (default: the recipe's full length); the schedule is
+        still the one of the full run (used to train a parent up to the last spawn time).
+    only_last_layer : bool
+        Train only the output layer (a linear probe on frozen features).
+    freeze_last_layer : bool
+        Train every layer but the output layer (fine-tuning with a frozen head, as Ilharco et al.
+        2023 do).
+    snapshot_steps : sequence of int
+        Global steps at which to copy the members (before that step's update).
+
+    Returns
+    -------
+    dict
+        ``{step: [member MLPs]}`` for every step of ``snapshot_steps`` that was reached.
+    """
+    if not isinstance(model, BatchedMLP):
+        raise TypeError(f"model must be a BatchedMLP, got {type(model).__name__}")
+    recipe.validate()
+    E = model.size
+    seeds = list(seeds)
+    if len(seeds) != E:
+        raise ValueError(f"seeds must have one entry per member ({E}), got {len(seeds)}")
+    if x.ndim == 2:
+        n = x.shape[0]
+        if y.shape != (n,):
+            raise ValueError(f"y must have shape ({n},), got {tuple(y.shape)}")
+    elif x.ndim == 3 and x.shape[0] == E:
+        n = x.shape[1]
+        if y.shape != (E, n):
+            raise ValueError(f"y must have shape ({E}, {n}), got {tuple(y.shape)}")
+    else:
+        raise ValueError(f"x must have shape (n, d) or ({E}, n, d), got {tuple(x.shape)}")
+    total = recipe.steps(n)
+    last = total if stop_step is None else int(stop_step)
+    if not 0 <= last <= total:
+        raise ValueError(f"stop_step must lie in [0, {total}], got {stop_step}")
+    start = torch.zeros(E, dtype=torch.long) if start_steps is None else torch.as_tensor(
+        list(start_steps), dtype=torch.long)
+    if start.shape != (E,) or bool((start < 0).any()):
+        raise ValueError(f"start_steps must hold {E} non-negative ints")
+    if only_last_layer and freeze_last_layer:
+        raise ValueError("only_last_layer and freeze_last_layer exclude each other")
+    head = [model.weights[-1]] + ([model.biases[-1]] if model.has_bias else [])
+    if only_last_layer:
+        trainable = head
+    elif freeze_last_layer:
+        trainable = [p for p in model.parameters() if all(p is not h for h in head)]
+    else:
+        trainable = list(model.parameters())
+    opt = torch.optim.SGD(trainable, lr=recipe.lr, momentum=recipe.momentum,
+                          weight_decay=recipe.weight_decay)
+    gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
+    per_epoch = -(-n // recipe.batch_size)
+    rows = torch.arange(E).unsqueeze(1)
+    perms = None
+    snaps = {int(k) for k in snapshot_steps}
+    out: dict[int, list[MLP]] = {}
+    for step in range(last + 1):
+        if step in snaps:
+            out[step] = members(model)
+        if step == last:
+            break
+        pos = step % per_epoch
+        if pos == 0:
+            perms = torch.stack([torch.randperm(n, generator=g) for g in gens]).to(x.device)
+        idx = perms[:, pos * recipe.batch_size:(pos + 1) * recipe.batch_size]
+        active = (start <= step).to(x.device)
+        if not bool(active.any()):
+            continue
+        if x.ndim == 2:
+            xb, yb = x[idx], y[idx]
+        else:
+            xb, yb = x[rows, idx], y[rows, idx]
+        logits = model(xb)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.reshape(-1),
+                               reduction="none").view(E, -1).mean(1)
+        opt.zero_grad(set_to_none=True)
+        (loss * active).sum().backward()
+        for g in opt.param_groups:
+            g["lr"] = recipe.lr_at(step, total)
+        if not bool(active.all()):  # frozen members: no gradient, no weight decay
+            for p in trainable:
+                p.grad.mul_(active.view((E,) + (1,) * (p.ndim - 1)))
+        opt.step()
+    return out
+
+
+def train_nets(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, width: int, depth: int,
+               num_classes: int, recipe: Recipe) -> list[MLP]:
+    """Train one MLP per seed (its initialization and its SGD noise), all in one stack."""
+    model = BatchedMLP.init(list(seeds), x.shape[-1], width, depth, num_classes,
+                            device=x.device)
+    fit(model, x, y, recipe, seeds=[10_000 + int(s) for s in seeds])
+    return members(model)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Interpolation paths and barriers
+# ---------------------------------------------------------------------------------------------
+
+
+def lerp(a: MLP, b: MLP, alpha: float) -> MLP:
+    """The network ``(1 - alpha) * theta_A + alpha * theta_B`` (every weight and bias)."""
+    _check_same_shape(a, b)
+    alpha = float(alpha)
+    if not math.isfinite(alpha):
+        raise ValueError(f"alpha must be finite, got {alpha}")
+    (wa, ba), (wb, bb) = params(a), params(b)
+    ws = [(1 - alpha) * u + alpha * v for u, v in zip(wa, wb)]
+    bs = None if ba is None else [(1 - alpha) * u + alpha * v for u, v in zip(ba, bb)]
+    return from_params(ws, bs, a.act_name)
+
+
+def path_stack(a: MLP, b: MLP, alphas: Sequence[float]) -> BatchedMLP:
+    """All networks on the segment from ``a`` to ``b`` at ``alphas``, as one stack."""
+    _check_same_shape(a, b)
+    al = torch.as_tensor(np.asarray(alphas, dtype=np.float32)).to(a.layers[0].weight.device)
+    if al.ndim != 1 or len(al) == 0 or not bool(torch.isfinite(al).all()):
+        raise ValueError("alphas must be a non-empty 1-D sequence of finite numbers")
+    (wa, ba), (wb, bb) = params(a), params(b)
+    ws = [(1 - al).view(-1, 1, 1) * u + al.view(-1, 1, 1) * v for u, v in zip(wa, wb)]
+    bs = None if ba is None else [(1 - al).view(-1, 1) * u + al.view(-1, 1) * v
+                                  for u, v in zip(ba, bb)]
+    return BatchedMLP(ws, bs, act=a.act_name)
+
+
+@dataclass
+class Path:
+    """Loss and accuracy along a linear path, with the barrier summaries."""
+
+    alphas: np.ndarray
+    loss: np.ndarray
+    acc: np.ndarray
+
+    @property
+    def loss_barrier(self) -> float:
+        """Largest rise of the loss above the straight line between the endpoint losses."""
+        return barrier(self.alphas, self.loss)
+
+    @property
+    def error_barrier(self) -> float:
+        """Largest rise of the error (1 - accuracy) above the line between the endpoint errors."""
+        return barrier(self.alphas, 1 - self.acc)
+
+    @property
+    def mid_acc(self) -> float:
+        """Accuracy at the point of the path closest to alpha = 0.5."""
+        return float(self.acc[np.argmin(np.abs(self.alphas - 0.5))])
+
+    @property
+    def end_acc(self) -> float:
+        """Mean accuracy of the two endpoints."""
+        return float((self.acc[0] + self.acc[-1]) / 2)
+
+
+def barrier(alphas: Sequence[float], values: Sequence[float]) -> float:
+    """Barrier of a curve along a path (Frankle et al. 2020, Eq. 1).
+
+    ``max_alpha [v(alpha) - ((1 - alpha) v(0) + alpha v(1))]`` over the sampled ``alphas``, which
+    must start at 0 and end at 1. It is 0 for a curve that never rises above its chord (a convex
+    or flat curve), and can be negative only if the curve lies strictly below its chord.
+    """
+    a = np.asarray(alphas, dtype=float)
+    v = np.asarray(values, dtype=float)
+    if a.ndim != 1 or v.shape != a.shape or len(a) < 2:
+        raise ValueError("alphas and values must be 1-D of the same length >= 2")
+    if not (np.isclose(a[0], 0.0) and np.isclose(a[-1], 1.0)) or np.any(np.diff(a) <= 0):
+        raise ValueError("alphas must increase from 0 to 1")
+    chord = (1 - a) * v[0] + a * v[-1]
+    return float(np.max(v - chord))
+
+
+@torch.no_grad()
+def evaluate_path(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
+                  alphas: Sequence[float] | int = 25) -> Path:
+    """Cross-entropy loss and accuracy of the interpolated networks on ``(x, y)``.
+
+    ``alphas`` is a sequence from 0 to 1 or a number of evenly spaced points (Git Re-Basin uses 25).
+    """
+    if isinstance(alphas, (int, np.integer)) and not isinstance(alphas, bool):
+        if alphas < 2:
+            raise ValueError(f"alphas must be >= 2 points, got {alphas}")
+        alphas = np.linspace(0, 1, int(alphas))
+    alphas = np.asarray(alphas, dtype=float)
+    logits = path_stack(a, b, alphas)(x)
+    C = logits.shape[-1]
+    loss = F.cross_entropy(logits.reshape(-1, C), y.repeat(len(alphas)),
+                           reduction="none").view(len(alphas), -1).mean(1)
+    acc = (logits.argmax(-1) == y).float().mean(1)
+    return Path(alphas, loss.cpu().numpy(), acc.cpu().numpy())
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Permutations and matching
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_perms(model: MLP, perms) -> list[np.ndarray]:
+    widths = [l.weight.shape[0] for l in model.layers[:-1]]
+    if not isinstance(perms, (list, tuple)) or len(perms) != len(widths):
+        raise ValueError(f"perms must be a list of {len(widths)} permutations (one per hidden layer)")
+    out = []
+    for l, (p, w) in enumerate(zip(perms, widths)):
+        p = np.asarray(p)
+        if p.shape != (w,) or not np.array_equal(np.sort(p), np.arange(w)):
+            raise ValueError(f"perms[{l}] must be a permutation of range({w})")
+        out.append(p.astype(np.int64))
+    return out
+
+
+def permute(model: MLP, perms: Sequence[np.ndarray]) -> MLP:
+    """The same function with hidden units reordered: unit ``i`` of layer ``l`` becomes ``perms[l][i]``.
+
+    Rows of ``W_l`` and entries of ``b_l`` are permuted by ``perms[l]``; columns of ``W_{l+1}`` by
+    the same permutation, so the network computes exactly the same function (Entezari et al. 2022,
+    Section 2; Git Re-Basin, Section 2).
+    """
+    _check_mlp("model", model)
+    perms = _check_perms(model, perms)
+    ws, bs = params(model)
+    ws, bs = [w.clone() for w in ws], None if bs is None else [b.clone() for b in bs]
+    for l, p in enumerate(perms):
+        pt = torch.as_tensor(p, device=ws[l].device)
+        ws[l] = ws[l][pt]
+        ws[l + 1] = ws[l + 1][:, pt]
+        if bs is not None:
+            bs[l] = bs[l][pt]
+    return from_params(ws, bs, model.act_name)
+
+
+def random_perms(model: MLP, seed: int = 0) -> list[np.ndarray]:
+    """One uniformly random permutation per hidden layer of ``model``."""
+    rng = np.random.default_rng(seed)
+    return [rng.permutation(l.weight.shape[0]) for l in _check_mlp("model", model).layers[:-1]]
+
+
+def weight_matching(a: MLP, b: MLP, max_iter: int = 100, seed: int = 0) -> list[np.ndarray]:
+    """Permutations that align ``b`` to ``a`` by weight matching (Git Re-Basin, Algorithm 1).
+
+    Maximizes ``sum_l <W_l^A, P_l W_l^B P_{l-1}^T> + <b_l^A, P_l b_l^B>`` over one permutation
+    ``P_l`` per hidden layer by coordinate descent: each pass visits the hidden layers in a random
+    order and solves the linear assignment problem of one layer (its incoming and outgoing weights)
+    with the others fixed, using :func:`scipy.optimize.linear_sum_assignment`. Stops when a pass
+    improves nothing or after ``max_iter`` passes. Apply the result with ``permute(b, perms)``.
+    """
+    _check_same_shape(a, b)
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
+    (wa, ba), (wb, bb) = params(a), params(b)
+    wa = [w.cpu().double().numpy() for w in wa]
+    wb = [w.cpu().double().numpy() for w in wb]
+    ba = None if ba is None else [v.cpu().double().numpy() for v in ba]
+    bb = None if bb is None else [v.cpu().double().numpy() for v in bb]
+    L = len(wa) - 1
+    perms = [np.arange(wa[l].shape[0]) for l in range(L)]
+    rng = np.random.default_rng(seed)
+    for _ in range(max_iter):
+        improved = False
+        for l in rng.permutation(L):
+            w_in = wb[l] if l == 0 else wb[l][:, perms[l - 1]]
+            cost = wa[l] @ w_in.T
+            if ba is not None:
+                cost += np.outer(ba[l], bb[l])
+            w_out = wb[l + 1] if l + 1 == L else wb[l + 1][perms[l + 1]]
+            cost += wa[l + 1].T @ w_out
+            _, col = linear_sum_assignment(cost, maximize=True)
+            old = cost[np.arange(len(col)), perms[l]].sum()
+            new = cost[np.arange(len(col)), col].sum()
+            if new > old + 1e-12 * max(1.0, abs(old)):
+                improved = True
+                perms[l] = col
+        if not improved:
+            break
+    return perms
+
+
+@torch.no_grad()
+def activation_matching(a: MLP, b: MLP, x: torch.Tensor) -> list[np.ndarray]:
+    """Permutations that align ``b`` to ``a`` by matching hidden activations on inputs ``x``.
+
+    For each hidden layer, solves one linear assignment problem that maximizes the summed
+    correlation between unit ``i`` of ``a`` and its partner in ``b`` (Git Re-Basin, Section 3.1;
+    Entezari et al. 2022). Layers are independent because the features depend only on the inputs.
+    """
+    _check_same_shape(a, b)
+    perms = []
+    for fa, fb in zip(a.features(x)[:-1], b.features(x)[:-1]):
+        za = (fa - fa.mean(0)) / (fa.std(0) + 1e-8)
+        zb = (fb - fb.mean(0)) / (fb.std(0) + 1e-8)
+        corr = (za.T @ zb / len(x)).cpu().double().numpy()
+        perms.append(linear_sum_assignment(corr, maximize=True)[1])
+    return perms
+
+
+def perm_recovery(found: Sequence[np.ndarray], planted: Sequence[np.ndarray]) -> list[float]:
+    """Fraction of units per layer for which matching undid a planted permutation.
+
+    If ``b = permute(a, planted)`` then aligning ``b`` back to ``a`` needs ``found[l] =
+    argsort(planted[l])`` (the inverse permutation); this returns the fraction of agreeing entries.
+    """
+    if len(found) != len(planted):
+        raise ValueError("found and planted must have one permutation per hidden layer each")
+    return [float(np.mean(np.asarray(f) == np.argsort(np.asarray(p))))
+            for f, p in zip(found, planted)]
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Feature-level metrics: LLFC and commutativity
+# ---------------------------------------------------------------------------------------------
+
+
+def cosine_dissimilarity(u: torch.Tensor, v: torch.Tensor) -> float:
+    """Mean over rows of ``1 - cos(u_i, v_i)`` (0 for identical rows, including two zero rows)."""
+    if not isinstance(u, torch.Tensor) or not isinstance(v, torch.Tensor):
+        raise TypeError("u and v must be tensors")
+    if u.shape != v.shape or u.ndim != 2:
+        raise ValueError(f"u and v must be 2-D of the same shape, got {tuple(u.shape)}, "
+                         f"{tuple(v.shape)}")
+    nu, nv = u.norm(dim=1), v.norm(dim=1)
+    cos = (u * v).sum(1) / (nu * nv).clamp_min(1e-12)
+    both_zero = (nu < 1e-12) & (nv < 1e-12)
+    cos = torch.where(both_zero, torch.ones_like(cos), cos)
+    return float((1 - cos).mean())
+
+
+@torch.no_grad()
+def llfc_dissimilarity(a: MLP, b: MLP, x: torch.Tensor, alpha: float = 0.5) -> list[float]:
+    """Per-layer LLFC dissimilarity (Zhou et al. 2023, Definition 3.1 and their metric).
+
+    For every hidden layer and the logits, ``mean_x [1 - cos(f_l(theta(alpha); x),
+    (1 - alpha) f_l(theta_A; x) + alpha f_l(theta_B; x))]``: 0 when the interpolated network's
+    features are (up to a positive scale) the interpolated features. The same quantity between two
+    models fine-tuned on different tasks is the cross-task linearity (CTL) dissimilarity of Zhou
+    et al. (2024).
+    """
+    _check_same_shape(a, b)
+    fa, fb, fm = a.features(x), b.features(x), lerp(a, b, alpha).features(x)
+    return [cosine_dissimilarity(m, (1 - alpha) * u + alpha * v) for u, v, m in zip(fa, fb, fm)]
+
+
+@torch.no_grad()
+def commutativity_residual(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
+    """Relative commutativity residual per hidden layer (Zhou et al. 2023, Definition 5.2).
+
+    For hidden layer ``l`` with features ``H_A, H_B`` (rows = inputs ``x``) and the next layer's
+    weights ``W_A, W_B``: ``||W_A H_A + W_B H_B - W_A H_B - W_B H_A||_F / ||W_A H_A + W_B H_B||_F``,
+    i.e. ``||(W_A - W_B)(H_A - H_B)|| / ||W_A H_A + W_B H_B||``. Commutativity (residual 0) plus
+    weak additivity of ReLU implies LLFC.
+    """
+    _check_same_shape(a, b)
+    fa, fb = a.features(x)[:-1], b.features(x)[:-1]
+    (wa, _), (wb, _) = params(a), params(b)
+    out = []
+    for l, (ha, hb) in enumerate(zip(fa, fb)):
+        A, B = wa[l + 1], wb[l + 1]
+        same = ha @ A.T + hb @ B.T
+        resid = (ha - hb) @ (A - B).T
+        out.append(float(resid.norm() / same.norm().clamp_min(1e-12)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Fine-tuning, weight averaging and task vectors
+# ---------------------------------------------------------------------------------------------
+
+
+def average(models: Sequence[MLP]) -> MLP:
+    """The uniform weight average of identically shaped MLPs (a "uniform soup", Wortsman et al. 2022)."""
+    if len(models) == 0:
+        raise ValueError("models must not be empty")
+    for m in models:
+        _check_same_shape(models[0], m)
+    ps = [params(m) for m in models]
+    ws = [torch.stack([p[0][l] for p in ps]).mean(0) for l in range(len(ps[0][0]))]
+    bs = None if ps[0][1] is None else [torch.stack([p[1][l] for p in ps]).mean(0)
+                                        for l in range(len(ps[0][1]))]
+    return from_params(ws, bs, models[0].act_name)
+
+
+def task_vector(pretrained: MLP, finetuned: MLP) -> list[torch.Tensor]:
+    """``theta_ft - theta_pre`` for every hidden layer's weights and biases (Ilharco et al. 2023).
+
+    The output layer is not part of the vector: each task keeps its own head. The list holds
+    ``W_1, b_1, W_2, b_2, ...`` for the hidden layers (weights only without biases).
+    """
+    _check_same_shape(pretrained, finetuned, body_only=True)
+    out = []
+    for lp, lf in zip(pretrained.layers[:-1], finetuned.layers[:-1]):
+        out.append((lf.weight - lp.weight).detach())
+        if lp.bias is not None:
+            out.append((lf.bias - lp.bias).detach())
+    return out
+
+
+def apply_task_vectors(pretrained: MLP, vectors: Sequence[Sequence[torch.Tensor]], scale: float,
+                       head: MLP) -> MLP:
+    """``theta_pre + scale * sum_t tau_t`` on the hidden layers, with the output layer of ``head``."""
+    _check_same_shape(pretrained, head, body_only=True)
+    if not vectors:
+        raise ValueError("vectors must hold at least one task vector")
+    ws, bs = params(pretrained)
+    ws, bs = [w.clone() for w in ws], None if bs is None else [b.clone() for b in bs]
+    per = 2 if bs is not None else 1
+    for tau in vectors:
+        if len(tau) != per * (len(ws) - 1):
+            raise ValueError("every task vector must match the network's hidden layers")
+        for l in range(len(ws) - 1):
+            ws[l] += scale * tau[per * l]
+            if bs is not None:
+                bs[l] += scale * tau[per * l + 1]
+    hw, hb = params(head)
+    ws[-1] = hw[-1].clone()
+    if bs is not None:
+        bs[-1] = hb[-1].clone()
+    return from_params(ws, bs, pretrained.act_name)
+
+
+def with_head(body: MLP, head_weight: torch.Tensor, head_bias: torch.Tensor | None) -> MLP:
+    """A copy of ``body`` whose output layer is replaced (its size may change)."""
+    ws, bs = params(body)
+    ws = [w.clone() for w in ws[:-1]] + [head_weight.detach().clone()]
+    bs = None if bs is None else [b.clone() for b in bs[:-1]] + [head_bias.detach().clone()]
+    return from_params(ws, bs, body.act_name)
+
+
+@torch.no_grad()
+def accuracy(model: MLP, x: torch.Tensor, y: torch.Tensor) -> float:
+    """Test accuracy of one MLP."""
+    return float((model(x).argmax(-1) == y).float().mean())
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. The chapter's experiments
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ConnectivityConfig:
+    """Sizes and recipes of the chapter's experiments (pick one with ``gtlib.preset``).
+
+    ``recipe`` (warm-up, peak lr 0.1) trains the independent networks of the width sweep;
+    ``spawn_recipe`` (no warm-up, peak lr 0.2) is the abrupt recipe under which spawning at
+    initialization is unstable; it also pretrains the CTL model and trains its from-scratch controls.
+    """
+
+    n_train: int = 4000
+    n_test: int = 1000
+    depth: int = 3
+    widths: tuple[int, ...] = (32, 64, 128, 256, 512)
+    alphas: int = 25
+    max_iter: int = 100
+    recipe: Recipe = field(default_factory=lambda: Recipe(lr=0.1, epochs=30, warmup=0.2))
+    spawn_width: int = 128
+    spawn_fractions: tuple[float, ...] = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
+    spawn_pairs: int = 2
+    spawn_recipe: Recipe = field(default_factory=lambda: Recipe(lr=0.2, epochs=30, warmup=0.0))
+    ctl_width: int = 512
+    probe_recipe: Recipe = field(default_factory=lambda: Recipe(lr=0.1, epochs=30, warmup=0.0))
+    ft_recipe: Recipe = field(default_factory=lambda: Recipe(lr=0.05, epochs=10, warmup=0.0))
+    lambdas: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(16))
+
+    @classmethod
+    def quick(cls) -> "ConnectivityConfig":
+        """Minutes on one CPU thread: MNIST-1D's default 4000/1000 split, 3 hidden layers."""
+        return cls()
+
+    @classmethod
+    def full(cls) -> "ConnectivityConfig":
+        """Closer to the papers (for a GPU): more data, twice the epochs, widths up to 2048.
+
+        The widest net is Git Re-Basin's MNIST MLP shape (three hidden layers of 512) and beyond.
+        """
+        return cls(n_train=16000, n_test=4000, widths=(32, 64, 128, 256, 512, 1024, 2048),
+                   recipe=Recipe(lr=0.1, epochs=60, warmup=0.2),
+                   spawn_width=512, spawn_pairs=3,
+                   spawn_recipe=Recipe(lr=0.2, epochs=60, warmup=0.0),
+                   ctl_width=1024, ft_recipe=Recipe(lr=0.05, epochs=20, warmup=0.0))
+
+    def validate(self) -> "ConnectivityConfig":
+        for name in ("n_train", "n_test", "depth", "alphas", "max_iter", "spawn_width",
+                     "spawn_pairs", "ctl_width"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if len(self.widths) < 2 or any(int(w) < 1 for w in self.widths):
+            raise ValueError(f"widths must hold at least two positive ints, got {self.widths}")
+        if list(self.widths) != sorted(self.widths):
+            raise ValueError("widths must be increasing")
+        if any(not 0 <= f < 1 for f in self.spawn_fractions) or not self.spawn_fractions:
+            raise ValueError("spawn_fractions must be non-empty fractions in [0, 1)")
+        for r in (self.recipe, self.spawn_recipe, self.probe_recipe, self.ft_recipe):
+            r.validate()
+        return self
+
+
+def _seeds(seed: int, tag: int, k: int) -> list[int]:
+    """``k`` distinct seeds for experiment part ``tag`` under base ``seed``."""
+    return [1_000_003 * int(seed) + 1_000 * tag + i for i in range(k)]
+
+
+def train_pairs(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed: int = 0
+                ) -> dict[int, tuple[MLP, MLP]]:
+    """Two independently initialized and trained MLPs per width of ``cfg.widths`` (one stack each)."""
+    cfg.validate()
+    out = {}
+    for j, w in enumerate(cfg.widths):
+        s = _seeds(seed, 10 + j, 2)
+        out[int(w)] = tuple(train_nets(s, x, y, int(w), cfg.depth, int(y.max()) + 1, cfg.recipe))
+    return out
+
+
+@dataclass
+class Alignment:
+    """Two networks, ``b`` aligned to ``a`` by weight matching, and their paths on train and test."""
+
+    a: MLP
+    b: MLP
+    b_matched: MLP
+    perms: list
+    naive: Path
+    matched: Path
+    naive_train: Path
+    matched_train: Path
+
+
+def align(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor,
+          y_test: torch.Tensor, alphas: int = 25, max_iter: int = 100, seed: int = 0) -> Alignment:
+    """Weight-match ``b`` to ``a`` and evaluate the naive and the matched paths (Git Re-Basin, Fig. 2)."""
+    perms = weight_matching(a, b, max_iter=max_iter, seed=seed)
+    bm = permute(b, perms)
+    return Alignment(a, b, bm, perms,
+                     evaluate_path(a, b, x_test, y_test, alphas),
+                     evaluate_path(a, bm, x_test, y_test, alphas),
+                     evaluate_path(a, b, x, y, alphas),
+                     evaluate_path(a, bm, x, y, alphas))
+
+
+@dataclass
+class Spawning:
+    """Children spawned from one parent at several steps (Frankle et al. 2020, Figure 1)."""
+
+    steps: list[int]
+    fractions: list[float]
+    total_steps: int
+    children: dict[int, list[tuple[MLP, MLP]]]
+    error_barrier: np.ndarray  # (len(steps), pairs), in accuracy points (0-100), on the test set
+    loss_barrier: np.ndarray
+
+    @property
+    def mean_error_barrier(self) -> np.ndarray:
+        return self.error_barrier.mean(1)
+
+
+def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
+                     x_test: torch.Tensor, y_test: torch.Tensor, seed: int = 0,
+                     recipe: Recipe | None = None) -> Spawning:
+    """Instability analysis: train a parent, spawn ``2 * spawn_pairs`` children at each spawn step.
+
+    The parent is trained with ``recipe`` (default ``cfg.spawn_recipe``) up to the latest spawn
+    step; at step ``k`` its weights are copied into children that finish the same schedule, each
+    with its own minibatch order. The error barrier of each pair of children is measured on the
+    test set (Frankle et al. call a network stable at ``k`` when it is at most 2 points).
+    """
+    cfg.validate()
+    recipe = recipe or cfg.spawn_recipe
+    total = recipe.steps(x.shape[0])
+    steps = sorted({int(round(f * total)) for f in cfg.spawn_fractions})
+    C = int(y.max()) + 1
+    parent = BatchedMLP.init(_seeds(seed, 30, 1), x.shape[1], cfg.spawn_width, cfg.depth, C,
+                             device=x.device)
+    snaps = fit(parent, x, y, recipe, seeds=_seeds(seed, 31, 1), stop_step=max(steps),
+                snapshot_steps=steps)
+    per = 2 * cfg.spawn_pairs
+    kids = stack([snaps[k][0] for k in steps for _ in range(per)])
+    fit(kids, x, y, recipe, seeds=_seeds(seed, 32, per * len(steps)),
+        start_steps=[k for k in steps for _ in range(per)])
+    kids = members(kids)
+    children, err, loss = {}, [], []
+    for i, k in enumerate(steps):
+        pairs = [(kids[per * i + 2 * j], kids[per * i + 2 * j + 1]) for j in range(cfg.spawn_pairs)]
+        children[k] = pairs
+        paths = [evaluate_path(a, b, x_test, y_test, cfg.alphas) for a, b in pairs]
+        err.append([100 * p.error_barrier for p in paths])
+        loss.append([p.loss_barrier for p in paths])
+    return Spawning(steps, [k / total for k in steps], total, children, np.array(err),
+                    np.array(loss))
+
+
+def task_split(x: torch.Tensor, y: torch.Tensor, task: int, classes_per_task: int = 5):
+    """Inputs and relabelled targets of task ``task``: the classes ``task*c, ..., task*c + c - 1``."""
+    if isinstance(task, bool) or not isinstance(task, (int, np.integer)) or task < 0:
+        raise ValueError(f"task must be a non-negative int, got {task!r}")
+    keep = (y // classes_per_task) == task
+    if not bool(keep.any()):
+        raise ValueError(f"task {task} has no examples")
+    return x[keep], y[keep] - classes_per_task * task
+
+
+@dataclass
+class CrossTask:
+    """Pretraining, two fine-tuned tasks, scratch controls, averaging and task arithmetic."""
+
+    pretrained: MLP
+    probes: list[MLP]            # pretrained body + linear-probe head, per task
+    finetuned: list[list[MLP]]   # finetuned[t] = two fine-tuning runs of task t
+    scratch: list[MLP]           # one model per task, from different random inits
+    acc_pre: list[float]
+    acc_ft: list[list[float]]
+    acc_scratch: list[float]
+    ctl: list[float]             # per layer, fine-tuned task-0 vs task-1 models
+    ctl_scratch: list[float]
+    avg_acc: list[float]         # per task: weight average of the two runs
+    ens_acc: list[float]         # per task: logit ensemble of the two runs
+    agreement: list[float]
+    lambdas: np.ndarray
+    arith_acc: np.ndarray        # (len(lambdas), 2) test accuracy of the merged model per task
+    arith_train_acc: np.ndarray
+    best_lambda: float
+
+    @property
+    def gain_recovered(self) -> list[float]:
+        """Per task: (merged - pretrained) / (fine-tuned - pretrained) test accuracy, at best_lambda."""
+        i = int(np.argmin(np.abs(self.lambdas - self.best_lambda)))
+        return [float((self.arith_acc[i, t] - self.acc_pre[t]) / (self.acc_ft[t][0] - self.acc_pre[t]))
+                for t in (0, 1)]
+
+
+def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
+                          x_test: torch.Tensor, y_test: torch.Tensor, seed: int = 0) -> CrossTask:
+    """Pretrain on "which half" (``y // 5``), fine-tune on each half's five classes.
+
+    * pretraining: a 2-way task, "is the digit in 0-4 or in 5-9", on all training signals;
+    * task 0 / task 1: the 5-way classification of the digits 0-4 / 5-9, each with its own head,
+      a linear probe on the pretrained features that stays frozen while the hidden layers are
+      fine-tuned (Ilharco et al. 2023 also freeze the heads); two fine-tuning runs per task
+      differ only in their minibatch order;
+    * control: the same two tasks trained from two different random initializations.
+
+    Measures the CTL dissimilarity (Zhou et al. 2024), weight averaging against logit ensembling
+    of the two runs of each task, and task arithmetic ``theta_pre + lambda (tau_0 + tau_1)`` with
+    ``lambda`` chosen on the *training* signals (the larger of the two tasks' worst normalized gain).
+    """
+    cfg.validate()
+    width, d = cfg.ctl_width, x.shape[1]
+    pre = BatchedMLP.init(_seeds(seed, 40, 1), d, width, cfg.depth, 2, device=x.device)
+    fit(pre, x, y // 5, cfg.spawn_recipe, seeds=_seeds(seed, 41, 1))
+    pre = pre.member(0)
+    tr = [task_split(x, y, t) for t in (0, 1)]
+    te = [task_split(x_test, y_test, t) for t in (0, 1)]
+    n = min(len(t[1]) for t in tr)
+    X = torch.stack([tr[0][0][:n], tr[1][0][:n]])
+    Y = torch.stack([tr[0][1][:n], tr[1][1][:n]])
+    heads = [make_mlp(s, d, width, cfg.depth, 5).to(x.device) for s in _seeds(seed, 42, 2)]
+    probes = stack([with_head(pre, h.layers[-1].weight, h.layers[-1].bias) for h in heads])
+    fit(probes, X, Y, cfg.probe_recipe, seeds=_seeds(seed, 43, 2), only_last_layer=True)
+    probes = members(probes)
+    ft = stack([probes[0], probes[0], probes[1], probes[1]])
+    fit(ft, X[[0, 0, 1, 1]], Y[[0, 0, 1, 1]], cfg.ft_recipe, seeds=_seeds(seed, 44, 4),
+        freeze_last_layer=True)
+    ft = members(ft)
+    ft = [ft[0:2], ft[2:4]]
+    sc = BatchedMLP.init(_seeds(seed, 45, 2), d, width, cfg.depth, 5, device=x.device)
+    fit(sc, X, Y, cfg.spawn_recipe, seeds=_seeds(seed, 46, 2))
+    sc = members(sc)
+
+    acc_pre = [accuracy(probes[t], *te[t]) for t in (0, 1)]
+    acc_ft = [[accuracy(m, *te[t]) for m in ft[t]] for t in (0, 1)]
+    acc_sc = [accuracy(sc[t], *te[t]) for t in (0, 1)]
+    ctl = llfc_dissimilarity(ft[0][0], ft[1][0], x_test)[:-1]
+    ctl_sc = llfc_dissimilarity(sc[0], sc[1], x_test)[:-1]
+    avg_acc, ens_acc, agree = [], [], []
+    with torch.no_grad():
+        for t in (0, 1):
+            la = average(ft[t])(te[t][0])
+            le = (ft[t][0](te[t][0]) + ft[t][1](te[t][0])) / 2
+            avg_acc.append(float((la.argmax(-1) == te[t][1]).float().mean()))
+            ens_acc.append(float((le.argmax(-1) == te[t][1]).float().mean()))
+            agree.append(float((la.argmax(-1) == le.argmax(-1)).float().mean()))
+    taus = [task_vector(pre, ft[t][0]) for t in (0, 1)]
+    lam = np.asarray(cfg.lambdas, dtype=float)
+    acc_te = np.zeros((len(lam), 2))
+    acc_tr = np.zeros((len(lam), 2))
+    for i, l in enumerate(lam):
+        for t in (0, 1):
+            m = apply_task_vectors(pre, taus, float(l), ft[t][0])
+            acc_te[i, t] = accuracy(m, *te[t])
+            acc_tr[i, t] = accuracy(m, *tr[t])
+    pre_tr = [accuracy(probes[t], *tr[t]) for t in (0, 1)]
+    ft_tr = [accuracy(ft[t][0], *tr[t]) for t in (0, 1)]
+    norm_tr = np.stack([(acc_tr[:, t] - pre_tr[t]) / max(1e-9, ft_tr[t] - pre_tr[t])
+                        for t in (0, 1)], 1)
+    best = float(lam[int(np.argmax(norm_tr.min(1)))])
+    return CrossTask(pre, probes, ft, sc, acc_pre, acc_ft, acc_sc, ctl, ctl_sc, avg_acc, ens_acc,
+                     agree, lam, acc_te, acc_tr, best)
+
+
+@torch.no_grad()
+def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed: int = 0,
+                              max_iter: int = 100) -> dict:
+    """Permute ``model``'s hidden units at random, then weight-match the copy back.
+
+    Returns the largest logit change caused by the permutation (should be ~0: the symmetry), the
+    fraction of units recovered per layer, and the loss barrier between ``model`` and the aligned
+    copy on ``(x, y)`` (should be ~0). The logit change is computed in float64, so that it measures
+    the symmetry rather than float32 rounding (a permuted matrix product sums in another order,
+    which alone moves float32 logits by about 1e-6 relative).
+    """
+    planted = random_perms(model, seed)
+    shuffled = permute(model, planted)
+    x64 = x.double()
+    logit_diff = float((copy.deepcopy(shuffled).double()(x64)
+                        - copy.deepcopy(model).double()(x64)).abs().max())
+    found = weight_matching(model, shuffled, max_iter=max_iter, seed=seed)
+    aligned = permute(shuffled, found)
+    path = evaluate_path(model, aligned, x, y, 11)
+    return {"max_logit_diff": logit_diff, "recovered": perm_recovery(found, planted),
+            "barrier": abs(path.loss_barrier), "path": path}

@@ -1,0 +1,181 @@
+"""Unit tests of gtlib.connectivity: symmetries, matching, barriers, feature metrics, bad inputs."""
+import numpy as np
+import pytest
+import torch
+
+from gtlib import connectivity as C
+from gtlib.ensemble import BatchedMLP, make_mlp
+
+
+def net(seed=0, width=16, depth=3, d=6, out=4, bias=True):
+    return make_mlp(seed, d, width, depth, out, bias=bias)
+
+
+X = torch.randn(50, 6, generator=torch.Generator().manual_seed(1))
+Y = torch.randint(0, 4, (50,), generator=torch.Generator().manual_seed(2))
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_permuted_net_computes_same_function(bias):
+    m = net(bias=bias)
+    p = C.permute(m, C.random_perms(m, seed=3))
+    assert torch.allclose(p(X), m(X), atol=1e-5)
+    assert not torch.allclose(p.layers[0].weight, m.layers[0].weight)
+
+
+def test_permute_with_identity_is_a_copy_and_inverse_undoes():
+    m = net()
+    ident = [np.arange(16)] * 3
+    assert all(torch.equal(u.weight, v.weight) for u, v in zip(C.permute(m, ident).layers, m.layers))
+    perms = C.random_perms(m, seed=5)
+    back = C.permute(C.permute(m, perms), [np.argsort(p) for p in perms])
+    assert all(torch.equal(u.weight, v.weight) for u, v in zip(back.layers, m.layers))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_weight_matching_recovers_planted_permutation(seed):
+    m = net(seed=seed, width=24)
+    planted = C.random_perms(m, seed=seed + 10)
+    found = C.weight_matching(m, C.permute(m, planted))
+    assert C.perm_recovery(found, planted) == [1.0, 1.0, 1.0]
+
+
+def test_activation_matching_recovers_planted_permutation():
+    m = make_mlp(0, 6, 12, 3, 4, act="tanh")  # no dead units, so no ties between silent units
+    planted = C.random_perms(m, seed=4)
+    found = C.activation_matching(m, C.permute(m, planted), X)
+    assert C.perm_recovery(found, planted) == [1.0, 1.0, 1.0]
+
+
+def test_weight_matching_does_not_lower_the_objective():
+    a, b = net(0), net(1)
+
+    def score(bb):
+        return sum(float(((u.weight * v.weight).sum() + (u.bias * v.bias).sum()).detach())
+                   for u, v in zip(a.layers, bb.layers))
+    assert score(C.permute(b, C.weight_matching(a, b))) >= score(b) - 1e-6
+
+
+def test_planted_check_reports_exact_symmetry():
+    r = C.planted_permutation_check(net(width=20), X, Y, seed=0)
+    assert r["max_logit_diff"] <= 1e-10 and r["recovered"] == [1.0] * 3 and r["barrier"] <= 1e-6
+
+
+def test_barrier_of_a_net_with_itself_is_zero():
+    m = net()
+    p = C.evaluate_path(m, m, X, Y, 9)
+    assert abs(p.loss_barrier) < 1e-6 and abs(p.error_barrier) < 1e-9
+    assert np.allclose(p.loss, p.loss[0], atol=1e-6)
+
+
+def test_barrier_closed_forms():
+    a = np.linspace(0, 1, 5)
+    assert C.barrier(a, 1 + a) == 0.0                   # a line has no barrier
+    assert C.barrier(a, a * (1 - a)) == pytest.approx(0.25)  # a bump of height 1/4
+    assert C.barrier(a, (a - 0.5) ** 2) == pytest.approx(0.0)  # convex: at most the chord
+    assert C.barrier(a, -a * (1 - a)) == pytest.approx(0.0)
+
+
+def test_path_endpoints_are_the_networks():
+    a, b = net(0), net(1)
+    stack = C.path_stack(a, b, [0.0, 0.25, 1.0])
+    out = stack(X)
+    assert torch.allclose(out[0], a(X), atol=1e-5) and torch.allclose(out[2], b(X), atol=1e-5)
+    assert torch.allclose(out[1], C.lerp(a, b, 0.25)(X), atol=1e-5)
+
+
+def test_llfc_of_identical_features_is_zero_and_scale_invariant():
+    m = net()
+    assert max(C.llfc_dissimilarity(m, m, X, 0.3)) < 1e-6
+    u = torch.rand(10, 5)
+    assert C.cosine_dissimilarity(u, 3 * u) < 1e-6
+    assert C.cosine_dissimilarity(torch.zeros(3, 4), torch.zeros(3, 4)) == 0.0
+    assert C.cosine_dissimilarity(torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 1.0]])) == \
+        pytest.approx(1.0)
+
+
+def test_commutativity_residual_closed_form():
+    m = net()
+    assert max(C.commutativity_residual(m, m, X)) < 1e-7
+    a, b = net(0), net(1)
+    ha, hb = a.features(X)[0], b.features(X)[0]
+    wa, wb = a.layers[1].weight, b.layers[1].weight
+    want = ((ha @ wa.T + hb @ wb.T - hb @ wa.T - ha @ wb.T).norm() / (ha @ wa.T + hb @ wb.T).norm())
+    assert C.commutativity_residual(a, b, X)[0] == pytest.approx(float(want), rel=1e-4)
+
+
+def test_average_and_task_vectors():
+    pre, ft1, ft2 = net(0), net(1), net(2)
+    avg = C.average([ft1, ft2])
+    assert torch.allclose(avg.layers[1].weight, (ft1.layers[1].weight + ft2.layers[1].weight) / 2)
+    taus = [C.task_vector(pre, ft1)]
+    merged = C.apply_task_vectors(pre, taus, 1.0, ft1)  # pre + tau = ft1
+    assert all(torch.allclose(u.weight, v.weight, atol=1e-6) for u, v in zip(merged.layers, ft1.layers))
+    same = C.apply_task_vectors(pre, taus, 0.0, pre)
+    assert torch.allclose(same(X), pre(X))
+
+
+def test_fit_trains_and_respects_start_steps_and_frozen_head():
+    x = torch.randn(64, 6)
+    y = (x[:, 0] > 0).long()
+    model = BatchedMLP.init([0, 0], 6, 8, 1, 2)
+    w0 = [w.detach().clone() for w in model.weights]
+    rec = C.Recipe(lr=0.1, epochs=5, batch_size=16, warmup=0.0)
+    C.fit(model, x, y, rec, seeds=[1, 2], start_steps=[0, rec.steps(64)], freeze_last_layer=True)
+    assert torch.equal(model.weights[0][1], w0[0][1])          # member 1 never started
+    assert not torch.equal(model.weights[0][0], w0[0][0])      # member 0 trained
+    assert torch.equal(model.weights[-1], w0[-1])              # head frozen for both
+
+
+def test_spawn_snapshots_match_parent_prefix():
+    x, y = torch.randn(40, 6), torch.randint(0, 3, (40,))
+    model = BatchedMLP.init([3], 6, 8, 2, 3)
+    rec = C.Recipe(lr=0.05, epochs=2, batch_size=10)
+    snaps = C.fit(model, x, y, rec, seeds=[4], stop_step=5, snapshot_steps=[0, 5])
+    assert sorted(snaps) == [0, 5]
+    assert torch.equal(snaps[5][0].layers[0].weight, model.member(0).layers[0].weight)
+
+
+def test_recipe_schedule():
+    r = C.Recipe(lr=1.0, warmup=0.5, start_factor=0.1)
+    assert r.lr_at(0, 10) == pytest.approx(0.1) and r.lr_at(5, 10) == pytest.approx(1.0)
+    assert r.lr_at(10, 10) == 0.0
+    assert C.Recipe(lr=1.0, warmup=0.0).lr_at(0, 10) == 1.0
+
+
+def test_configs_construct():
+    assert C.ConnectivityConfig.quick().validate().widths[-1] == 512
+    full = C.ConnectivityConfig.full().validate()
+    assert full.widths[-1] > 512 and full.recipe.epochs > C.ConnectivityConfig.quick().recipe.epochs
+
+
+def test_bad_inputs_raise():
+    a = net()
+    with pytest.raises(TypeError, match="a must be"):
+        C.lerp("net", a, 0.5)
+    with pytest.raises(ValueError, match="same layer shapes"):
+        C.weight_matching(a, net(width=8))
+    with pytest.raises(ValueError, match="perms"):
+        C.permute(a, [np.arange(16)])
+    with pytest.raises(ValueError, match=r"perms\[0\]"):
+        C.permute(a, [np.zeros(16, int)] * 3)
+    with pytest.raises(ValueError, match="max_iter"):
+        C.weight_matching(a, a, max_iter=0)
+    with pytest.raises(ValueError, match="alphas"):
+        C.barrier([0.2, 1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="alphas"):
+        C.evaluate_path(a, a, X, Y, 1)
+    with pytest.raises(ValueError, match="alpha"):
+        C.lerp(a, a, float("nan"))
+    with pytest.raises(ValueError, match="u and v"):
+        C.cosine_dissimilarity(torch.zeros(2, 3), torch.zeros(3, 2))
+    with pytest.raises(ValueError, match="lr"):
+        C.Recipe(lr=0).validate()
+    with pytest.raises(ValueError, match="widths"):
+        C.ConnectivityConfig(widths=(64, 32)).validate()
+    with pytest.raises(ValueError, match="seeds"):
+        C.fit(BatchedMLP.init([0], 6, 4, 1, 2), X, Y % 2, C.Recipe(), seeds=[1, 2])
+    with pytest.raises(ValueError, match="task"):
+        C.task_split(X, Y, -1)
+    with pytest.raises(TypeError, match="model must be a BatchedMLP"):
+        C.fit(a, X, Y, C.Recipe(), seeds=[0])
