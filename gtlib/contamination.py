@@ -683,6 +683,16 @@ class ToyResult:
     net: TwoLayerNets
     W_init: torch.Tensor
     history: ToyHistory
+    b_init: torch.Tensor | None = None
+
+    def preactivations(self, x: torch.Tensor, label: str, initial: bool = False) -> torch.Tensor:
+        """Pre-activations ``(n, h)`` of the first member called ``label``, trained or at initialization."""
+        i = self.members(label)[0]
+        with torch.no_grad():
+            if not initial:
+                return self.net.preactivations(x)[i]
+            pre = x @ self.W_init[i].T
+            return pre if self.b_init is None else pre + self.b_init[i]
 
     def members(self, label: str) -> list[int]:
         """Indices of the members whose spec is called ``label``."""
@@ -718,9 +728,10 @@ def run_theory(cfg: TheoryConfig, seed: int = 0) -> ToyResult:
                          [1000 * seed + 10 + i for i in range(len(specs))], frozen_output=True,
                          bias=cfg.bias)
     W_init = net.W.detach().clone()
+    b_init = None if net.b is None else net.b.detach().clone()
     hist = train_two_layer(net, specs, train.x, train.y, cfg.steps, emb, test.x, test.y,
                            record_every=cfg.record_every)
-    return ToyResult(cfg, emb, train, test, specs, net, W_init, hist)
+    return ToyResult(cfg, emb, train, test, specs, net, W_init, hist, b_init)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -781,9 +792,10 @@ def run_default(cfg: DefaultConfig, seed: int = 0) -> ToyResult:
     net = init_two_layer(["relu"] * E, cfg.dim, cfg.width, [1000 * seed + 50 + r for r in range(E)],
                          frozen_output=False, bias=True)
     W_init = net.W.detach().clone()
+    b_init = None if net.b is None else net.b.detach().clone()
     hist = train_two_layer(net, specs, train.x, train.y, cfg.steps, emb, train.x, train.y,
                            record_every=cfg.record_every)
-    return ToyResult(cfg, emb, train, test, specs, net, W_init, hist)
+    return ToyResult(cfg, emb, train, test, specs, net, W_init, hist, b_init)
 
 
 # ---------------------------------------------------------------------------------------------
