@@ -1,0 +1,211 @@
+"""Unit tests of gtlib.soft: closed forms, brute-force cross-checks, round trips and bad inputs."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from gtlib import soft
+
+torch.set_num_threads(1)
+
+
+# -- polynomials ---------------------------------------------------------------------------------
+def test_legendre_features_orthonormal():
+    x, w = np.polynomial.legendre.leggauss(40)
+    phi = soft.legendre_features(x, 10)
+    gram = (phi * w[:, None]).T @ phi / 2  # E_uniform[phi_i phi_j]
+    assert np.allclose(gram, np.eye(11), atol=1e-10)
+
+
+def test_fit_polynomial_equals_direct_ridge_solve():
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(-1, 1, 7), rng.normal(size=7)
+    pen = soft.order_penalty(9, 1.5, 0.01)
+    w = soft.fit_polynomial(x, y, 9, pen)
+    # direct: least squares on the augmented system [Phi; sqrt(diag pen)] w = [y; 0]
+    phi = soft.legendre_features(x, 9)
+    aug = np.vstack([phi, np.diag(np.sqrt(pen))])
+    w_direct = np.linalg.lstsq(aug, np.concatenate([y, np.zeros(10)]), rcond=None)[0]
+    assert np.allclose(w, w_direct, atol=1e-9)
+
+
+def test_unregularized_fit_recovers_polynomial_and_min_norm_interpolates():
+    x = np.linspace(-1, 1, 20)
+    y = 3 * x ** 3 - x + 0.5
+    w = soft.fit_polynomial(x, y, 5)
+    assert np.allclose(soft.predict_polynomial(w, x), y, atol=1e-10)
+    assert np.allclose(w[4:], 0, atol=1e-10)
+    w_mn = soft.fit_polynomial(x, np.sin(9 * x), 40)  # more coefficients than points
+    assert np.allclose(soft.predict_polynomial(w_mn, x), np.sin(9 * x), atol=1e-8)
+    assert np.allclose(w_mn, np.linalg.pinv(soft.legendre_features(x, 40)) @ np.sin(9 * x), atol=1e-8)
+
+
+def test_poly_log_evidence_matches_gaussian_density():
+    from scipy.stats import multivariate_normal
+    rng = np.random.default_rng(1)
+    x, y = rng.uniform(-1, 1, 6), rng.normal(size=6)
+    ev = soft.poly_log_evidence(x, y, 8, 1.3, [0.1, 0.5], [2.0])
+    phi = soft.legendre_features(x, 8)
+    for i, s2 in enumerate([0.1, 0.5]):
+        cov = 2.0 * (phi * 1.3 ** -np.arange(9.0)) @ phi.T + s2 * np.eye(6)
+        assert ev[i, 0] == pytest.approx(multivariate_normal(np.zeros(6), cov).logpdf(y), abs=1e-8)
+
+
+def test_polynomial_bad_inputs():
+    with pytest.raises(ValueError, match="x"):
+        soft.legendre_features([0.5, 2.0], 3)
+    with pytest.raises(TypeError, match="degree"):
+        soft.legendre_features([0.1], 2.5)
+    with pytest.raises(ValueError, match="gamma"):
+        soft.order_penalty(3, 0.5)
+    with pytest.raises(ValueError, match="same length"):
+        soft.fit_polynomial([0.1, 0.2], [1.0], 2)
+    with pytest.raises(ValueError, match="penalty"):
+        soft.fit_polynomial([0.1, 0.2], [1.0, 2.0], 2, penalty=[1.0, -1.0, 1.0])
+
+
+# -- GP --------------------------------------------------------------------------------------------
+def test_gp_log_ml_matches_direct_formula():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(12, 3, generator=g, dtype=torch.float64)
+    y = torch.randint(3, (12,), generator=g)
+    ell, r = 1.3, 0.05
+    out = soft.gp_label_regression(x, y, x[:4], 3, [ell], r)
+    t = torch.nn.functional.one_hot(y, 3).double() - 1 / 3
+    A = soft.rbf_kernel(x, x, ell) + r * torch.eye(12, dtype=torch.float64)
+    s = float((t * torch.linalg.solve(A, t)).sum()) / 36
+    K = s * A
+    direct = sum(float(torch.distributions.MultivariateNormal(torch.zeros(12, dtype=torch.float64), K)
+                       .log_prob(t[:, c])) for c in range(3))
+    assert out["log_ml"] == pytest.approx(direct, rel=1e-9)
+    assert out["signal_var"] == pytest.approx(s)
+
+
+def test_gp_interpolates_with_small_noise_and_bad_inputs():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(30, 5, generator=g)
+    y = torch.randint(4, (30,), generator=g)
+    out = soft.gp_label_regression(x, y, x, 4, [soft.median_lengthscale(x)], 1e-4)
+    assert bool((out["train_pred"] == y).all())
+    with pytest.raises(ValueError, match="y"):
+        soft.gp_label_regression(x, y[:-1], x, 4, [1.0])
+    with pytest.raises(ValueError, match="lengthscale"):
+        soft.rbf_kernel(x, x, -1.0)
+
+
+# -- effective dimensionality and random features --------------------------------------------
+def test_effective_dimensionality_closed_forms():
+    assert soft.effective_dimensionality([1.0, 1.0, 0.0], 1.0) == pytest.approx(1.0)
+    assert soft.effective_dimensionality([1e9, 1e9, 1e-9], 1.0) == pytest.approx(2.0, abs=1e-6)
+    assert soft.poorly_determined([4.0, 1.0, 0.0], 1.0, 2) == pytest.approx(2 - 0.8 - 0.5)
+    with pytest.raises(ValueError, match="alpha"):
+        soft.effective_dimensionality([1.0], 0.0)
+    with pytest.raises(ValueError, match="k"):
+        soft.poorly_determined([1.0], 1.0, 2)
+
+
+def test_min_norm_lstsq_is_the_pseudoinverse_solution():
+    rng = np.random.default_rng(2)
+    phi, y = rng.normal(size=(5, 12)), rng.normal(size=5)
+    beta = soft.min_norm_lstsq(phi, y)
+    assert np.allclose(phi @ beta, y)
+    assert np.allclose(beta, np.linalg.pinv(phi) @ y)
+    with pytest.raises(ValueError, match="phi"):
+        soft.min_norm_lstsq(phi, y[:3])
+
+
+# -- Lanczos vs dense Hessian ----------------------------------------------------------------
+def test_lanczos_matches_dense_hessian_eigenvalues():
+    torch.manual_seed(0)
+    model = soft.MLP(4, 6, 1, 3)
+    x = torch.randn(20, 4)
+    y = torch.randint(3, (20,))
+    H = soft.dense_hessian(model, x, y)
+    assert np.allclose(H, H.T, atol=1e-10)
+    exact = np.sort(np.linalg.eigvalsh(H))[::-1]
+    top = soft.lanczos_top_eigs(model, x, y, 8)
+    assert np.allclose(top, exact[:8], atol=1e-7)
+    matvec, P = soft.hessian_matvec(model, x, y)
+    v = np.random.default_rng(0).normal(size=P)
+    assert np.allclose(matvec(v), H @ v, atol=1e-10)
+    res = soft.effective_parameters(model, x, y, alpha=1e-2, k=4, max_k=P - 1)
+    assert res["covered"] and res["k"] >= 4
+    full = soft.effective_dimensionality(exact, 1e-2)
+    assert res["neff"] <= full + 1e-9 and full - res["neff"] <= 0.05 * (P - res["k"])
+
+
+def test_member_at_width_matches_masked_member():
+    from gtlib.ensemble import BatchedMLP  # noqa: F401
+    ens = soft.masked_ensemble([3, 5], [0, 1], 4, 2)
+    x = torch.randn(7, 4)
+    m = soft.member_at_width(ens, 0, 3)
+    assert sum(p.numel() for p in m.parameters()) == 4 * 3 + 3 + 3 * 3 + 3 + 3 * 2 + 2
+    with torch.no_grad():
+        assert torch.allclose(m(x), ens(x)[0], atol=1e-6)
+
+
+# -- coding and bounds -----------------------------------------------------------------------
+def test_elias_gamma_round_trip():
+    assert soft.elias_gamma(1) == [1]
+    assert soft.elias_gamma(5) == [0, 0, 1, 0, 1]
+    bits = soft.elias_gamma(9) + soft.elias_gamma(1) + soft.elias_gamma(300)
+    a, p = soft.elias_gamma_decode(bits, 0)
+    b, p = soft.elias_gamma_decode(bits, p)
+    c, p = soft.elias_gamma_decode(bits, p)
+    assert (a, b, c, p) == (9, 1, 300, len(bits))
+    with pytest.raises(ValueError):
+        soft.elias_gamma(0)
+
+
+def test_arithmetic_code_round_trip_and_length():
+    rng = np.random.default_rng(3)
+    sym = rng.choice(4, size=500, p=[0.7, 0.1, 0.1, 0.1]).tolist()
+    bits = soft.arithmetic_encode(sym, 4)
+    assert soft.arithmetic_decode(bits, 500, 4) == sym
+    # adaptive Laplace code length = -log2 of the sequential probabilities, plus a few bits
+    counts, total, ideal = [1] * 4, 4, 0.0
+    for s in sym:
+        ideal -= math.log2(counts[s] / total)
+        counts[s] += 1
+        total += 1
+    assert ideal <= len(bits) <= ideal + 4
+    assert soft.arithmetic_decode(soft.arithmetic_encode([], 3), 0, 3) == []
+    with pytest.raises(ValueError, match="symbols"):
+        soft.arithmetic_encode([0, 5], 3)
+
+
+def test_quantized_weights_decode_back():
+    z = np.random.default_rng(4).normal(size=200)
+    centres, sym = soft.quantize(z, 6)
+    bits = soft.encode_quantized(centres, sym)
+    c2, s2 = soft.decode_quantized(bits)
+    assert np.array_equal(c2, centres) and np.array_equal(s2, sym)
+    assert np.abs(centres[sym] - z).max() < np.abs(z).max()
+    with pytest.raises(ValueError, match="levels"):
+        soft.quantize(z, 0)
+
+
+def test_countable_bound_hand_computation():
+    got = soft.countable_bound(0.1, 1000, 5000, delta=0.05)
+    assert got == pytest.approx(0.1 + math.sqrt((1000 * math.log(2) + math.log(20)) / 10000))
+    assert soft.counting_bound(0.1, 10, 5000, 32, 0.05) == pytest.approx(soft.countable_bound(0.1, 320, 5000))
+    with pytest.raises(ValueError, match="train_error"):
+        soft.countable_bound(1.5, 10, 10)
+    with pytest.raises(ValueError, match="delta"):
+        soft.countable_bound(0.1, 10, 10, delta=1.0)
+    with pytest.raises(TypeError, match="n"):
+        soft.countable_bound(0.1, 10, 10.5)
+
+
+def test_subspace_net_starts_at_init_and_configs_construct():
+    net = soft.SubspaceNet(40, 10, 8, seed=3)
+    x = torch.randn(5, 40)
+    with torch.no_grad():
+        assert torch.allclose(net(x), net.base(x), atol=1e-6)
+    for cls in (soft.PolyConfig, soft.GPConfig, soft.RFConfig, soft.MLPSweepConfig,
+                soft.CompressionConfig):
+        cls.quick(), cls.full()
+    assert soft.MLPSweepConfig.full().widths[-1] == 300
+    with pytest.raises(ValueError, match="labels"):
+        soft.run_compression(soft.CompressionConfig.quick(), None, "noisy")
