@@ -60,7 +60,7 @@ def _chapter_docs(app) -> list[str]:
         if doc in seen:
             return
         seen.add(doc)
-        if env.doc2path(doc).suffix == ".ipynb":
+        if str(env.doc2path(doc)).endswith(".ipynb"):
             out.append(doc)
         for child in env.toctree_includes.get(doc, []):
             walk(child)
@@ -119,6 +119,25 @@ def _on_doctree_resolved(app, doctree, docname):
             node.replace_self(nodes.paragraph(text="(The claims table is part of the HTML build.)"))
 
 
+def _unique_scripts(files: list) -> list:
+    seen, unique = set(), []
+    for js in files:
+        key = (js.filename or "", tuple(sorted((k, str(v)) for k, v in js.attributes.items())))
+        if key not in seen:
+            seen.add(key)
+            unique.append(js)
+    return unique
+
+
+def _dedupe_scripts(app, pagename, templatename, context, doctree):
+    """Drop repeated script tags: sphinx-thebe's config snippet reaches Jupyter Book 1 pages
+    twice, and a second ``const THEBE_JS_URL`` is a console error in every browser. Runs after
+    every other handler (which may still add scripts, MathJax's among them)."""
+    files = context.get("script_files")
+    if isinstance(files, list):  # in place: it is the builder's list, reset for every page
+        files[:] = _unique_scripts(files)
+
+
 def setup(app):
     jobs = int(os.environ.get("GTLIB_BUILD_JOBS", "1") or 1)
     if jobs > 1:
@@ -127,5 +146,6 @@ def setup(app):
     app.add_directive("claims-report", ClaimsReportDirective)
     app.connect("builder-inited", _on_builder_inited)
     app.connect("doctree-resolved", _on_doctree_resolved)
+    app.connect("html-page-context", _dedupe_scripts, priority=999)
     app.add_css_file("gtlib.css")
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
