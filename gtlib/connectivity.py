@@ -199,8 +199,8 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
         raise ValueError(f"seeds must have one entry per member ({E}), got {len(seeds)}")
     if x.ndim == 2:
         n = x.shape[0]
-        if y.shape != (n,):
-            raise ValueError(f"y must have shape ({n},), got {tuple(y.shape)}")
+        if y.shape not in ((n,), (E, n)):
+            raise ValueError(f"y must have shape ({n},) or ({E}, {n}), got {tuple(y.shape)}")
     elif x.ndim == 3 and x.shape[0] == E:
         n = x.shape[1]
         if y.shape != (E, n):
@@ -245,7 +245,7 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
         if not bool(active.any()):
             continue
         if x.ndim == 2:
-            xb, yb = x[idx], y[idx]
+            xb, yb = x[idx], (y[idx] if y.ndim == 1 else y[rows, idx])
         else:
             xb, yb = x[rows, idx], y[rows, idx]
         logits = model(xb)
@@ -631,7 +631,7 @@ class ConnectivityConfig:
     spawn_fractions: tuple[float, ...] = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
     spawn_pairs: int = 2
     spawn_recipe: Recipe = field(default_factory=lambda: Recipe(lr=0.2, epochs=30, warmup=0.0))
-    ctl_width: int = 512
+    ctl_width: int = 256
     probe_recipe: Recipe = field(default_factory=lambda: Recipe(lr=0.1, epochs=30, warmup=0.0))
     ft_recipe: Recipe = field(default_factory=lambda: Recipe(lr=0.05, epochs=10, warmup=0.0))
     lambdas: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(16))
@@ -763,14 +763,23 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
                     np.array(loss))
 
 
-def task_split(x: torch.Tensor, y: torch.Tensor, task: int, classes_per_task: int = 5):
-    """Inputs and relabelled targets of task ``task``: the classes ``task*c, ..., task*c + c - 1``."""
-    if isinstance(task, bool) or not isinstance(task, (int, np.integer)) or task < 0:
-        raise ValueError(f"task must be a non-negative int, got {task!r}")
-    keep = (y // classes_per_task) == task
-    if not bool(keep.any()):
-        raise ValueError(f"task {task} has no examples")
-    return x[keep], y[keep] - classes_per_task * task
+def task_labels(y: torch.Tensor, task: int | str) -> torch.Tensor:
+    """Labels of the chapter's cross-task experiment, all five-way except the two-way pretext task.
+
+    ``"pretrain"``: which half the digit is in (``y // 5``); task ``0``: the digit modulo 5
+    (``y % 5``: 0 and 5 share a label, 1 and 6, ...); task ``1``: the digit pair (``y // 2``: 0 and
+    1 share a label, 2 and 3, ...). Both need finer digit features than the pretext task teaches,
+    and they group the digits differently.
+    """
+    if not isinstance(y, torch.Tensor) or y.is_floating_point():
+        raise TypeError("y must be an integer tensor")
+    if isinstance(task, str) and task == "pretrain":
+        return y // 5
+    if task == 0 and not isinstance(task, bool):
+        return y % 5
+    if task == 1 and not isinstance(task, bool):
+        return y // 2
+    raise ValueError(f"task must be 'pretrain', 0 or 1, got {task!r}")
 
 
 @dataclass
@@ -804,13 +813,13 @@ class CrossTask:
 
 def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
                           x_test: torch.Tensor, y_test: torch.Tensor, seed: int = 0) -> CrossTask:
-    """Pretrain on "which half" (``y // 5``), fine-tune on each half's five classes.
+    """Pretrain on "which half" (``y // 5``), fine-tune on two other labelings (:func:`task_labels`).
 
     * pretraining: a 2-way task, "is the digit in 0-4 or in 5-9", on all training signals;
-    * task 0 / task 1: the 5-way classification of the digits 0-4 / 5-9, each with its own head,
-      a linear probe on the pretrained features that stays frozen while the hidden layers are
-      fine-tuned (Ilharco et al. 2023 also freeze the heads); two fine-tuning runs per task
-      differ only in their minibatch order;
+    * task 0 / task 1: the 5-way labelings ``y % 5`` and ``y // 2`` of the same signals, each with
+      its own head, a linear probe on the pretrained features that stays frozen while the hidden
+      layers are fine-tuned (Ilharco et al. 2023 also freeze the heads); two fine-tuning runs per
+      task differ only in their minibatch order;
     * control: the same two tasks trained from two different random initializations.
 
     Measures the CTL dissimilarity (Zhou et al. 2024), weight averaging against logit ensembling
@@ -820,19 +829,17 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
     cfg.validate()
     width, d = cfg.ctl_width, x.shape[1]
     pre = BatchedMLP.init(_seeds(seed, 40, 1), d, width, cfg.depth, 2, device=x.device)
-    fit(pre, x, y // 5, cfg.spawn_recipe, seeds=_seeds(seed, 41, 1))
+    fit(pre, x, task_labels(y, "pretrain"), cfg.spawn_recipe, seeds=_seeds(seed, 41, 1))
     pre = pre.member(0)
-    tr = [task_split(x, y, t) for t in (0, 1)]
-    te = [task_split(x_test, y_test, t) for t in (0, 1)]
-    n = min(len(t[1]) for t in tr)
-    X = torch.stack([tr[0][0][:n], tr[1][0][:n]])
-    Y = torch.stack([tr[0][1][:n], tr[1][1][:n]])
+    tr = [(x, task_labels(y, t)) for t in (0, 1)]
+    te = [(x_test, task_labels(y_test, t)) for t in (0, 1)]
+    X, Y = x, torch.stack([tr[0][1], tr[1][1]])
     heads = [make_mlp(s, d, width, cfg.depth, 5).to(x.device) for s in _seeds(seed, 42, 2)]
     probes = stack([with_head(pre, h.layers[-1].weight, h.layers[-1].bias) for h in heads])
     fit(probes, X, Y, cfg.probe_recipe, seeds=_seeds(seed, 43, 2), only_last_layer=True)
     probes = members(probes)
     ft = stack([probes[0], probes[0], probes[1], probes[1]])
-    fit(ft, X[[0, 0, 1, 1]], Y[[0, 0, 1, 1]], cfg.ft_recipe, seeds=_seeds(seed, 44, 4),
+    fit(ft, X, Y[[0, 0, 1, 1]], cfg.ft_recipe, seeds=_seeds(seed, 44, 4),
         freeze_last_layer=True)
     ft = members(ft)
     ft = [ft[0:2], ft[2:4]]
@@ -878,7 +885,9 @@ def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed
 
     Returns the largest logit change caused by the permutation (should be ~0: the symmetry), the
     fraction of units recovered per layer, and the loss barrier between ``model`` and the aligned
-    copy on ``(x, y)`` (should be ~0). The logit change is computed in float64, so that it measures
+    copy on ``(x, y)`` (should be ~0), and the paths from ``model`` to the aligned copy (``path``)
+    and to the shuffled one (``unaligned_path``; it has a barrier although both ends compute the
+    same function). The logit change is computed in float64, so that it measures
     the symmetry rather than float32 rounding (a permuted matrix product sums in another order,
     which alone moves float32 logits by about 1e-6 relative).
     """
@@ -891,4 +900,10 @@ def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed
     aligned = permute(shuffled, found)
     path = evaluate_path(model, aligned, x, y, 11)
     return {"max_logit_diff": logit_diff, "recovered": perm_recovery(found, planted),
-            "barrier": abs(path.loss_barrier), "path": path}
+            "barrier": abs(path.loss_barrier), "path": path,
+            "unaligned_path": evaluate_path(model, shuffled, x, y, 11)}
+
+
+def llfc_profile(a: MLP, b: MLP, x: torch.Tensor, alphas: Sequence[float]) -> np.ndarray:
+    """LLFC dissimilarity of every hidden layer (columns) at every ``alpha`` (rows)."""
+    return np.array([llfc_dissimilarity(a, b, x, float(al))[:-1] for al in alphas])

@@ -136,6 +136,13 @@ def test_spawn_snapshots_match_parent_prefix():
     assert torch.equal(snaps[5][0].layers[0].weight, model.member(0).layers[0].weight)
 
 
+def test_task_labels():
+    y = torch.arange(10)
+    assert C.task_labels(y, "pretrain").tolist() == [0] * 5 + [1] * 5
+    assert C.task_labels(y, 0).tolist() == [0, 1, 2, 3, 4] * 2
+    assert C.task_labels(y, 1).tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+
+
 def test_recipe_schedule():
     r = C.Recipe(lr=1.0, warmup=0.5, start_factor=0.1)
     assert r.lr_at(0, 10) == pytest.approx(0.1) and r.lr_at(5, 10) == pytest.approx(1.0)
@@ -176,6 +183,8 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="seeds"):
         C.fit(BatchedMLP.init([0], 6, 4, 1, 2), X, Y % 2, C.Recipe(), seeds=[1, 2])
     with pytest.raises(ValueError, match="task"):
-        C.task_split(X, Y, -1)
+        C.task_labels(Y, 2)
+    with pytest.raises(TypeError, match="y must be"):
+        C.task_labels(X[:, 0], 0)
     with pytest.raises(TypeError, match="model must be a BatchedMLP"):
         C.fit(a, X, Y, C.Recipe(), seeds=[0])
