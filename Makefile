@@ -47,11 +47,10 @@ book: setup
 
 # The student edition: the same site without the exercises' solutions.
 student: setup
-	mkdir -p _build
-	sed 's/^    hide_solutions: false/    hide_solutions: true/' _config.yml > _build/_config_student.yml
-	grep -q 'hide_solutions: true' _build/_config_student.yml
+	sed 's/^    hide_solutions: false/    hide_solutions: true/' _config.yml > _config_student.yml
+	grep -q 'hide_solutions: true' _config_student.yml
 	GTLIB_BUILD_JOBS=$(JOBS) $(BIN)/jupyter-book build . --all -W -n --keep-going \
-	  --path-output _build/student --config _build/_config_student.yml
+	  --path-output _build/student --config _config_student.yml
 
 unit: setup
 	$(BIN)/python -m pytest -q -n $(JOBS) --ignore=tests/site tests

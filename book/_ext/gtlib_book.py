@@ -5,6 +5,8 @@
   emptied when the build starts, so the report can only show numbers measured by this build.
   A notebook in the table of contents that wrote no claims file is reported as a build warning
   (an error under ``-W``).
+* ``hide_solutions: true`` (the student edition, ``make student``) removes every exercise
+  solution, executable (gated) ones included.
 * ``GTLIB_BUILD_JOBS=N`` reads (and so executes) up to N notebooks in parallel processes.
   ``jupyter-book build`` has no ``-j`` option; every extension the book uses is parallel-read safe.
 """
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.util import logging
+from sphinx.transforms import SphinxTransform
 from sphinx.util.docutils import SphinxDirective
 
 logger = logging.getLogger(__name__)
@@ -87,9 +90,10 @@ def _report_html(app, fromdocname: str) -> str:
         link = f"<a href='{html.escape(uri)}'>{html.escape(title)}</a>"
         data = results.get(slug)
         if data is None:
-            logger.warning(f"claims report: chapter {slug!r} wrote no claims in this build",
-                           location=fromdocname)
-            summary.append(f"<tr><td>{link}</td><td colspan='6'>no claims recorded</td></tr>")
+            if app.config.nb_execution_mode != "off":  # a chapter that ran must have claims
+                logger.warning(f"claims report: chapter {slug!r} wrote no claims in this build",
+                               location=fromdocname)
+            summary.append(f"<tr><td>{link}</td><td colspan='6'>not executed in this build</td></tr>")
             continue
         claims = data["claims"]
         count = {s: sum(c["status"] == s for c in claims) for s in STATUS}
@@ -138,10 +142,37 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
         files[:] = _unique_scripts(files)
 
 
+class _RemoveSolutions(SphinxTransform):
+    """The student edition: drop every solution, gated ones included, after sphinx-exercise has
+    merged the gated pieces (its MergeGatedSolutions runs at priority 10)."""
+
+    default_priority = 11
+
+    def apply(self):
+        if not self.config.gtlib_hide_solutions:
+            return
+        from sphinx_exercise.nodes import solution_node
+
+        for node in list(self.document.findall(solution_node)):
+            node.parent.remove(node)
+
+
+def _take_over_hide_solutions(app, config):
+    """sphinx-exercise 1.2's own ``hide_solutions`` drops the start of a gated solution but leaves
+    its code cells and end marker behind (the build then crashes on the orphaned end node). So the
+    book reads ``hide_solutions`` itself: sphinx-exercise builds every solution, and
+    :class:`_RemoveSolutions` removes them whole."""
+    config.gtlib_hide_solutions = bool(config.hide_solutions)
+    config.hide_solutions = False
+
+
 def setup(app):
     jobs = int(os.environ.get("GTLIB_BUILD_JOBS", "1") or 1)
     if jobs > 1:
         app.parallel = jobs
+    app.add_config_value("gtlib_hide_solutions", False, "env")
+    app.connect("config-inited", _take_over_hide_solutions, priority=900)
+    app.add_transform(_RemoveSolutions)
     app.add_node(claims_report)
     app.add_directive("claims-report", ClaimsReportDirective)
     app.connect("builder-inited", _on_builder_inited)
