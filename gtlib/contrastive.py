@@ -698,8 +698,12 @@ def draw_alignment(ax, proj, n_minority: int, title: str | None = None, vmax: fl
     order = np.lexsort((-proj.max(1), proj.argmax(1)))
     im = ax.imshow(proj[order], aspect="auto", cmap="viridis", vmin=0,
                    vmax=vmax if vmax is not None else proj.max(), interpolation="nearest")
+    from matplotlib.ticker import MaxNLocator
+
     K = proj.shape[1]
     ax.axvline(K - n_minority - 0.5, color="white", ls="--", lw=1.2)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("feature k (minority right of dashes)")
     ax.set_ylabel("neuron r (sorted)")
     ax.grid(False)
