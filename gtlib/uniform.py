@@ -1,0 +1,923 @@
+"""The death of uniform convergence: random labels, norm bounds that grow with n, and S'.
+
+This module backs the chapter ``book/uniform-convergence.ipynb``. Read it top to bottom:
+
+1. **Random and corrupted labels** (Zhang, Bengio, Hardt, Recht and Vinyals, ICLR 2017, Figure 1):
+   the same network and SGD that generalize on true labels memorize random ones.
+   :class:`CorruptionConfig`, :func:`corruption_experiment`.
+2. **Norms and norm-based bounds**: spectral norms, (2,1)-norms, distance from initialization
+   (Nagarajan and Kolter 2017), the spectrally normalized margin bound of Bartlett, Foster and
+   Telgarsky (NeurIPS 2017, Theorem 1.1) and the PAC-Bayesian bound of Neyshabur, Bhojanapalli and
+   Srebro (ICLR 2018, Theorem 1), each up to the constants and log factors that the papers leave in
+   O-notation. :func:`spectral_norm`, :func:`norm_21`, :func:`network_measures`.
+3. **Power-law fits** with a standard error: :func:`power_law_fit`.
+4. **Training to a fixed margin as n grows** (Nagarajan and Kolter, NeurIPS 2019, Figure 1):
+   :func:`train_on_subsets` trains one network per training-set size in a single batched loop,
+   member ``i`` on the first ``sizes[i]`` points, each with its own stop rule.
+   :class:`MarginSweepConfig`, :func:`margin_sweep`.
+5. **The overparameterized linear construction** (Nagarajan and Kolter 2019, Section 3.1) with its
+   set S' of negated noise: :func:`linear_data`, :func:`one_step_gd`, :func:`linear_sprime`,
+   :func:`linear_errors`, :func:`linear_sweep`.
+6. **Two concentric hyperspheres** (Nagarajan and Kolter 2019, Section 3.2 and Figure 2): the data,
+   the set S' (each training point projected onto the other sphere, label flipped), the sweep over
+   n and the 2-D decision-boundary slices. :func:`sphere_data`, :func:`sphere_sprime`,
+   :class:`SpheresConfig`, :func:`spheres_sweep`, :func:`boundary_slice`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .data import check_fraction, corrupt_labels, mnist1d
+from .ensemble import BatchedMLP, ensemble_loss, train_ensemble
+from .models import activation
+from .train import TrainConfig, accuracy, margins
+
+
+# ---------------------------------------------------------------------------------------------
+# input checks
+# ---------------------------------------------------------------------------------------------
+def _int(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _pos(name: str, value, allow_zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
+    return value
+
+
+def _sizes(name: str, values, minimum: int = 1) -> list[int]:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise TypeError(f"{name} must be a sequence of ints")
+    if len(values) == 0:
+        raise ValueError(f"{name} must not be empty")
+    return [_int(f"{name}[{i}]", v, minimum) for i, v in enumerate(values)]
+
+
+def _matrix(name: str, w) -> torch.Tensor:
+    if not isinstance(w, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(w).__name__}")
+    if w.ndim < 2:
+        raise ValueError(f"{name} must have at least 2 dimensions (..., out, in), got shape "
+                         f"{tuple(w.shape)}")
+    return w
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. random and corrupted labels (Zhang et al. 2017)
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class CorruptionConfig:
+    """Zhang et al.'s randomization test on MNIST-1D, all corruption levels trained as one ensemble.
+
+    Every member is the same MLP (Zhang et al.'s "MLP 1x512") trained with plain SGD from its own
+    initialization on the same inputs; member ``i`` sees labels with a fraction ``levels[i]``
+    replaced by uniformly random labels, and stops when its training accuracy reaches
+    ``target_train_acc``.
+    """
+
+    n_train: int = 4000
+    n_test: int = 2000
+    levels: tuple = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+    width: int = 512
+    depth: int = 1
+    lr: float = 0.1
+    batch_size: int = 64
+    target_train_acc: float = 0.99
+    max_steps: int = 40_000
+    check_every: int = 50
+
+    @classmethod
+    def quick(cls) -> "CorruptionConfig":
+        return cls()
+
+    @classmethod
+    def full(cls) -> "CorruptionConfig":
+        return cls(n_train=8000, n_test=4000, levels=tuple(np.round(np.linspace(0, 1, 11), 2)),
+                   width=512, depth=3, max_steps=200_000, check_every=25)
+
+    def validate(self) -> "CorruptionConfig":
+        _int("n_train", self.n_train)
+        _int("n_test", self.n_test)
+        levels = [check_fraction(f"levels[{i}]", v) for i, v in enumerate(self.levels)]
+        if len(levels) < 2 or any(b <= a for a, b in zip(levels, levels[1:])):
+            raise ValueError("levels must hold at least two strictly increasing fractions")
+        _int("width", self.width)
+        _int("depth", self.depth)
+        _pos("lr", self.lr)
+        _int("batch_size", self.batch_size)
+        check_fraction("target_train_acc", self.target_train_acc)
+        _int("max_steps", self.max_steps)
+        _int("check_every", self.check_every)
+        return self
+
+
+@dataclass
+class CorruptionResult:
+    """What :func:`corruption_experiment` measured, one entry per corruption level."""
+
+    levels: list[float]
+    test_error: list[float]
+    final_train_acc: list[float]
+    stop_step: list[int]
+    reached_target: list[bool]
+    curve_steps: list[int]                 # steps at which the training accuracy was measured
+    curve_train_acc: np.ndarray            # (len(curve_steps), len(levels))
+    model: BatchedMLP | None = None        # the trained ensemble, member i at levels[i]
+    init: list | None = None               # its weights at initialization, per layer (E, out, in)
+    x_train: torch.Tensor | None = None
+
+
+def corruption_experiment(cfg: CorruptionConfig, seed: int = 0,
+                          device: str | None = None) -> CorruptionResult:
+    """Train one MLP per corruption level (as one batched ensemble) and measure Zhang et al.'s curves.
+
+    Reproduces the shape of Zhang et al. (2017), Figure 1a (training accuracy against steps for true,
+    partially corrupted and random labels) and Figure 1c (test error against the corrupted fraction).
+    The labels of level ``f`` come from :func:`gtlib.data.corrupt_labels` with the same seed, so
+    the points corrupted at a smaller level are a subset of those at a larger one.
+    """
+    cfg.validate()
+    seed = _int("seed", seed, minimum=0)
+    ds = mnist1d(cfg.n_train, cfg.n_test, device=device)
+    ys = torch.stack([corrupt_labels(ds.y, float(f), ds.num_classes, seed=seed + 1000)
+                      for f in cfg.levels])
+    E = len(cfg.levels)
+    seeds = [seed * 100 + i for i in range(E)]
+    model = BatchedMLP.init(seeds, ds.dim, cfg.width, cfg.depth, ds.num_classes,
+                            bias=False, device=ds.x.device)
+    init = [w.detach().clone() for w in model.weights]
+    tcfg = TrainConfig(lr=cfg.lr, batch_size=cfg.batch_size, epochs=10**9, steps=cfg.max_steps,
+                       target_train_acc=cfg.target_train_acc, check_every=cfg.check_every,
+                       seed=seed * 100)
+    hist = train_ensemble(model, ds.x, ys, tcfg, seeds=seeds)
+    with torch.no_grad():
+        test_acc = accuracy(model(ds.x_test), ds.y_test)
+        train_acc = accuracy(model(ds.x), ys)
+    curve = torch.stack(hist.train_acc).numpy()
+    stop = [int(s) for s in hist.probes["stop_step"]]
+    # a member stopped at the step where it met the rule; after that its curve is frozen
+    for i, s in enumerate(stop):
+        curve[np.asarray(hist.step) > s, i] = np.nan
+    return CorruptionResult(levels=[float(f) for f in cfg.levels],
+                            test_error=(1 - test_acc).tolist(),
+                            final_train_acc=train_acc.tolist(), stop_step=stop,
+                            reached_target=[bool(a >= cfg.target_train_acc) for a in train_acc],
+                            curve_steps=list(hist.step), curve_train_acc=curve,
+                            model=model, init=init, x_train=ds.x)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. norms and norm-based bounds
+# ---------------------------------------------------------------------------------------------
+def spectral_norm(w: torch.Tensor, iters: int = 100, tol: float = 1e-7, seed: int = 0) -> torch.Tensor:
+    """Largest singular value of ``w`` (shape ``(..., out, in)``) by power iteration on ``w^T w``.
+
+    This is the ``||W||_2`` of Bartlett et al. (2017) and Neyshabur et al. (2018). Power iteration
+    from a fixed random start converges geometrically at rate ``(s_2 / s_1)^2``; it stops after
+    ``iters`` steps or when the estimate changes by less than ``tol`` relative. The result is exact
+    up to that tolerance (the tests compare it with ``torch.linalg.matrix_norm(ord=2)``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``w`` is not a tensor with at least two dimensions, or ``iters`` < 1.
+    """
+    w = _matrix("w", w).detach()
+    iters = _int("iters", iters)
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    v = torch.randn(w.shape[:-2] + (w.shape[-1], 1), generator=g, dtype=w.dtype).to(w.device)
+    v = v / v.norm(dim=-2, keepdim=True).clamp_min(1e-30)
+    est = torch.zeros(w.shape[:-2], dtype=w.dtype, device=w.device)
+    for _ in range(iters):
+        u = w @ v
+        v = w.transpose(-1, -2) @ u
+        norm_v = v.norm(dim=-2, keepdim=True)
+        new = norm_v.squeeze(-1).squeeze(-1).sqrt()
+        v = v / norm_v.clamp_min(1e-30)
+        done = bool(((new - est).abs() <= tol * new.clamp_min(1e-30)).all())
+        est = new
+        if done:
+            break
+    return est
+
+
+def norm_21(w: torch.Tensor) -> torch.Tensor:
+    """Bartlett et al.'s ``||W^T||_{2,1}``: the sum over units of the l2 norm of each unit's weights.
+
+    For a weight matrix ``W`` of shape ``(out, in)`` (PyTorch's layout), the columns of ``W^T`` are
+    the rows of ``W``, so this is ``sum_j ||W[j, :]||_2``. Works on stacks ``(..., out, in)``.
+    """
+    return _matrix("w", w).norm(dim=-1).sum(-1)
+
+
+def distance_from_init(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor]) -> torch.Tensor:
+    """``sqrt(sum_l ||W_l - W_l^0||_F^2)``, the distance from initialization of Nagarajan and Kolter (2017).
+
+    ``weights`` and ``init`` are lists of per-layer tensors ``(..., out, in)`` of equal shapes.
+    """
+    if len(weights) != len(init) or len(weights) == 0:
+        raise ValueError("weights and init must be non-empty lists of the same length")
+    total = 0.0
+    for l, (w, w0) in enumerate(zip(weights, init)):
+        _matrix(f"weights[{l}]", w)
+        _matrix(f"init[{l}]", w0)
+        if w.shape != w0.shape:
+            raise ValueError(f"weights[{l}] and init[{l}] differ in shape: {tuple(w.shape)} vs "
+                             f"{tuple(w0.shape)}")
+        total = total + ((w - w0) ** 2).sum((-1, -2))
+    return torch.as_tensor(total).sqrt()
+
+
+@dataclass
+class NetworkMeasures:
+    """Norms and bounds of one trained network (see :func:`network_measures`)."""
+
+    spectral: list[float]            # ||W_l||_2 per layer
+    spectral_product: float          # prod_l ||W_l||_2
+    distance: float                  # sqrt(sum_l ||W_l - W_l^0||_F^2)
+    bartlett: float                  # Bartlett-Foster-Telgarsky complexity term, constants dropped
+    neyshabur: float                 # Neyshabur-Bhojanapalli-Srebro complexity term, constants dropped
+
+
+def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor], input_norm: float,
+                   gamma: float, n: int) -> float:
+    """The complexity term of Bartlett, Foster and Telgarsky (2017), Theorem 1.1, without constants and logs.
+
+    .. math::
+        \\frac{B}{\\gamma\\sqrt{n}}\\;\\prod_{l=1}^{L}\\|W_l\\|_2\\;
+        \\Big(\\sum_{l=1}^{L}\\frac{\\|(W_l - W_l^0)^\\top\\|_{2,1}^{2/3}}{\\|W_l\\|_2^{2/3}}\\Big)^{3/2}
+
+    with reference matrices ``M_l = W_l^0`` (the initialization, as Nagarajan and Kolter 2019 do),
+    ``B`` the largest input norm and 1-Lipschitz activations. The theorem adds ``ln(W)`` (W the
+    largest width) times this, an ``O(sqrt(ln(1/delta)/n))`` term and the empirical margin loss,
+    and hides a constant in O-notation; all are left out, so the value is a lower estimate of the
+    bound itself.
+    """
+    _check_bound_args(weights, init, input_norm, gamma, n)
+    spec = [float(spectral_norm(w)) for w in weights]
+    ratio = sum((float(norm_21(w - w0)) / s) ** (2 / 3) for w, w0, s in zip(weights, init, spec))
+    return float(input_norm * np.prod(spec) * ratio ** 1.5 / (gamma * math.sqrt(n)))
+
+
+def neyshabur_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor], input_norm: float,
+                    gamma: float, n: int) -> float:
+    """The complexity term of Neyshabur, Bhojanapalli and Srebro (2018), Theorem 1, without constants.
+
+    .. math::
+        \\sqrt{\\frac{B^2 L^2 h \\ln(Lh)\\,\\prod_{l}\\|W_l\\|_2^2\\,
+        \\sum_{l}\\|W_l - W_l^0\\|_F^2 / \\|W_l\\|_2^2}{\\gamma^2 n}}
+
+    with depth ``L`` (number of weight matrices), width ``h`` (largest layer size) and, as in
+    Nagarajan and Kolter (2019), the Frobenius distance from initialization in place of the
+    Frobenius norm. The theorem's ``ln(Ln/delta)`` term inside the root, the empirical margin loss
+    and the O-constant are left out.
+    """
+    _check_bound_args(weights, init, input_norm, gamma, n)
+    spec = [float(spectral_norm(w)) for w in weights]
+    L = len(weights)
+    h = max(max(w.shape[-1], w.shape[-2]) for w in weights)
+    ratio = sum(float(((w - w0) ** 2).sum()) / s ** 2 for w, w0, s in zip(weights, init, spec))
+    val = input_norm ** 2 * L ** 2 * h * math.log(L * h) * np.prod(spec) ** 2 * ratio
+    return float(math.sqrt(val / (gamma ** 2 * n)))
+
+
+def _check_bound_args(weights, init, input_norm, gamma, n) -> None:
+    if len(weights) == 0 or len(weights) != len(init):
+        raise ValueError("weights and init must be non-empty lists of the same length")
+    for l, (w, w0) in enumerate(zip(weights, init)):
+        if _matrix(f"weights[{l}]", w).ndim != 2 or _matrix(f"init[{l}]", w0).shape != w.shape:
+            raise ValueError(f"weights[{l}] and init[{l}] must be matrices of the same shape")
+    _pos("input_norm", input_norm)
+    _pos("gamma", gamma)
+    _int("n", n)
+
+
+def network_measures(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor], input_norm: float,
+                     gamma: float, n: int) -> NetworkMeasures:
+    """Spectral norms, their product, the distance from initialization and both bounds."""
+    _check_bound_args(weights, init, input_norm, gamma, n)
+    spec = [float(spectral_norm(w)) for w in weights]
+    return NetworkMeasures(spectral=spec, spectral_product=float(np.prod(spec)),
+                           distance=float(distance_from_init(list(weights), list(init))),
+                           bartlett=bartlett_bound(weights, init, input_norm, gamma, n),
+                           neyshabur=neyshabur_bound(weights, init, input_norm, gamma, n))
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. power-law fits
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class PowerLawFit:
+    """``y ~ C x^slope`` fitted by least squares on ``log y`` against ``log x``."""
+
+    slope: float
+    slope_se: float      # standard error of the slope (nan with only two points)
+    intercept: float     # log C (natural log)
+
+    def __call__(self, x) -> np.ndarray:
+        return np.exp(self.intercept) * np.asarray(x, dtype=float) ** self.slope
+
+
+def power_law_fit(x, y) -> PowerLawFit:
+    """Fit ``y = C x^a`` by ordinary least squares in log-log coordinates.
+
+    The standard error is the usual OLS one, ``sqrt(RSS / (k - 2) / sum (log x - mean)^2)`` for
+    ``k`` points: it measures how well a straight line describes the points, not the seed-to-seed
+    spread.
+
+    Raises
+    ------
+    ValueError
+        If fewer than two points are given, lengths differ, any value is not positive and finite,
+        or all ``x`` are equal.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"x and y must be 1-D of the same length, got {x.shape} and {y.shape}")
+    if len(x) < 2:
+        raise ValueError("power_law_fit needs at least two points")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and np.all(x > 0) and np.all(y > 0)):
+        raise ValueError("x and y must be positive and finite for a log-log fit")
+    lx, ly = np.log(x), np.log(y)
+    sxx = ((lx - lx.mean()) ** 2).sum()
+    if sxx == 0:
+        raise ValueError("x must not be constant")
+    slope = float(((lx - lx.mean()) * (ly - ly.mean())).sum() / sxx)
+    intercept = float(ly.mean() - slope * lx.mean())
+    if len(x) > 2:
+        rss = float(((ly - intercept - slope * lx) ** 2).sum())
+        se = math.sqrt(rss / (len(x) - 2) / sxx)
+    else:
+        se = float("nan")
+    return PowerLawFit(slope=slope, slope_se=se, intercept=intercept)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. one network per training-set size, trained to a fixed margin
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class SubsetTraining:
+    """What :func:`train_on_subsets` did: per member, the step it stopped at and whether by its rule."""
+
+    stop_step: list[int]
+    met_rule: list[bool]
+    epochs: list[float]
+
+
+def _forward(ws, bs, x, act, mask=None):
+    """Logits of a stack of MLPs: ``x`` (A, b, d) with weights ``ws[l]`` (A, out, in)."""
+    h = x
+    for l, w in enumerate(ws):
+        h = torch.matmul(h, w.transpose(-1, -2))
+        if bs is not None:
+            h = h + bs[l].unsqueeze(-2)
+        if l < len(ws) - 1:
+            h = act(h)
+    return h
+
+
+def member_logits(model: BatchedMLP, i: int, x: torch.Tensor) -> torch.Tensor:
+    """Logits ``(n, C)`` of member ``i`` of ``model`` on ``x`` (n, d), without copying the ensemble."""
+    if not 0 <= i < model.size:
+        raise ValueError(f"i must lie in [0, {model.size}), got {i}")
+    bs = [p[i] for p in model.biases] if model.has_bias else None
+    return _forward([w[i] for w in model.weights], bs, x, model.act)
+
+
+def train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, sizes: Sequence[int],
+                     cfg: TrainConfig, seeds: Sequence[int] | None = None,
+                     check_every_epochs: float = 1.0, max_epochs: float = 1000.0) -> SubsetTraining:
+    """Train member ``i`` of ``model`` by minibatch SGD on ``(x[:sizes[i]], y[:sizes[i]])``, in place.
+
+    This batches Nagarajan and Kolter's sweep over the training-set size: the training sets are
+    nested prefixes of one pool, every member takes one minibatch of ``cfg.batch_size`` points of
+    its own set per step (its own shuffled order, reshuffled every epoch; a batch may straddle two
+    epochs), and all active members share one batched forward and backward pass. Member ``i`` is
+    checked on its whole training set every ``check_every_epochs`` of its epochs; once it meets the
+    stop rule of ``cfg`` (``target_train_acc`` or ``margin_gamma``/``margin_fraction``), or after
+    ``max_epochs`` epochs, it is frozen and removed from the batch, so later steps cost only what
+    the remaining members need.
+
+    Only plain SGD is supported (``cfg.optimizer='sgd'``, no momentum, no weight decay);
+    ``cfg.epochs``, ``cfg.steps`` and ``cfg.check_every`` are ignored in favour of the per-member
+    ``max_epochs`` and ``check_every_epochs``.
+
+    Raises
+    ------
+    ValueError
+        On a size larger than ``len(x)``, an unsupported optimizer, or mismatched shapes.
+    """
+    cfg.validate()
+    if cfg.optimizer != "sgd" or cfg.momentum != 0 or cfg.weight_decay != 0:
+        raise ValueError("train_on_subsets supports plain SGD only (optimizer='sgd', momentum=0, "
+                         "weight_decay=0)")
+    if cfg.batch_size is None:
+        raise ValueError("cfg.batch_size must be set (full-batch training would not need this)")
+    if cfg.target_train_acc is None and cfg.margin_gamma is None:
+        raise ValueError("cfg must set a stop rule (target_train_acc or margin_gamma)")
+    E = model.size
+    sizes = _sizes("sizes", sizes)
+    if len(sizes) != E:
+        raise ValueError(f"sizes must have one entry per member ({E}), got {len(sizes)}")
+    if x.ndim != 2 or y.ndim != 1 or x.shape[0] != y.shape[0]:
+        raise ValueError(f"x must be (n, d) and y (n,); got {tuple(x.shape)} and {tuple(y.shape)}")
+    if max(sizes) > x.shape[0]:
+        raise ValueError(f"sizes must not exceed len(x) = {x.shape[0]}, got {max(sizes)}")
+    _pos("check_every_epochs", check_every_epochs)
+    _pos("max_epochs", max_epochs)
+    seeds = [cfg.seed + i for i in range(E)] if seeds is None else [int(s) for s in seeds]
+    if len(seeds) != E:
+        raise ValueError(f"seeds must have one entry per member ({E}), got {len(seeds)}")
+    b = cfg.batch_size
+    act = model.act
+    if model.hidden_mask is not None:
+        raise ValueError("train_on_subsets does not support hidden_mask")
+
+    gens = [torch.Generator().manual_seed(s) for s in seeds]
+    orders = [torch.empty(0, dtype=torch.int64) for _ in range(E)]
+
+    def next_batch(i: int) -> torch.Tensor:
+        while len(orders[i]) < b:
+            orders[i] = torch.cat([orders[i], torch.randperm(sizes[i], generator=gens[i])])
+        out, orders[i] = orders[i][:b], orders[i][b:]
+        return out
+
+    check_period = [max(1, int(round(check_every_epochs * s / b))) for s in sizes]
+    max_steps = [max(1, int(math.ceil(max_epochs * s / b))) for s in sizes]
+    ids = list(range(E))
+    ws = [w.detach().clone().requires_grad_(True) for w in model.weights]
+    bs = [p.detach().clone().requires_grad_(True) for p in model.biases] if model.has_bias else None
+    final_w = [w.detach().clone() for w in model.weights]
+    final_b = [p.detach().clone() for p in model.biases] if model.has_bias else None
+    stop_step = [0] * E
+    met = [False] * E
+
+    def meets_rule(i: int, k: int) -> bool:
+        with torch.no_grad():
+            xi, yi = x[:sizes[i]], y[:sizes[i]]
+            logits = _forward([w[k] for w in ws], None if bs is None else [p[k] for p in bs],
+                              xi, act)
+            if cfg.target_train_acc is not None and accuracy(logits, yi) >= cfg.target_train_acc:
+                return True
+            if cfg.margin_gamma is not None:
+                frac = (margins(logits, yi) >= cfg.margin_gamma).float().mean().item()
+                return frac >= cfg.margin_fraction
+            return False
+
+    step = 0
+    while ids:
+        # stop checks (at step 0 too) for the members whose check is due
+        finished = []
+        for k, i in enumerate(ids):
+            if step % check_period[i] == 0 or step >= max_steps[i]:
+                if meets_rule(i, k):
+                    met[i] = True
+                    finished.append(k)
+                elif step >= max_steps[i]:
+                    finished.append(k)
+        if finished:
+            keep = [k for k in range(len(ids)) if k not in finished]
+            for k in finished:
+                i = ids[k]
+                stop_step[i] = step
+                for l in range(len(ws)):
+                    final_w[l][i] = ws[l][k].detach()
+                    if bs is not None:
+                        final_b[l][i] = bs[l][k].detach()
+            ids = [ids[k] for k in keep]
+            if not ids:
+                break
+            ws = [w.detach()[keep].clone().requires_grad_(True) for w in ws]
+            if bs is not None:
+                bs = [p.detach()[keep].clone().requires_grad_(True) for p in bs]
+        step += 1
+        idx = torch.stack([next_batch(i) for i in ids]).to(x.device)      # (A, b)
+        logits = _forward(ws, bs, x[idx], act)
+        loss = ensemble_loss(cfg.loss, logits, y[idx]).sum()
+        params = ws + (bs or [])
+        grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                p.sub_(cfg.lr * g)
+    with torch.no_grad():
+        for l, w in enumerate(model.weights):
+            w.copy_(final_w[l])
+            if final_b is not None:
+                model.biases[l].copy_(final_b[l])
+    return SubsetTraining(stop_step=stop_step, met_rule=met,
+                          epochs=[s * b / n for s, n in zip(stop_step, sizes)])
+
+
+@dataclass
+class MarginSweepConfig:
+    """Nagarajan and Kolter's Figure 1 on MNIST-1D: train to a fixed margin at several n.
+
+    One bias-free ReLU MLP per training-set size (nested prefixes of one pool), plain SGD,
+    stopped once ``margin_fraction`` of the training points have margin at least ``gamma``
+    (the paper: depth 5, width 1024, lr 0.1, batch 64, margin 10, 99%).
+    """
+
+    sizes: tuple = (500, 1000, 2000, 4000, 8000)
+    n_test: int = 4000
+    width: int = 512
+    depth: int = 2
+    lr: float = 0.1
+    batch_size: int = 64
+    gamma: float = 4.0
+    margin_fraction: float = 0.99
+    check_every_epochs: float = 1.0
+    max_epochs: float = 2000.0
+
+    @classmethod
+    def quick(cls) -> "MarginSweepConfig":
+        return cls()
+
+    @classmethod
+    def full(cls) -> "MarginSweepConfig":
+        return cls(sizes=(1000, 2000, 4000, 8000, 16000, 32000), n_test=8000, width=1024, depth=4,
+                   gamma=10.0, check_every_epochs=1.0)
+
+    def validate(self) -> "MarginSweepConfig":
+        sizes = _sizes("sizes", self.sizes)
+        if len(sizes) < 2 or any(b <= a for a, b in zip(sizes, sizes[1:])):
+            raise ValueError("sizes must hold at least two strictly increasing ints")
+        _int("n_test", self.n_test)
+        _int("width", self.width)
+        _int("depth", self.depth)
+        _pos("lr", self.lr)
+        _int("batch_size", self.batch_size)
+        _pos("gamma", self.gamma)
+        check_fraction("margin_fraction", self.margin_fraction)
+        _pos("check_every_epochs", self.check_every_epochs)
+        _pos("max_epochs", self.max_epochs)
+        return self
+
+
+@dataclass
+class MarginSweepResult:
+    """Per training-set size: test error, norms, bounds; plus the log-log fits against n."""
+
+    sizes: list[int]
+    test_error: list[float]
+    met_margin: list[bool]
+    epochs: list[float]
+    measures: list[NetworkMeasures]
+    fits: dict = field(default_factory=dict)
+
+    def series(self) -> dict[str, np.ndarray]:
+        """The quantities plotted against n, by name."""
+        return {"test error": np.asarray(self.test_error),
+                "distance from init": np.array([m.distance for m in self.measures]),
+                "product of spectral norms": np.array([m.spectral_product for m in self.measures]),
+                "Bartlett et al. bound": np.array([m.bartlett for m in self.measures]),
+                "Neyshabur et al. bound": np.array([m.neyshabur for m in self.measures])}
+
+
+def margin_sweep(cfg: MarginSweepConfig, seed: int = 0, device: str | None = None) -> MarginSweepResult:
+    """Train to a fixed margin at every size in ``cfg.sizes`` and measure what Nagarajan and Kolter plot.
+
+    All sizes are trained as one batched ensemble by :func:`train_on_subsets`; every member starts
+    from its own initialization (seeded by ``seed``). The bounds use ``B`` = the largest input norm
+    of the member's training set and ``gamma`` = the stopping margin.
+    """
+    cfg.validate()
+    seed = _int("seed", seed, minimum=0)
+    sizes = list(cfg.sizes)
+    ds = mnist1d(max(sizes), cfg.n_test, device=device)
+    E = len(sizes)
+    seeds = [seed * 100 + 50 + i for i in range(E)]
+    model = BatchedMLP.init(seeds, ds.dim, cfg.width, cfg.depth, ds.num_classes, bias=False,
+                            device=ds.x.device)
+    init = [w.detach().clone() for w in model.weights]
+    tcfg = TrainConfig(lr=cfg.lr, batch_size=cfg.batch_size, margin_gamma=cfg.gamma,
+                       margin_fraction=cfg.margin_fraction, seed=seed)
+    run = train_on_subsets(model, ds.x, ds.y, sizes, tcfg, seeds=seeds,
+                           check_every_epochs=cfg.check_every_epochs, max_epochs=cfg.max_epochs)
+    with torch.no_grad():
+        test_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
+    measures = []
+    for i, n in enumerate(sizes):
+        B = float(ds.x[:n].norm(dim=1).max())
+        measures.append(network_measures([w[i].detach() for w in model.weights],
+                                         [w0[i] for w0 in init], B, cfg.gamma, n))
+    res = MarginSweepResult(sizes=sizes, test_error=test_err, met_margin=run.met_rule,
+                            epochs=run.epochs, measures=measures)
+    res.fits = {k: power_law_fit(sizes, v) for k, v in res.series().items()}
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. the overparameterized linear construction (Nagarajan and Kolter 2019, Section 3.1)
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class LinearConstruction:
+    """Nagarajan and Kolter's distribution for an overparameterized linear classifier.
+
+    An input is ``x = (x1, x2)`` with ``x1`` in R^K and ``x2`` in R^D; the label ``y`` is +1 or -1
+    with probability 1/2, ``x1 = 2 y u`` for a fixed ``u`` with ``||u|| = 1/sqrt(m)`` (``m`` the
+    training-set size; we take ``u`` along the all-ones direction) and ``x2 ~ N(0, (noise_var/D) I)``
+    with ``noise_var = 32``. The learner takes one gradient step of size 1 from ``w = 0`` on the
+    linear loss ``-sum_i y_i w.x_i`` (the first step of hinge-loss GD), so ``w = sum_i y_i x_i``.
+    """
+
+    K: int = 1
+    D: int = 20_000
+    m: int = 64
+    noise_var: float = 32.0
+    signal: float = 2.0
+
+    def validate(self) -> "LinearConstruction":
+        _int("K", self.K)
+        _int("D", self.D)
+        _int("m", self.m)
+        _pos("noise_var", self.noise_var)
+        _pos("signal", self.signal)
+        return self
+
+    @property
+    def u(self) -> torch.Tensor:
+        """The signal direction, ``||u|| = 1/sqrt(m)``."""
+        return torch.full((self.K,), 1.0 / math.sqrt(self.K * self.m), dtype=torch.float64)
+
+    def sample(self, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``n`` draws ``(x1 (n, K), x2 (n, D), y (n,) in {-1, +1})`` in float64."""
+        self.validate()
+        n = _int("n", n)
+        y = torch.randint(0, 2, (n,), generator=generator).to(torch.float64) * 2 - 1
+        x1 = self.signal * y[:, None] * self.u[None, :]
+        x2 = torch.randn(n, self.D, generator=generator, dtype=torch.float64) * math.sqrt(
+            self.noise_var / self.D)
+        return x1, x2, y
+
+
+def linear_data(cfg: LinearConstruction, seed: int = 0):
+    """A training set of ``cfg.m`` points from :class:`LinearConstruction` (``x1, x2, y``)."""
+    return cfg.validate().sample(cfg.m, torch.Generator().manual_seed(_int("seed", seed, 0)))
+
+
+def one_step_gd(x1: torch.Tensor, x2: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Weights after one step of size 1 from zero on ``-sum_i y_i w.x_i``: ``w = sum_i y_i x_i``.
+
+    Raises
+    ------
+    ValueError
+        If the shapes disagree or a label is not +-1.
+    """
+    _check_linear(x1, x2, y)
+    return (y[:, None] * x1).sum(0), (y[:, None] * x2).sum(0)
+
+
+def _check_linear(x1, x2, y) -> None:
+    for name, t in (("x1", x1), ("x2", x2), ("y", y)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if x1.ndim != 2 or x2.ndim != 2 or y.ndim != 1 or not (len(x1) == len(x2) == len(y)):
+        raise ValueError("x1 must be (n, K), x2 (n, D) and y (n,) with the same n")
+    if not bool(((y == 1) | (y == -1)).all()):
+        raise ValueError("y must hold labels +1 and -1")
+
+
+def linear_sprime(x1: torch.Tensor, x2: torch.Tensor, y: torch.Tensor):
+    """Nagarajan and Kolter's S': the training set with its noise part negated, ``(x1, -x2, y)``.
+
+    Negating ``x2`` leaves the distribution unchanged, so S' is itself an i.i.d. sample of
+    ``cfg.m`` points, which is what lets it defeat every two-sided uniform-convergence bound.
+    """
+    _check_linear(x1, x2, y)
+    return x1, -x2, y
+
+
+def linear_predict(w1, w2, x1, x2) -> torch.Tensor:
+    """``sign(w1.x1 + w2.x2)`` as +-1 (0 counts as an error for either label)."""
+    return torch.sign(x1 @ w1 + x2 @ w2)
+
+
+@dataclass
+class LinearErrors:
+    train: float
+    test: float          # exact given the learned w (see linear_errors)
+    sprime: float
+    uc_lower_bound: float
+
+
+def linear_errors(cfg: LinearConstruction, seed: int = 0) -> LinearErrors:
+    """Train by one GD step on ``cfg.m`` points; return training, test and S' errors and the UC floor.
+
+    The test error is computed exactly given the learned ``(w1, w2)``: for a fresh point,
+    ``y (w1.x1 + w2.x2) = signal * w1.u + N(0, ||w2||^2 noise_var / D)``, so the error is
+    ``Phi(-signal * w1.u / (||w2|| sqrt(noise_var / D)))``. ``uc_lower_bound`` is
+    ``max(0, err_S' - err_test)``: S' is distributed like a fresh training set, so any two-sided
+    uniform-convergence bound that holds with probability 1 - delta (delta small) must exceed the
+    gap between the error on S' and the test error (Nagarajan and Kolter 2019, Section 3).
+    """
+    x1, x2, y = linear_data(cfg, seed)
+    w1, w2 = one_step_gd(x1, x2, y)
+    train = float((linear_predict(w1, w2, x1, x2) != y).double().mean())
+    s1, s2, sy = linear_sprime(x1, x2, y)
+    sprime = float((linear_predict(w1, w2, s1, s2) != sy).double().mean())
+    mean = cfg.signal * float(w1 @ cfg.u)
+    sd = float(w2.norm()) * math.sqrt(cfg.noise_var / cfg.D)
+    test = 0.5 * math.erfc(mean / sd / math.sqrt(2)) if sd > 0 else float(mean <= 0)
+    return LinearErrors(train=train, test=test, sprime=sprime,
+                        uc_lower_bound=max(0.0, sprime - test))
+
+
+def linear_sweep(m: int, Ds: Sequence[int], seeds: Sequence[int], K: int = 1,
+                 noise_var: float = 32.0) -> dict[str, np.ndarray]:
+    """Mean training, test and S' errors and the UC floor over ``seeds``, for each ``D`` in ``Ds``."""
+    Ds = _sizes("Ds", Ds)
+    seeds = _sizes("seeds", seeds, minimum=0)
+    out = {k: np.zeros(len(Ds)) for k in ("train", "test", "sprime", "uc_lower_bound")}
+    for j, D in enumerate(Ds):
+        errs = [linear_errors(LinearConstruction(K=K, D=D, m=m, noise_var=noise_var), s) for s in seeds]
+        for k in out:
+            out[k][j] = np.mean([getattr(e, k) for e in errs])
+    out["D"] = np.asarray(Ds)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. two concentric hyperspheres (Nagarajan and Kolter 2019, Section 3.2, Figure 2)
+# ---------------------------------------------------------------------------------------------
+def sphere_data(n: int, d: int, radii: tuple = (1.0, 1.2), generator: torch.Generator | None = None):
+    """``n`` points, label 0 uniform on the sphere of radius ``radii[0]``, label 1 on ``radii[1]``.
+
+    Labels are fair coin flips; directions are uniform on the unit sphere of R^d.
+    """
+    n, d = _int("n", n), _int("d", d, minimum=2)
+    r0, r1 = _radii(radii)
+    g = generator if generator is not None else torch.Generator().manual_seed(0)
+    y = torch.randint(0, 2, (n,), generator=g)
+    z = torch.randn(n, d, generator=g)
+    z = z / z.norm(dim=1, keepdim=True)
+    r = torch.where(y == 1, torch.tensor(r1), torch.tensor(r0))
+    return z * r[:, None], y
+
+
+def _radii(radii) -> tuple[float, float]:
+    if not isinstance(radii, (tuple, list)) or len(radii) != 2:
+        raise TypeError("radii must be a pair (inner, outer)")
+    r0, r1 = _pos("radii[0]", radii[0]), _pos("radii[1]", radii[1])
+    if r0 >= r1:
+        raise ValueError(f"radii must satisfy inner < outer, got {radii}")
+    return r0, r1
+
+
+def sphere_sprime(x: torch.Tensor, y: torch.Tensor, radii: tuple = (1.0, 1.2), atol: float = 1e-4):
+    """S' for the spheres: each point projected onto the *other* sphere, its label flipped.
+
+    A point ``x`` with label 0 (radius ``r0``) becomes ``x * r1 / r0`` with label 1, and vice versa,
+    so every S' point is correctly labelled for where it lies: its true label is the flipped one.
+
+    Raises
+    ------
+    ValueError
+        If a point does not lie (within ``atol``) on the sphere its label names.
+    """
+    r0, r1 = _radii(radii)
+    if not isinstance(x, torch.Tensor) or x.ndim != 2 or not isinstance(y, torch.Tensor) \
+            or y.shape != (x.shape[0],):
+        raise ValueError("x must be (n, d) and y (n,) tensors")
+    if not bool(((y == 0) | (y == 1)).all()):
+        raise ValueError("y must hold labels 0 and 1")
+    own = torch.where(y == 1, torch.tensor(r1, dtype=x.dtype), torch.tensor(r0, dtype=x.dtype))
+    if not torch.allclose(x.norm(dim=1), own.to(x.device), atol=atol):
+        raise ValueError("every x must lie on the sphere of its label's radius")
+    other = torch.where(y == 1, torch.tensor(r0, dtype=x.dtype), torch.tensor(r1, dtype=x.dtype))
+    return x * (other / own).to(x.device)[:, None], 1 - y
+
+
+@dataclass
+class SpheresConfig:
+    """Hyperspheres experiment: a wide one-hidden-layer ReLU net per n, trained to a margin."""
+
+    d: int = 100
+    radii: tuple = (1.0, 1.2)
+    sizes: tuple = (256, 512, 1024, 2048)
+    n_test: int = 4000
+    width: int = 1000
+    lr: float = 0.5
+    batch_size: int = 64
+    gamma: float = 4.0
+    margin_fraction: float = 0.99
+    max_epochs: float = 3000.0
+
+    @classmethod
+    def quick(cls) -> "SpheresConfig":
+        return cls()
+
+    @classmethod
+    def full(cls) -> "SpheresConfig":
+        return cls(d=500, sizes=(1024, 2048, 4096, 8192), width=10_000, lr=0.5, gamma=8.0,
+                   n_test=10_000)
+
+    def validate(self) -> "SpheresConfig":
+        _int("d", self.d, minimum=2)
+        _radii(self.radii)
+        sizes = _sizes("sizes", self.sizes)
+        if len(sizes) < 2 or any(b <= a for a, b in zip(sizes, sizes[1:])):
+            raise ValueError("sizes must hold at least two strictly increasing ints")
+        _int("n_test", self.n_test)
+        _int("width", self.width)
+        _pos("lr", self.lr)
+        _int("batch_size", self.batch_size)
+        _pos("gamma", self.gamma)
+        check_fraction("margin_fraction", self.margin_fraction)
+        _pos("max_epochs", self.max_epochs)
+        return self
+
+
+@dataclass
+class SpheresResult:
+    sizes: list[int]
+    test_error: list[float]
+    sprime_error: list[float]
+    train_error: list[float]
+    met_margin: list[bool]
+    epochs: list[float]
+    model: BatchedMLP            # member i was trained on x_train[:sizes[i]]
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+
+
+def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) -> SpheresResult:
+    """Nagarajan and Kolter's hypersphere experiment: test error and S' error against n.
+
+    One network per size (nested prefixes of one sample), all trained in one batched loop by
+    :func:`train_on_subsets` until ``margin_fraction`` of their training points have margin
+    ``gamma``. S' error is each member's error on the S' of its own training set.
+    """
+    cfg.validate()
+    seed = _int("seed", seed, minimum=0)
+    dev = device or "cpu"
+    g = torch.Generator().manual_seed(seed * 7919 + 13)
+    x, y = sphere_data(max(cfg.sizes), cfg.d, cfg.radii, g)
+    xt, yt = sphere_data(cfg.n_test, cfg.d, cfg.radii, g)
+    x, y, xt, yt = x.to(dev), y.to(dev), xt.to(dev), yt.to(dev)
+    E = len(cfg.sizes)
+    seeds = [seed * 100 + 70 + i for i in range(E)]
+    model = BatchedMLP.init(seeds, cfg.d, cfg.width, 1, 2, bias=True, device=dev)
+    tcfg = TrainConfig(lr=cfg.lr, batch_size=cfg.batch_size, margin_gamma=cfg.gamma,
+                       margin_fraction=cfg.margin_fraction, seed=seed)
+    run = train_on_subsets(model, x, y, list(cfg.sizes), tcfg, seeds=seeds, max_epochs=cfg.max_epochs)
+    with torch.no_grad():
+        test_err = (1 - accuracy(model(xt), yt)).tolist()
+        sp_err, tr_err = [], []
+        for i, n in enumerate(cfg.sizes):
+            xs, ys = sphere_sprime(x[:n], y[:n], cfg.radii)
+            sp_err.append(1 - accuracy(member_logits(model, i, xs), ys))
+            tr_err.append(1 - accuracy(member_logits(model, i, x[:n]), y[:n]))
+    return SpheresResult(sizes=list(cfg.sizes), test_error=test_err, sprime_error=sp_err,
+                         train_error=tr_err, met_margin=run.met_rule, epochs=run.epochs,
+                         model=model, x_train=x, y_train=y)
+
+
+def boundary_slice(model: BatchedMLP, member: int, point: torch.Tensor, radii: tuple = (1.0, 1.2),
+                   half_width: float = 0.3, resolution: int = 121, seed: int = 0):
+    """The decision function of one member on a 2-D slice through ``point`` (Figure 2 analogue).
+
+    The plane is spanned by the radial direction ``e1 = point/||point||`` and a random unit
+    direction ``e2`` orthogonal to it. Returns ``(a, b, f)``: grid coordinates ``a`` (along
+    ``e1``, from ``radii[0] - 0.2`` to ``radii[1] + 0.2``) and ``b`` (along ``e2``, in
+    ``[-half_width, half_width]``), and ``f = logit_1 - logit_0`` of shape ``(len(b), len(a))``:
+    positive means "outer sphere". In this plane the two spheres are the circles
+    ``a^2 + b^2 = r^2``.
+    """
+    if not isinstance(model, BatchedMLP):
+        raise TypeError("model must be a BatchedMLP")
+    if not 0 <= member < model.size:
+        raise ValueError(f"member must lie in [0, {model.size}), got {member}")
+    if not isinstance(point, torch.Tensor) or point.ndim != 1 or point.norm() == 0:
+        raise ValueError("point must be a non-zero 1-D tensor")
+    r0, r1 = _radii(radii)
+    _pos("half_width", half_width)
+    resolution = _int("resolution", resolution, minimum=2)
+    e1 = point / point.norm()
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randn(point.shape[0], generator=g, dtype=point.dtype).to(point.device)
+    v = v - (v @ e1) * e1
+    e2 = v / v.norm()
+    a = torch.linspace(r0 - 0.2, r1 + 0.2, resolution, dtype=point.dtype)
+    b = torch.linspace(-half_width, half_width, resolution, dtype=point.dtype)
+    B, A = torch.meshgrid(b, a, indexing="ij")
+    pts = A.reshape(-1, 1).to(point.device) * e1 + B.reshape(-1, 1).to(point.device) * e2
+    with torch.no_grad():
+        m = model.member(member)
+        logits = m(pts)
+    f = (logits[:, 1] - logits[:, 0]).reshape(resolution, resolution)
+    return a.cpu().numpy(), b.cpu().numpy(), f.cpu().numpy()
