@@ -80,6 +80,15 @@ def _tensor(name: str, value, ndim: int | tuple[int, ...]) -> torch.Tensor:
     return value
 
 
+def _device(device) -> torch.device:
+    """``device``, or the device of the run settings (``GTLIB_DEVICE``) when None."""
+    if device is None:
+        from .config import settings
+
+        return torch.device(settings().device)
+    return torch.device(device)
+
+
 # ---------------------------------------------------------------------------------------------
 # The data model
 # ---------------------------------------------------------------------------------------------
@@ -97,6 +106,10 @@ class Embedding:
     @property
     def dim(self) -> int:
         return int(self.core.shape[0])
+
+    def to(self, device) -> "Embedding":
+        """The same bases on ``device``."""
+        return Embedding(core=self.core.to(device), background=self.background.to(device))
 
     def embed(self, z_core: torch.Tensor, z_background: torch.Tensor) -> torch.Tensor:
         """``x = P_c z_c + P_b z_b`` for row vectors ``z_c`` (n, k_c) and ``z_b`` (n, k_b)."""
@@ -300,7 +313,9 @@ class TwoLayerNets(torch.nn.Module):
             groups.setdefault(name, []).append(i)
         self._groups = [(name, torch.tensor(idx)) for name, idx in groups.items()]
         order = torch.cat([idx for _, idx in self._groups])
-        self._inverse = torch.argsort(order)
+        self.register_buffer("_inverse", torch.argsort(order), persistent=False)
+        for k, (_, idx) in enumerate(self._groups):
+            self.register_buffer(f"_group{k}", idx, persistent=False)
 
     @property
     def size(self) -> int:
@@ -323,7 +338,8 @@ class TwoLayerNets(torch.nn.Module):
         pre = self.preactivations(x)
         if len(self._groups) == 1:
             return activation(self._groups[0][0])(pre)
-        parts = [activation(name)(pre[idx]) for name, idx in self._groups]
+        parts = [activation(name)(pre[getattr(self, f"_group{k}")])
+                 for k, (name, _) in enumerate(self._groups)]
         return torch.cat(parts)[self._inverse]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -451,10 +467,11 @@ class MemberOptimizer:
         for p in self.params:
             if p.shape[0] != E:
                 raise ValueError(f"every parameter must have leading size {E}, got {tuple(p.shape)}")
-        self.lr = torch.tensor([s.lr for s in specs])
-        self.momentum = torch.tensor([s.momentum for s in specs])
-        self.wd = torch.tensor([s.weight_decay for s in specs])
-        self.adam = torch.tensor([s.optimizer == "adamw" for s in specs])
+        dev = self.params[0].device if self.params else "cpu"
+        self.lr = torch.tensor([s.lr for s in specs], device=dev)
+        self.momentum = torch.tensor([s.momentum for s in specs], device=dev)
+        self.wd = torch.tensor([s.weight_decay for s in specs], device=dev)
+        self.adam = torch.tensor([s.optimizer == "adamw" for s in specs], device=dev)
         self.betas, self.eps, self.t = betas, eps, 0
         self.state = [{k: torch.zeros_like(p) for k in ("buf", "m", "v")} for p in self.params]
 
@@ -497,11 +514,11 @@ class ToyHistory:
 
     def array(self, name: str) -> np.ndarray:
         """A recorded curve as a ``(records, E)`` array."""
-        return torch.stack(getattr(self, name)).numpy()
+        return torch.stack(getattr(self, name)).cpu().numpy()
 
 
 def _member_losses(specs: Sequence[NetSpec], f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    hinge = torch.tensor([s.loss == "hinge" for s in specs])
+    hinge = torch.tensor([s.loss == "hinge" for s in specs], device=f.device)
     if hinge.all():
         return binary_loss("hinge", f, y)
     if not hinge.any():
@@ -582,8 +599,8 @@ def shift_sweep(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor, y:
         loss.append(_member_losses(specs, f, y))
         acc.append(binary_accuracy(f, y))
         marg.append(y * f)
-    return {"magnitude": np.asarray(magnitudes, dtype=float), "loss": torch.stack(loss).numpy(),
-            "acc": torch.stack(acc).numpy(), "margins": torch.stack(marg).numpy()}
+    return {"magnitude": np.asarray(magnitudes, dtype=float), "loss": torch.stack(loss).cpu().numpy(),
+            "acc": torch.stack(acc).cpu().numpy(), "margins": torch.stack(marg).cpu().numpy()}
 
 
 def linear_probe(h_train: torch.Tensor, y_train: torch.Tensor,
@@ -601,13 +618,13 @@ def linear_probe(h_train: torch.Tensor, y_train: torch.Tensor,
     _tensor("y_train", y_train, 1)
     if h_train.shape[0] != y_train.shape[0]:
         raise ValueError("h_train and y_train must have the same number of rows")
-    scaler = StandardScaler().fit(h_train.numpy())
+    scaler = StandardScaler().fit(h_train.cpu().numpy())
     clf = LogisticRegression(max_iter=_int("max_iter", max_iter)).fit(
-        scaler.transform(h_train.numpy()), y_train.numpy())
+        scaler.transform(h_train.cpu().numpy()), y_train.cpu().numpy())
     out = []
     for h, y in evaluations:
         _tensor("h", h, 2)
-        out.append(float(clf.score(scaler.transform(h.numpy()), y.numpy())))
+        out.append(float(clf.score(scaler.transform(h.cpu().numpy()), y.cpu().numpy())))
     return out
 
 
@@ -711,11 +728,12 @@ class ToyResult:
         return float(self.history.array(name)[-1, self.members(label)].mean())
 
 
-def run_theory(cfg: TheoryConfig, seed: int = 0) -> ToyResult:
+def run_theory(cfg: TheoryConfig, seed: int = 0, device=None) -> ToyResult:
     """Train the ReLU net, the linear net and every variant of ``cfg`` as one batched stack.
 
     The data (embedding, training set, ID test set) and the initializations are fixed by ``seed``;
     the OOD test set is the ID test set with its background shifted by 1 (:func:`shift_background`).
+    Training runs on ``device`` (default: the run settings'); the result lives on the CPU.
     """
     if not isinstance(cfg, TheoryConfig):
         raise TypeError(f"cfg must be a TheoryConfig, got {type(cfg).__name__}")
@@ -729,8 +747,11 @@ def run_theory(cfg: TheoryConfig, seed: int = 0) -> ToyResult:
                          bias=cfg.bias)
     W_init = net.W.detach().clone()
     b_init = None if net.b is None else net.b.detach().clone()
-    hist = train_two_layer(net, specs, train.x, train.y, cfg.steps, emb, test.x, test.y,
-                           record_every=cfg.record_every)
+    dev = _device(device)
+    net.to(dev)
+    hist = train_two_layer(net, specs, train.x.to(dev), train.y.to(dev), cfg.steps, emb.to(dev),
+                           test.x.to(dev), test.y.to(dev), record_every=cfg.record_every)
+    net.to("cpu")
     return ToyResult(cfg, emb, train, test, specs, net, W_init, hist, b_init)
 
 
@@ -767,7 +788,7 @@ class DefaultConfig:
         return cls(steps=20_000, replicates=8, record_every=250)
 
 
-def run_default(cfg: DefaultConfig, seed: int = 0) -> ToyResult:
+def run_default(cfg: DefaultConfig, seed: int = 0, device=None) -> ToyResult:
     """Train ``cfg.replicates`` ReLU nets of the default configuration, each on its own sample.
 
     The history's ``id_*`` curves are measured on each replicate's training points and the
@@ -793,8 +814,12 @@ def run_default(cfg: DefaultConfig, seed: int = 0) -> ToyResult:
                          frozen_output=False, bias=True)
     W_init = net.W.detach().clone()
     b_init = None if net.b is None else net.b.detach().clone()
-    hist = train_two_layer(net, specs, train.x, train.y, cfg.steps, emb, train.x, train.y,
+    dev = _device(device)
+    net.to(dev)
+    x, y = train.x.to(dev), train.y.to(dev)
+    hist = train_two_layer(net, specs, x, y, cfg.steps, emb.to(dev), x, y,
                            record_every=cfg.record_every)
+    net.to("cpu")
     return ToyResult(cfg, emb, train, test, specs, net, W_init, hist, b_init)
 
 
@@ -848,23 +873,26 @@ class DistillResult:
     student_background_norm: tuple[float, float]
 
 
-def run_distillation(cfg: DistillConfig, seed: int = 0) -> DistillResult:
+def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillResult:
     """Train the teacher, distill its representation into the student, probe both (see
     :class:`DistillConfig`). Errors and probe accuracies are measured on a held-out ID sample
     and on its background-shifted copy."""
     if not isinstance(cfg, DistillConfig):
         raise TypeError(f"cfg must be a DistillConfig, got {type(cfg).__name__}")
     seed = _int("seed", seed, 0)
+    dev = _device(device)
     emb = random_embedding(cfg.d_core, cfg.d_background, cfg.dim, seed=seed)
     train = sample_toy(cfg.n, emb, "default", seed=1000 * seed + 5)
     test = sample_toy(cfg.n_test, emb, "default", seed=1000 * seed + 6)
+    emb, train, test = emb.to(dev), ToyData(*(t.to(dev) for t in (train.x, train.y, train.core, train.background))), \
+        ToyData(*(t.to(dev) for t in (test.x, test.y, test.core, test.background)))
     x_ood = shift_background(test.x, emb, 1.0)
 
     # teacher: trained on the core coordinates, then embedded (first layer inside the core subspace)
     tspec = NetSpec(act="relu", loss="logistic", optimizer="adamw", lr=cfg.lr,
                     weight_decay=cfg.weight_decay)
     core_net = init_two_layer(["relu"], cfg.d_core, cfg.width, [1000 * seed + 70],
-                              frozen_output=False, bias=True)
+                              frozen_output=False, bias=True).to(dev)
     opt = MemberOptimizer(list(core_net.parameters()), [tspec])
     for _ in range(_int("teacher_steps", cfg.teacher_steps)):
         loss = binary_loss("logistic", core_net(train.core), train.y).sum()
@@ -872,11 +900,11 @@ def run_distillation(cfg: DistillConfig, seed: int = 0) -> DistillResult:
         loss.backward()
         opt.step()
     teacher = TwoLayerNets(core_net.W.detach() @ emb.core.T, ["relu"], core_net.a.detach(),
-                           b=core_net.b.detach(), c=core_net.c.detach())
+                           b=core_net.b.detach(), c=core_net.c.detach()).to(dev)
 
     # student: same architecture, fits the teacher's representation on ID inputs by MSE
     student = init_two_layer(["relu"], cfg.dim, cfg.width, [1000 * seed + 71], frozen_output=False,
-                             bias=True)
+                             bias=True).to(dev)
     sspec = NetSpec(act="relu", optimizer="adamw", lr=cfg.lr, weight_decay=0.0)
     opt = MemberOptimizer([student.W, student.b], [sspec])
     with torch.no_grad():
@@ -953,7 +981,7 @@ def shift_last(x: torch.Tensor, n_background: int, magnitude: float) -> torch.Te
     return out
 
 
-def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0) -> dict:
+def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
     """Train a ReLU MLP and a linear classifier on MNIST-1D + background, and a classifier on the
     background alone; return their accuracies (train, ID test, test under each shift magnitude)."""
     from .data import mnist1d
@@ -969,6 +997,8 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0) -> dict:
     g = torch.Generator().manual_seed(1000 * seed + 8)
     x_tr = append_background(ds.x, cfg.n_background, g)
     x_te = append_background(ds.x_test, cfg.n_background, g)
+    dev = _device(device)
+    x_tr, x_te, y_tr, y_te = x_tr.to(dev), x_te.to(dev), ds.y.to(dev), ds.y_test.to(dev)
     k = cfg.n_background
     models = {"ReLU MLP": (cfg.depth, cfg.width, slice(None)), "linear": (0, 1, slice(None)),
               "background only": (0, 1, slice(x_tr.shape[1] - k, None))}
@@ -976,14 +1006,14 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0) -> dict:
     for i, (name, (depth, width, cols)) in enumerate(models.items()):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(1000 * seed + 80 + i)
-            model = MLP(x_tr[:, cols].shape[1], width, depth, ds.num_classes)
+            model = MLP(x_tr[:, cols].shape[1], width, depth, ds.num_classes).to(dev)
         tcfg = TrainConfig(optimizer="adamw", lr=cfg.lr, weight_decay=cfg.weight_decay,
                            batch_size=cfg.batch_size, epochs=cfg.epochs, seed=1000 * seed + 90 + i,
                            check_every=10 ** 9)
-        train(model, x_tr[:, cols], ds.y, tcfg)
+        train(model, x_tr[:, cols], y_tr, tcfg)
         with torch.no_grad():
-            out[name] = {"train": accuracy(model(x_tr[:, cols]), ds.y),
-                         "shift": [accuracy(model(shift_last(x_te, k, m)[:, cols]), ds.y_test)
+            out[name] = {"train": accuracy(model(x_tr[:, cols]), y_tr),
+                         "shift": [accuracy(model(shift_last(x_te, k, m)[:, cols]), y_te)
                                    for m in cfg.magnitudes]}
         out[name]["ID"] = out[name]["shift"][list(cfg.magnitudes).index(0.0)]
         out[name]["OOD"] = out[name]["shift"][list(cfg.magnitudes).index(1.0)]

@@ -165,7 +165,8 @@ def test_presets_construct():
 def test_tiny_theory_run():
     cfg = fc.TheoryConfig(n=40, n_test=20, d_core=2, d_background=2, dim=8, width=4, steps=3,
                           variants=("GELU",), record_every=1)
-    res = fc.run_theory(cfg, seed=0)
+    res = fc.run_theory(cfg, seed=0, device="cpu")
+    assert res.net.W.device.type == "cpu"
     assert res.history.array("background_norm").shape == (4, 3)
     assert res.background_ratio("GELU") > 0
     sweep = fc.shift_sweep(res.net, res.specs, res.test.x, res.test.y, res.emb, [0.0, 1.0])
