@@ -208,7 +208,7 @@ class PolyConfig:
     gammas: tuple = (1.05, 1.1, 1.2, 1.3, 1.5, 2.0, 3.0)
     noise_vars: tuple = tuple(np.logspace(-4, 0, 33))
     prior_vars: tuple = tuple(np.logspace(-2, 2, 17))
-    interpolate_noise_var: float = 1e-8   # sigma^2 when the likelihood asks for an exact fit
+    interpolate_noise_var: float = 1e-6   # sigma^2 when the likelihood asks for an exact fit
     interpolate_gamma: float = 1.1
     max_ls_degree: int | None = None      # hindsight search range (default n - 1)
 
@@ -230,8 +230,12 @@ def run_polynomial(cfg: PolyConfig, seed: int = 0) -> dict:
     marginal likelihood; unregularized least squares at every degree ``0..n-1`` (the best one is
     chosen with hindsight on the test set); and the unregularized degree-``cfg.degree`` min-norm
     fit. Test MSE is measured on fresh noisy samples (the irreducible ``noise**2`` included).
-    For pure noise (``y ~ N(0, 1)``): the same prior with a likelihood that trusts the data
-    (``sigma^2 = cfg.interpolate_noise_var``) and its training MSE relative to the noise variance.
+    For pure noise (``y ~ N(0, 1)`` at ``n`` equispaced inputs): the order-dependent prior with
+    ``gamma = cfg.interpolate_gamma`` and a likelihood that trusts the data
+    (``sigma^2 = cfg.interpolate_noise_var``), and its training MSE relative to the noise variance.
+    (Equispaced, because uniform random inputs include near-coincident pairs with unrelated noise
+    values, which a degree-150 polynomial can separate only with enormous coefficients:
+    Bernstein's inequality bounds its slope by ``150 max|f| / sqrt(1 - x^2)``.)
     """
     rng = np.random.default_rng(seed)
     out = {"targets": {}}
@@ -258,7 +262,7 @@ def run_polynomial(cfg: PolyConfig, seed: int = 0) -> dict:
             "soft_train_mse": float(np.mean((predict_polynomial(soft["w"], x) - y) ** 2)),
             "hyper": {k: soft[k] for k in ("gamma", "noise_var", "prior_var", "log_evidence")},
         }
-    x = rng.uniform(-1, 1, cfg.n)
+    x = np.linspace(-1, 1, cfg.n)  # equispaced: random inputs put near-duplicate x's under unrelated y's
     y = rng.normal(size=cfg.n)
     pen = order_penalty(cfg.degree, cfg.interpolate_gamma, cfg.interpolate_noise_var)
     w = fit_polynomial(x, y, cfg.degree, pen)
@@ -428,7 +432,7 @@ class RFConfig:
     ps: tuple = tuple(sorted(set(np.unique(np.round(np.geomspace(10, 1600, 48)).astype(int)).tolist()
                                  + [100, 200, 400, 800])))
     n_draws: int = 5
-    alpha: float = 1e-3
+    alpha: float = 1e-5
 
     @classmethod
     def quick(cls) -> "RFConfig":
@@ -476,24 +480,23 @@ def run_random_features(cfg: RFConfig, seed: int = 0) -> dict:
             "neff": neff.mean(0), "poor": poor.mean(0), "noise_var": cfg.noise ** 2}
 
 
-def rf_fit_curve(n: int, p: int, noise: float = 0.3, seed: int = 0, n_grid: int = 400) -> dict:
-    """A 1-D illustration for the widget: min-norm fit of ``p`` random ReLU features to ``n`` points.
+def rf_spectrum(cfg: RFConfig, p: int, seed: int = 0) -> dict:
+    """One draw of the random-feature experiment at ``p`` features: the Hessian spectrum and errors.
 
-    Inputs are uniform on ``[-1, 1]``, the target ``sin(3x)``; returns the data, the fitted curve
-    on a grid and the test MSE against the noiseless target.
+    Returns the eigenvalues of ``Phi^T Phi / n`` within the data's span (descending), the test MSE of
+    the min-norm fit, ``N_eff`` and the poorly determined count at ``cfg.alpha`` (for the widget).
     """
-    n = _int("n", n, 1)
     p = _int("p", p, 1)
     rng = np.random.default_rng(seed)
-    x = np.sort(rng.uniform(-1, 1, n))[:, None]
-    y = np.sin(3 * x[:, 0]) + noise * rng.normal(size=n)
-    w = rng.normal(size=(1, p)) * 2
-    b = rng.uniform(-2, 2, size=p)
-    beta = min_norm_lstsq(relu_features(x, w, b), y)
-    g = np.linspace(-1, 1, n_grid)[:, None]
-    curve = relu_features(g, w, b) @ beta
-    return {"x": x[:, 0], "y": y, "grid": g[:, 0], "curve": curve,
-            "mse": float(np.mean((curve - np.sin(3 * g[:, 0])) ** 2))}
+    x, y, xt, yt = rf_data(cfg, rng)
+    w = rng.normal(size=(cfg.dim, p)) / np.sqrt(cfg.dim)
+    b = rng.uniform(-1, 1, size=p)
+    phi, phit = relu_features(x, w, b), relu_features(xt, w, b)
+    beta = min_norm_lstsq(phi, y)
+    eigs = np.linalg.svd(phi, compute_uv=False)[:min(cfg.n, p)] ** 2 / cfg.n
+    return {"eigs": eigs, "test_mse": float(np.mean((phit @ beta - yt) ** 2)),
+            "neff": effective_dimensionality(eigs, cfg.alpha),
+            "poor": poorly_determined(eigs, cfg.alpha, min(cfg.n, p))}
 
 
 # ================================================================================================
@@ -510,6 +513,7 @@ class MLPSweepConfig:
     lr: float = 0.01
     momentum: float = 0.9
     batch_size: int = 100
+    replicates: int = 2
 
     @classmethod
     def quick(cls) -> "MLPSweepConfig":
@@ -517,7 +521,7 @@ class MLPSweepConfig:
 
     @classmethod
     def full(cls) -> "MLPSweepConfig":
-        return cls(n_train=4000, epochs=500,
+        return cls(n_train=4000, epochs=500, replicates=3,
                    width_groups=((4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 47, 52, 56, 61),
                                  (64, 72, 80, 96, 112, 128), (160, 200, 250, 300)))
 
@@ -560,29 +564,36 @@ def member_at_width(model: BatchedMLP, i: int, width: int) -> MLP:
 
 
 def run_mlp_sweep(cfg: MLPSweepConfig, ds, seed: int = 0) -> dict:
-    """Train one MLP per width on ``ds`` with ``cfg.label_noise`` of its labels corrupted.
+    """Train ``cfg.replicates`` MLPs per width on ``ds`` with ``cfg.label_noise`` of its labels corrupted.
 
-    Each group of widths is one masked :class:`BatchedMLP` (members share the group's maximum
-    width), trained with SGD + momentum exactly as separate networks would be. Returns widths,
-    parameter counts, train error (on the noisy labels), test error (on clean test labels), the
-    noisy labels and the trained networks (stand-alone, at their true widths).
+    Each group of widths (times the replicates) is one masked :class:`BatchedMLP` whose members
+    share the group's maximum width, trained with SGD + momentum exactly as separate networks
+    would be. Errors are averaged over the replicates (different initializations and minibatch
+    orders). Returns widths, parameter counts, train error (on the noisy labels), test error (on
+    clean test labels), per-replicate test errors, the noisy labels, and the first replicate's
+    trained networks (stand-alone, at their true widths).
     """
     ds = ds.subset(torch.arange(cfg.n_train))
     y = corrupt_labels(ds.y, cfg.label_noise, ds.num_classes, seed=seed)
     tcfg = TrainConfig(lr=cfg.lr, momentum=cfg.momentum, batch_size=cfg.batch_size,
                        epochs=cfg.epochs, check_every=10 ** 9, seed=seed)
+    R = _int("replicates", cfg.replicates, 1)
     widths, tr, te, nets = [], [], [], []
     for g in cfg.width_groups:
-        model = masked_ensemble(g, [1000 * seed + w for w in g], ds.dim, ds.num_classes).to(ds.x.device)
-        train_ensemble(model, ds.x, y, tcfg, seeds=[seed * 7919 + w for w in g])
+        ws = [w for _ in range(R) for w in g]
+        tags = [1000 * (seed * R + r) + w for r in range(R) for w in g]
+        model = masked_ensemble(ws, tags, ds.dim, ds.num_classes).to(ds.x.device)
+        train_ensemble(model, ds.x, y, tcfg, seeds=[7919 + t for t in tags])
         with torch.no_grad():
-            tr += (1 - (model(ds.x).argmax(-1) == y).float().mean(1)).tolist()
-            te += (1 - (model(ds.x_test).argmax(-1) == ds.y_test).float().mean(1)).tolist()
+            tr.append((1 - (model(ds.x).argmax(-1) == y).float().mean(1)).view(R, len(g)))
+            te.append((1 - (model(ds.x_test).argmax(-1) == ds.y_test).float().mean(1)).view(R, len(g)))
         nets += [member_at_width(model, i, w) for i, w in enumerate(g)]
         widths += list(g)
+    tr, te = torch.cat(tr, 1).numpy(), torch.cat(te, 1).numpy()
     params = [sum(p.numel() for p in m.parameters()) for m in nets]
-    return {"widths": np.array(widths), "params": np.array(params), "train_err": np.array(tr),
-            "test_err": np.array(te), "y_noisy": y, "nets": nets, "n_train": cfg.n_train}
+    return {"widths": np.array(widths), "params": np.array(params), "train_err": tr.mean(0),
+            "test_err": te.mean(0), "test_err_reps": te, "train_err_reps": tr, "y_noisy": y,
+            "nets": nets, "n_train": cfg.n_train}
 
 
 def interpolation_threshold(widths, train_err, tol: float = 0.01):
