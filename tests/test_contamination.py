@@ -223,3 +223,18 @@ def test_bad_inputs_raise(emb):
         fc.run_mnist1d(fc.Mnist1dConfig(magnitudes=(0.0, 0.5)))
     with pytest.raises(ValueError, match="n_background"):
         fc.shift_last(torch.zeros(2, 3), 4, 1.0)
+
+
+def test_tiny_default_and_distillation_runs():
+    cfg = fc.DefaultConfig(n=40, d_core=3, d_background=2, dim=8, width=6, steps=3, replicates=2,
+                           record_every=1)
+    res = fc.run_default(cfg, seed=1, device="cpu")
+    assert res.train.x.shape == (2, 40, 8) and res.history.array("ood_acc").shape == (4, 2)
+    assert np.all(res.history.array("id_acc") <= 1)
+    dcfg = fc.DistillConfig(n=40, n_test=20, d_core=3, d_background=2, dim=8, width=6,
+                            teacher_steps=2, student_steps=3, record_every=1)
+    d = fc.run_distillation(dcfg, seed=0, device="cpu")
+    assert d.curve_step == [0, 1, 2, 3] and d.error_id >= 0
+    assert 0 <= d.probe_teacher["OOD"] <= 1
+    # the teacher's representation ignores the background by construction: OOD accuracy = ID
+    assert d.teacher_acc["ID"] == d.teacher_acc["OOD"]
