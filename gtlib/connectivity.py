@@ -165,8 +165,9 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
         The stack; member ``i`` is trained as if alone (the summed loss gives each member its own
         gradient).
     x, y : tensors
-        ``(n, d)`` and ``(n,)`` shared by all members, or ``(E, n, d)`` and ``(E, n)``: one
-        training set per member (e.g. two tasks).
+        ``(n, d)`` and ``(n,)`` shared by all members; ``(n, d)`` and ``(E, n)``: shared inputs
+        with one labelling per member (e.g. two tasks); or ``(E, n, d)`` and ``(E, n)``: one
+        training set per member.
     recipe : Recipe
         Optimizer settings and learning-rate schedule (evaluated at the *global* step).
     seeds : sequence of int
@@ -224,11 +225,11 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
         trainable = [p for p in model.parameters() if all(p is not h for h in head)]
     else:
         trainable = list(model.parameters())
-    opt = torch.optim.SGD(trainable, lr=recipe.lr, momentum=recipe.momentum,
-                          weight_decay=recipe.weight_decay)
+    # weight decay is added to the gradients by hand, so that frozen members are not decayed
+    opt = torch.optim.SGD(trainable, lr=recipe.lr, momentum=recipe.momentum)
     gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
     per_epoch = -(-n // recipe.batch_size)
-    rows = torch.arange(E).unsqueeze(1)
+    rows = torch.arange(E, device=x.device).unsqueeze(1)
     perms = None
     snaps = {int(k) for k in snapshot_steps}
     out: dict[int, list[MLP]] = {}
@@ -255,6 +256,9 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
         (loss * active).sum().backward()
         for g in opt.param_groups:
             g["lr"] = recipe.lr_at(step, total)
+        if recipe.weight_decay > 0:
+            for p in trainable:
+                p.grad.add_(p.detach(), alpha=recipe.weight_decay)
         if not bool(active.all()):  # frozen members: no gradient, no weight decay
             for p in trainable:
                 p.grad.mul_(active.view((E,) + (1,) * (p.ndim - 1)))

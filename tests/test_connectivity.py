@@ -120,9 +120,9 @@ def test_fit_trains_and_respects_start_steps_and_frozen_head():
     y = (x[:, 0] > 0).long()
     model = BatchedMLP.init([0, 0], 6, 8, 1, 2)
     w0 = [w.detach().clone() for w in model.weights]
-    rec = C.Recipe(lr=0.1, epochs=5, batch_size=16, warmup=0.0)
+    rec = C.Recipe(lr=0.1, epochs=5, batch_size=16, warmup=0.0, weight_decay=0.01)
     C.fit(model, x, y, rec, seeds=[1, 2], start_steps=[0, rec.steps(64)], freeze_last_layer=True)
-    assert torch.equal(model.weights[0][1], w0[0][1])          # member 1 never started
+    assert torch.equal(model.weights[0][1], w0[0][1])          # member 1 never started (nor decayed)
     assert not torch.equal(model.weights[0][0], w0[0][0])      # member 0 trained
     assert torch.equal(model.weights[-1], w0[-1])              # head frozen for both
 
