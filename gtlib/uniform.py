@@ -534,7 +534,7 @@ class MarginSweepConfig:
 
     sizes: tuple = (500, 1000, 2000, 4000, 8000)
     n_test: int = 4000
-    width: int = 512
+    width: int = 256
     depth: int = 2
     lr: float = 0.1
     batch_size: int = 64
@@ -806,11 +806,11 @@ def sphere_sprime(x: torch.Tensor, y: torch.Tensor, radii: tuple = (1.0, 1.2), a
 class SpheresConfig:
     """Hyperspheres experiment: a wide one-hidden-layer ReLU net per n, trained to a margin."""
 
-    d: int = 100
+    d: int = 200
     radii: tuple = (1.0, 1.2)
     sizes: tuple = (256, 512, 1024, 2048)
     n_test: int = 4000
-    width: int = 1000
+    width: int = 2000
     lr: float = 0.5
     batch_size: int = 64
     gamma: float = 4.0
@@ -888,12 +888,12 @@ def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) 
 
 
 def boundary_slice(model: BatchedMLP, member: int, point: torch.Tensor, radii: tuple = (1.0, 1.2),
-                   half_width: float = 0.3, resolution: int = 121, seed: int = 0):
+                   half_width: float = 0.6, resolution: int = 161, seed: int = 0):
     """The decision function of one member on a 2-D slice through ``point`` (Figure 2 analogue).
 
     The plane is spanned by the radial direction ``e1 = point/||point||`` and a random unit
     direction ``e2`` orthogonal to it. Returns ``(a, b, f)``: grid coordinates ``a`` (along
-    ``e1``, from ``radii[0] - 0.2`` to ``radii[1] + 0.2``) and ``b`` (along ``e2``, in
+    ``e1``, from ``radii[0] - 0.3`` to ``radii[1] + 0.3``) and ``b`` (along ``e2``, in
     ``[-half_width, half_width]``), and ``f = logit_1 - logit_0`` of shape ``(len(b), len(a))``:
     positive means "outer sphere". In this plane the two spheres are the circles
     ``a^2 + b^2 = r^2``.
@@ -912,7 +912,7 @@ def boundary_slice(model: BatchedMLP, member: int, point: torch.Tensor, radii: t
     v = torch.randn(point.shape[0], generator=g, dtype=point.dtype).to(point.device)
     v = v - (v @ e1) * e1
     e2 = v / v.norm()
-    a = torch.linspace(r0 - 0.2, r1 + 0.2, resolution, dtype=point.dtype)
+    a = torch.linspace(r0 - 0.3, r1 + 0.3, resolution, dtype=point.dtype)
     b = torch.linspace(-half_width, half_width, resolution, dtype=point.dtype)
     B, A = torch.meshgrid(b, a, indexing="ij")
     pts = A.reshape(-1, 1).to(point.device) * e1 + B.reshape(-1, 1).to(point.device) * e2
@@ -921,3 +921,54 @@ def boundary_slice(model: BatchedMLP, member: int, point: torch.Tensor, radii: t
         logits = m(pts)
     f = (logits[:, 1] - logits[:, 0]).reshape(resolution, resolution)
     return a.cpu().numpy(), b.cpu().numpy(), f.cpu().numpy()
+
+
+def slice_points(res: SpheresResult, member: int, radii: tuple = (1.0, 1.2), seed: int = 0,
+                 candidates: int = 200):
+    """Two points to slice through (Figure 2 analogue): a training point of ``member`` whose S' image
+    the member misclassifies, and a fresh point that it classifies correctly together with its
+    projection onto the other sphere. Returns ``(train_point, fresh_point)``; either is ``None`` if
+    none of the first ``candidates`` qualifies (with S' error near 1 and a small test error, the
+    first candidate almost always does).
+    """
+    if not 0 <= member < len(res.sizes):
+        raise ValueError(f"member must lie in [0, {len(res.sizes)}), got {member}")
+    k = min(candidates, res.sizes[member])
+    with torch.no_grad():
+        xs, ys = sphere_sprime(res.x_train[:k], res.y_train[:k], radii)
+        bad = (member_logits(res.model, member, xs).argmax(1) != ys).nonzero().flatten()
+        xf, yf = sphere_data(candidates, res.x_train.shape[1], radii,
+                             torch.Generator().manual_seed(seed + 4242))
+        xf, yf = xf.to(res.x_train.device), yf.to(res.x_train.device)
+        xp, yp = sphere_sprime(xf, yf, radii)
+        good = ((member_logits(res.model, member, xf).argmax(1) == yf)
+                & (member_logits(res.model, member, xp).argmax(1) == yp)).nonzero().flatten()
+    return (res.x_train[int(bad[0])] if len(bad) else None,
+            xf[int(good[0])] if len(good) else None)
+
+
+def plot_slice(ax, a, b, f, radii: tuple, point_radius: float, colors=("#56B4E9", "#E69F00")) -> None:
+    """Draw one :func:`boundary_slice`: predicted class (shading), boundary (black), the two spheres
+    (dashed arcs), the point (dot) and its projection onto the other sphere (cross)."""
+    r0, r1 = _radii(radii)
+    ax.contourf(a, b, f > 0, levels=[-0.5, 0.5, 1.5], colors=list(colors), alpha=0.4)
+    ax.contour(a, b, f, levels=[0], colors="k", linewidths=1.5)
+    for r in (r0, r1):
+        ax.plot(np.sqrt(np.clip(r ** 2 - b ** 2, 0, None)), b, "--", color="grey", lw=1)
+    ax.plot([point_radius], [0], "ko")
+    ax.plot([r0 + r1 - point_radius], [0], "kx", ms=9, mew=2)
+
+
+def log_ticks(ax, values, axis: str = "x") -> None:
+    """Label a log axis at ``values`` with plain numbers (no minor-tick clutter), and write the
+    other axis's labels as plain numbers too (``0.3`` rather than ``3 x 10^-1``)."""
+    from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+    target, other = (ax.xaxis, ax.yaxis) if axis == "x" else (ax.yaxis, ax.xaxis)
+    target.set_major_locator(FixedLocator(list(values)))
+    target.set_major_formatter(FixedFormatter([f"{v:g}" for v in values]))
+    target.set_minor_locator(NullLocator())
+    target.set_minor_formatter(NullFormatter())
+    plain = FuncFormatter(lambda v, _: f"{v:.2g}")
+    other.set_major_formatter(plain)
+    other.set_minor_formatter(plain)
