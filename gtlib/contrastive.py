@@ -65,7 +65,7 @@ class ContrastiveConfig:
     weight_decay: float = 0.02  #: weight decay on all parameters
     tau: float = 3.0            #: InfoNCE temperature
     bias_max: float = 0.3       #: BReLU threshold, relative to the neuron's weight norm
-    bias_ramp: int = 300        #: steps over which the threshold rises linearly from 0
+    bias_ramp: int = 600        #: steps over which the threshold rises linearly from 0 (half the run)
     prune_fraction: float = 0.5  #: fraction of neurons masked by magnitude pruning
     prune_every: int = 50       #: how often the pruning mask is recomputed ("each epoch")
     ratios: tuple = (1.0, 3.0, 10.0)  #: imbalance ratios p_majority / p_minority
@@ -82,7 +82,7 @@ class ContrastiveConfig:
     def full(cls) -> "ContrastiveConfig":
         return cls(dim=128, n_features=32, n_minority=16, base_freq=0.06, n_tokens=8, n_signal=3,
                    neurons=256, batch=512, steps=4000, ratios=(1.0, 2.0, 4.0, 10.0, 30.0),
-                   replicates=5, bias_ramp=1000, probe_samples=4000)
+                   replicates=5, bias_ramp=2000, probe_samples=4000)
 
     def validate(self) -> "ContrastiveConfig":
         for name in ("dim", "n_features", "n_tokens", "n_signal", "neurons", "batch", "steps",
