@@ -8,7 +8,7 @@ space with a preference for simple solutions), the marginal likelihood, effectiv
 
 This module holds, top to bottom:
 
-1. **Order-regularized polynomials** (Wilson's Figure 1(a-c)): a degree-150 Legendre expansion with
+1. **Order-regularized polynomials**: a degree-150 Legendre expansion with
    the penalty ``sum_j gamma**j * w_j**2``, fitted in closed form; its marginal likelihood sets the
    noise level and the prior scale.
 2. **Gaussian-process label regression** with its log marginal likelihood, under label corruption
@@ -71,7 +71,7 @@ def _vec(name: str, x) -> np.ndarray:
 
 
 # ================================================================================================
-# 1. Order-regularized polynomials (Wilson 2025, Section 3 and Figure 1(a-c))
+# 1. Order-regularized polynomials (Wilson 2025, the soft-inductive-bias example)
 # ================================================================================================
 def legendre_features(x, degree: int) -> np.ndarray:
     """Orthonormal Legendre features ``sqrt(2j + 1) P_j(x)``, ``j = 0..degree``, of shape (n, degree+1).
@@ -199,7 +199,7 @@ TARGETS = {"simple": simple_target, "complex": complex_target}
 
 @dataclass
 class PolyConfig:
-    """The polynomial experiment (Wilson 2025, Figure 1(a-c))."""
+    """The order-regularized polynomial experiment of Wilson (2025)."""
 
     n: int = 100
     noise: float = 0.2
@@ -223,7 +223,7 @@ class PolyConfig:
 
 
 def run_polynomial(cfg: PolyConfig, seed: int = 0) -> dict:
-    """Fit the three datasets of Wilson's Figure 1(a-c) and the comparison fits.
+    """Fit Wilson's three polynomial datasets (simple, complex, pure noise) and the comparison fits.
 
     For each structured target (``simple``, ``complex``): ``n`` uniform inputs, Gaussian noise of
     s.d. ``cfg.noise``; the soft-biased degree-``cfg.degree`` fit with hyperparameters chosen by
