@@ -90,7 +90,7 @@ class CorruptionConfig:
     """
 
     n_train: int = 4000
-    n_test: int = 2000
+    n_test: int = 4000
     levels: tuple = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
     width: int = 512
     depth: int = 1
