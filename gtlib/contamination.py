@@ -41,6 +41,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .checks import check_int
 from .models import ACTIVATIONS, activation
 
 KINDS = ("theory", "default")
@@ -51,12 +52,7 @@ OPTIMIZERS = ("sgd", "adamw")
 # ---------------------------------------------------------------------------------------------
 # Argument checks
 # ---------------------------------------------------------------------------------------------
-def _int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+_int = check_int
 
 
 def _number(name: str, value, minimum: float | None = None, strict: bool = False) -> float:

@@ -36,7 +36,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .data import check_fraction, long_tailed, mnist1d
+from .checks import check_fraction
+from .data import long_tailed, mnist1d
 
 # ------------------------------------------------------------------------------------------------
 # configuration

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .checks import check_fraction, check_int
 from .config import settings
 
 
@@ -56,14 +57,6 @@ class Dataset:
         """The training points at ``idx`` (test split unchanged)."""
         idx = torch.as_tensor(idx, dtype=torch.int64, device=self.x.device)
         return replace(self, x=self.x[idx], y=self.y[idx])
-
-
-def _check_count(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 def _mnist1d_arrays(num_samples: int, data_seed: int, cache_dir: Path):
@@ -107,9 +100,9 @@ def mnist1d(n_train: int = 4000, n_test: int = 1000, data_seed: int = 42,
     TypeError, ValueError
         If a size is not a positive int.
     """
-    n_train = _check_count("n_train", n_train)
-    n_test = _check_count("n_test", n_test)
-    data_seed = _check_count("data_seed", data_seed, minimum=0)
+    n_train = check_int("n_train", n_train)
+    n_test = check_int("n_test", n_test)
+    data_seed = check_int("data_seed", data_seed, minimum=0)
     total = n_train + n_test
     # make_dataset draws num_samples // 10 per class: round up so that we can take exactly `total`
     num_samples = int(np.ceil(total / 10) * 10)
@@ -135,18 +128,6 @@ def digits(test_fraction: float = 0.25, seed: int = 0, device: str | None = None
     return ds.to(device or settings().device)
 
 
-def check_fraction(name: str, value, open_interval: bool = False) -> float:
-    """Validate that ``value`` is a number in [0, 1] (or (0, 1) with ``open_interval``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a number in [0, 1], got {type(value).__name__}")
-    value = float(value)
-    if open_interval and not 0.0 < value < 1.0:
-        raise ValueError(f"{name} must lie strictly between 0 and 1, got {value}")
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must lie in [0, 1], got {value}")
-    return value
-
-
 def corrupt_labels(y: torch.Tensor, fraction: float, num_classes: int, seed: int = 0) -> torch.Tensor:
     """Replace a ``fraction`` of the labels by uniformly random labels, fixed once (Zhang et al. 2017).
 
@@ -163,7 +144,7 @@ def corrupt_labels(y: torch.Tensor, fraction: float, num_classes: int, seed: int
     if not isinstance(y, torch.Tensor) or y.ndim != 1 or y.is_floating_point():
         raise TypeError("y must be a 1-D integer torch.Tensor")
     fraction = check_fraction("fraction", fraction)
-    num_classes = _check_count("num_classes", num_classes, minimum=2)
+    num_classes = check_int("num_classes", num_classes, minimum=2)
     if y.numel() and (int(y.min()) < 0 or int(y.max()) >= num_classes):
         raise ValueError(f"y must hold labels in [0, {num_classes}), got range "
                          f"[{int(y.min())}, {int(y.max())}]")
@@ -195,7 +176,7 @@ def long_tail_indices(y: torch.Tensor, imbalance_ratio: float, num_classes: int,
         raise ValueError(f"imbalance_ratio must be >= 1, got {imbalance_ratio}")
     if not isinstance(y, torch.Tensor) or y.ndim != 1:
         raise TypeError("y must be a 1-D integer torch.Tensor")
-    num_classes = _check_count("num_classes", num_classes, minimum=2)
+    num_classes = check_int("num_classes", num_classes, minimum=2)
     y_cpu = y.cpu()
     counts = torch.bincount(y_cpu, minlength=num_classes)
     if int(counts.min()) == 0:

@@ -12,6 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .checks import check_int
+
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": F.relu,
     "gelu": F.gelu,
@@ -30,14 +32,6 @@ def activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
     if name not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {name!r}")
     return ACTIVATIONS[name]
-
-
-def _positive_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
 
 
 class MLP(nn.Module):
@@ -62,10 +56,10 @@ class MLP(nn.Module):
     def __init__(self, in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
                  activation: str = "relu"):
         super().__init__()
-        in_dim = _positive_int("in_dim", in_dim)
-        out_dim = _positive_int("out_dim", out_dim)
-        width = _positive_int("width", width)
-        depth = _positive_int("depth", depth, minimum=0)
+        in_dim = check_int("in_dim", in_dim)
+        out_dim = check_int("out_dim", out_dim)
+        width = check_int("width", width)
+        depth = check_int("depth", depth, minimum=0)
         self.act_name = activation
         self.act = globals()["activation"](activation)
         sizes = [in_dim] + [width] * depth + [out_dim]

@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 from numpy.polynomial import legendre as _leg
 
+from .checks import check_int, check_positive
 from .data import corrupt_labels, mnist1d
 from .ensemble import BatchedMLP, train_ensemble
 from .models import MLP
@@ -45,20 +46,10 @@ from .train import TrainConfig
 # small validation helpers
 # ------------------------------------------------------------------------------------------------
 def _int(name: str, value, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+    return check_int(name, value, minimum)
 
 
-def _pos(name: str, value, allow_zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'} and finite, got {value}")
-    return value
+_pos = check_positive
 
 
 def _vec(name: str, x) -> np.ndarray:
