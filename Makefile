@@ -43,13 +43,13 @@ setup: $(VENV)/.installed book/_vendor/.vendored
 vendor: book/_vendor/.vendored
 
 book: setup
-	GTLIB_BUILD_JOBS=$(JOBS) $(BIN)/jupyter-book build . --all -W -n --keep-going
+	$(BIN)/jupyter-book build . --all -W -n --keep-going
 
 # The student edition: the same site without the exercises' solutions.
 student: setup
 	sed 's/^    hide_solutions: false/    hide_solutions: true/' _config.yml > _config_student.yml
 	grep -q 'hide_solutions: true' _config_student.yml
-	GTLIB_BUILD_JOBS=$(JOBS) $(BIN)/jupyter-book build . --all -W -n --keep-going \
+	$(BIN)/jupyter-book build . --all -W -n --keep-going \
 	  --path-output _build/student --config _config_student.yml
 
 unit: setup

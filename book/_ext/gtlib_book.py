@@ -1,4 +1,4 @@
-"""Sphinx extension of the book: the reproduction report and parallel notebook execution.
+"""Sphinx extension of the book: the reproduction report, the student edition and script hygiene.
 
 * ``{claims-report}`` directive: replaced, after every page has been read (and so every chapter
   executed), by the claims that this build's chapters wrote to ``GTLIB_RESULTS_DIR``. The folder is
@@ -7,8 +7,8 @@
   (an error under ``-W``).
 * ``hide_solutions: true`` (the student edition, ``make student``) removes every exercise
   solution, executable (gated) ones included.
-* ``GTLIB_BUILD_JOBS=N`` reads (and so executes) up to N notebooks in parallel processes.
-  ``jupyter-book build`` has no ``-j`` option; every extension the book uses is parallel-read safe.
+* Repeated script tags (sphinx-thebe's configuration reaches every page twice under Jupyter
+  Book 1) are dropped, so that pages load without console errors.
 """
 from __future__ import annotations
 
@@ -167,9 +167,6 @@ def _take_over_hide_solutions(app, config):
 
 
 def setup(app):
-    jobs = int(os.environ.get("GTLIB_BUILD_JOBS", "1") or 1)
-    if jobs > 1:
-        app.parallel = jobs
     app.add_config_value("gtlib_hide_solutions", False, "env")
     app.connect("config-inited", _take_over_hide_solutions, priority=900)
     app.add_transform(_RemoveSolutions)
