@@ -154,10 +154,14 @@ STATUS_MARK = {"reproduced": "✅ reproduced", "documented non-reproduction": "�
                "FAILED": "❌ failed"}
 
 
-def claims_table_html(claims: list[dict], chapter_col: bool = False) -> str:
-    """Render claims (dicts with id/statement/paper/measured/status) as an HTML table."""
+def claims_table_html(claims: list[dict], chapter_col: bool = False,
+                      measured_header: str = "measured here") -> str:
+    """Render claims (dicts with id/statement/paper/measured/status) as an HTML table.
+
+    Used by every chapter's claims table and by the site's reproduction report.
+    """
     head = "".join(f"<th>{h}</th>" for h in
-                   (["chapter"] if chapter_col else []) + ["id", "claim", "paper", "measured here", "status"])
+                   (["chapter"] if chapter_col else []) + ["id", "claim", "paper", measured_header, "status"])
     rows = []
     for c in claims:
         cells = ([c.get("chapter", "")] if chapter_col else []) + [

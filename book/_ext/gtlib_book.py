@@ -19,14 +19,13 @@ import shutil
 from pathlib import Path
 
 from docutils import nodes
-from sphinx.util import logging
 from sphinx.transforms import SphinxTransform
+from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-logger = logging.getLogger(__name__)
+from gtlib.claims import STATUS_MARK, claims_table_html
 
-STATUS = {"reproduced": "✅ reproduced", "documented non-reproduction": "⚠️ not reproduced (documented)",
-          "FAILED": "❌ failed"}
+logger = logging.getLogger(__name__)
 
 
 class claims_report(nodes.General, nodes.Element):
@@ -96,19 +95,12 @@ def _report_html(app, fromdocname: str) -> str:
             summary.append(f"<tr><td>{link}</td><td colspan='6'>not executed in this build</td></tr>")
             continue
         claims = data["claims"]
-        count = {s: sum(c["status"] == s for c in claims) for s in STATUS}
+        count = {s: sum(c["status"] == s for c in claims) for s in STATUS_MARK}
         summary.append(f"<tr><td>{link}</td><td>{data['scale']}</td><td>{data['seed']}</td>"
                        f"<td>{len(claims)}</td><td>{count['reproduced']}</td>"
                        f"<td>{count['documented non-reproduction']}</td><td>{count['FAILED']}</td></tr>")
-        rows = []
-        for c in claims:
-            expl = f"<br><small>{html.escape(c['explanation'])}</small>" if c.get("explanation") else ""
-            rows.append(f"<tr><td><code>{html.escape(c['id'])}</code></td><td>{html.escape(c['statement'])}</td>"
-                        f"<td>{html.escape(c['paper'])}</td><td>{html.escape(c['measured'])}</td>"
-                        f"<td>{STATUS.get(c['status'], html.escape(c['status']))}{expl}</td></tr>")
-        detail.append(f"<h3 id='report-{slug}'>{link}</h3><table class='gtlib-claims'><thead><tr>"
-                      "<th>id</th><th>claim</th><th>paper</th><th>measured in this build</th>"
-                      f"<th>status</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        table = claims_table_html(claims, measured_header="measured in this build")
+        detail.append(f"<h3 id='report-{slug}'>{link}</h3>{table}")
     summary.append("</tbody></table>")
     parts.append("".join(summary))
     parts.extend(detail)
