@@ -1,63 +1,280 @@
-"""Claims: how a chapter states what a paper found and checks it against this run's measurement.
+"""Claims: how a chapter states what a paper found and checks it on this run's measurements.
 
-A chapter creates one :class:`Claims` register and calls :meth:`Claims.check` once per result::
+A claim is a **rule**, a short boolean expression over named values measured in this run. gtlib
+evaluates the rule itself, so no outcome is typed by hand. Every claim has a *kind*:
+
+``effect`` (the default)
+    A result of the paper. It names a **control**: the same values measured on the baseline that
+    the paper's effect is defined against (the linear model, a single run, the null predictor,
+    initialization...). The claim holds only if the rule is true on the measurement **and false on
+    the control**; a rule that is also true on the control cannot tell the effect from its
+    control, and the claim fails.
+``sanity``
+    An identity or invariance of the implementation (a permuted network computes the same
+    function, a batched ensemble equals the loop). No control; shown apart and never counted as
+    a reproduction.
+
+A chapter creates one :class:`Claims` register and calls :meth:`Claims.check` once per claim::
 
     claims = Claims("preliminaries")
     claims.check("prelim.mlp_beats_linear",
-                 statement="An MLP beats a linear classifier on MNIST-1D by a wide margin",
-                 paper="about 68% vs 32% test accuracy (MNIST-1D README)",
-                 measured=f"MLP {mlp:.1%} vs linear {lin:.1%}",
-                 holds=mlp >= lin + 0.20)
+                 statement="An MLP beats a linear classifier on MNIST-1D",
+                 paper="MNIST-1D README: MLP about 68%, logistic regression about 32%",
+                 rule="test_acc >= 0.5",
+                 values={"test_acc": 0.68},
+                 control=("logistic regression, same data", {"test_acc": 0.32}))
 
-``holds`` is computed by the chapter's code from this run's numbers. A claim that does not hold
-raises :class:`ClaimFailed`, which fails the notebook, nbval and the site build, unless the chapter
-passes ``nonreproduction="why it does not reproduce at our scale"``: the claim is then recorded and
-shown everywhere as a *documented non-reproduction*. Every check rewrites
-``GTLIB_RESULTS_DIR/<chapter>.json`` so the reproduction report always shows this run's claims.
+A claim that does not hold raises :class:`ClaimFailed` (which fails the notebook, nbval and the site
+build) unless the chapter passes ``nonreproduction="the measured reason"``: it is then recorded
+and shown as a *documented non-reproduction*. Every check rewrites
+``GTLIB_RESULTS_DIR/<chapter>.json``, which holds each claim's rule, values and control values, so
+anyone can re-evaluate every outcome from the file alone (:func:`reevaluate`).
 """
 from __future__ import annotations
 
+import ast
 import html
 import json
 import math
+import os
 import re
-from dataclasses import asdict, dataclass, field
+import uuid
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from .config import settings
 
+__all__ = ["Claim", "ClaimFailed", "Claims", "RuleError", "claims_table_html", "evaluate_rule",
+           "load_results", "reevaluate"]
+
 _ID = re.compile(r"^[a-z0-9]+(\.[a-z0-9_]+)+$")
 _SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+KINDS = ("effect", "sanity")
+STATUSES = ("reproduced", "documented non-reproduction", "passed", "FAILED")
 
 
 class ClaimFailed(AssertionError):
     """A claim that the chapter expects to hold did not hold in this run."""
 
 
+class RuleError(ValueError):
+    """A rule that is not allowed, refers to an unknown name, or does not give a bool."""
+
+
+# -- the rule evaluator --------------------------------------------------------------------------
+_FUNCS = {"abs": abs, "min": min, "max": max, "all": all, "any": any, "len": len, "sum": sum}
+_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b,
+           ast.Mod: lambda a, b: a % b, ast.Pow: lambda a, b: a ** b}
+_CMPOPS = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+           ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+           ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_MAX_RULE = 500
+
+
+def _ev(node: ast.AST, env: dict) -> Any:
+    if isinstance(node, ast.Expression):
+        return _ev(node.body, env)
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, (bool, int, float, str)) or node.value is None:
+            return node.value
+        raise RuleError(f"constant {node.value!r} is not allowed in a rule")
+    if isinstance(node, ast.Name):
+        if node.id not in env:
+            raise RuleError(f"unknown name {node.id!r} (the rule can use only {sorted(env)})")
+        return env[node.id]
+    if isinstance(node, ast.BoolOp):
+        if isinstance(node.op, ast.And):
+            out = True
+            for v in node.values:
+                out = _ev(v, env)
+                if not out:
+                    return out
+            return out
+        out = False
+        for v in node.values:
+            out = _ev(v, env)
+            if out:
+                return out
+        return out
+    if isinstance(node, ast.UnaryOp):
+        v = _ev(node.operand, env)
+        if isinstance(node.op, ast.Not):
+            return not v
+        if isinstance(node.op, ast.USub):
+            return -v
+        if isinstance(node.op, ast.UAdd):
+            return +v
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        return _BINOPS[type(node.op)](_ev(node.left, env), _ev(node.right, env))
+    if isinstance(node, ast.Compare):
+        left = _ev(node.left, env)
+        for op, comp in zip(node.ops, node.comparators):
+            if type(op) not in _CMPOPS:
+                raise RuleError(f"comparison {type(op).__name__} is not allowed in a rule")
+            right = _ev(comp, env)
+            if not _CMPOPS[type(op)](left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.IfExp):
+        return _ev(node.body, env) if _ev(node.test, env) else _ev(node.orelse, env)
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS:
+            name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
+            raise RuleError(f"call of {name!r} is not allowed in a rule (allowed: {sorted(_FUNCS)})")
+        if node.keywords:
+            raise RuleError("keyword arguments are not allowed in a rule")
+        args = [_ev(a, env) for a in node.args]
+        return _FUNCS[node.func.id](*args)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_ev(e, env) for e in node.elts]
+    if isinstance(node, ast.Subscript):
+        container = _ev(node.value, env)
+        if isinstance(node.slice, ast.Slice):
+            s = node.slice
+            parts = [None if p is None else _ev(p, env) for p in (s.lower, s.upper, s.step)]
+            return container[slice(*parts)]
+        return container[_ev(node.slice, env)]
+    if isinstance(node, (ast.GeneratorExp, ast.ListComp)):
+        return _comprehension(node, env)
+    raise RuleError(f"{type(node).__name__} is not allowed in a rule")
+
+
+def _comprehension(node, env: dict) -> list:
+    out: list = []
+
+    def loop(i: int, scope: dict) -> None:
+        if i == len(node.generators):
+            out.append(_ev(node.elt, scope))
+            return
+        gen = node.generators[i]
+        if gen.is_async or not isinstance(gen.target, ast.Name):
+            raise RuleError("only simple 'for name in values' comprehensions are allowed in a rule")
+        for item in _ev(gen.iter, scope):
+            inner = {**scope, gen.target.id: item}
+            if all(_ev(cond, inner) for cond in gen.ifs):
+                loop(i + 1, inner)
+
+    loop(0, env)
+    return out
+
+
+def evaluate_rule(rule: str, values: dict) -> bool:
+    """Evaluate a claim's rule on named values, allowing only a small, safe subset of Python.
+
+    Allowed: the names in ``values`` (and comprehension variables), numbers, strings,
+    comparisons, ``+ - * / // % **``, ``and``/``or``/``not``, ``x if c else y``, indexing and
+    slicing, list literals, ``for`` comprehensions, and calls of ``abs``, ``min``, ``max``,
+    ``all``, ``any``, ``len`` and ``sum``. Nothing else: no attributes, no other calls, no imports.
+
+    Parameters
+    ----------
+    rule : str
+        The rule, e.g. ``"rel_drop >= 0.40"``.
+    values : dict
+        Name -> value (numbers, bools, strings, and lists or dicts of those).
+
+    Returns
+    -------
+    bool
+        The rule's outcome.
+
+    Raises
+    ------
+    RuleError
+        If the rule uses anything not allowed, names a value that is not given, fails to
+        evaluate, or gives anything but a ``bool``.
+    """
+    if not isinstance(rule, str) or not rule.strip():
+        raise RuleError(f"rule must be a non-empty str, got {rule!r}")
+    if len(rule) > _MAX_RULE:
+        raise RuleError(f"rule is {len(rule)} characters long; keep it under {_MAX_RULE}")
+    if not isinstance(values, dict):
+        raise RuleError(f"values must be a dict, got {type(values).__name__}")
+    try:
+        tree = ast.parse(rule.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise RuleError(f"rule {rule!r} is not a valid expression: {exc.msg}") from None
+    try:
+        out = _ev(tree, dict(values))
+    except RuleError:
+        raise
+    except Exception as exc:  # an error of the values (index, type, division by zero...)
+        raise RuleError(f"rule {rule!r} failed on values {values!r}: "
+                        f"{type(exc).__name__}: {exc}") from None
+    if not isinstance(out, bool):
+        raise RuleError(f"rule {rule!r} gave {out!r} ({type(out).__name__}), not a bool")
+    return out
+
+
+# -- values ---------------------------------------------------------------------------------------
+def _clean(value: Any, where: str) -> Any:
+    """JSON-safe plain Python copy of a measured value; reject what a rule cannot use."""
+    if hasattr(value, "detach"):  # torch tensor
+        value = value.detach().cpu()
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):  # numpy array / scalar
+        value = value.tolist()
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where} is {value!r}: a claim's values must be finite numbers")
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_clean(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, (str, int)):
+                raise TypeError(f"{where} has a key {k!r} of type {type(k).__name__}; use str keys")
+            out[str(k)] = _clean(v, f"{where}[{k!r}]")
+        return out
+    raise TypeError(f"{where} is a {type(value).__name__}; a claim's values must be numbers, bools, "
+                    "strings, or lists/dicts of those")
+
+
+def _clean_values(values: Any, where: str) -> dict:
+    if not isinstance(values, dict) or not values:
+        raise TypeError(f"{where} must be a non-empty dict of named measured values, got {values!r}")
+    out = {}
+    for k, v in values.items():
+        if not isinstance(k, str) or not k.isidentifier():
+            raise ValueError(f"{where} key {k!r} must be a Python identifier (the rule refers to it)")
+        out[k] = _clean(v, f"{where}[{k!r}]")
+    return out
+
+
+# -- the register ---------------------------------------------------------------------------------
 @dataclass
 class Claim:
     """One checked claim (the fields of the results JSON)."""
 
     id: str
+    kind: str
     statement: str
     paper: str
-    measured: str
+    rule: str
+    values: dict
+    control: dict | None
     holds: bool
+    control_holds: bool | None
     status: str
-    values: dict = field(default_factory=dict)
     explanation: str = ""
 
 
-def _jsonable(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
-        return _jsonable(value.item())
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    return value
+def _outcome(kind: str, rule: str, values: dict, control: dict | None) -> tuple[bool, bool | None]:
+    on_values = evaluate_rule(rule, values)
+    if kind == "sanity":
+        return on_values, None
+    on_control = evaluate_rule(rule, control["values"])
+    return (on_values and not on_control), on_control
+
+
+_ACTIVE: dict[str, str] = {}  # results file -> token of the register that owns it
 
 
 class Claims:
@@ -69,6 +286,12 @@ class Claims:
         The chapter's slug (its notebook is ``book/<slug>.ipynb``).
     results_dir : path, optional
         Where to write ``<slug>.json`` (default: ``GTLIB_RESULTS_DIR``).
+
+    Notes
+    -----
+    Creating a new register for the same chapter and folder (re-running a chapter's first cell)
+    retires the old one: checking a claim through a retired register raises, so two registers can
+    never silently overwrite each other's file.
     """
 
     def __init__(self, chapter: str, results_dir: str | Path | None = None):
@@ -79,69 +302,116 @@ class Claims:
         self.scale = s.scale
         self.seed = s.seed
         self.results_dir = Path(results_dir) if results_dir is not None else s.results_dir
+        if self.results_dir.exists() and not self.results_dir.is_dir():
+            raise ValueError(f"results_dir {str(self.results_dir)!r} exists and is not a folder")
         self.claims: list[Claim] = []
         self.path = self.results_dir / f"{chapter}.json"
+        self._token = uuid.uuid4().hex
+        _ACTIVE[str(self.path.resolve())] = self._token
         self._write()
 
-    def check(self, id: str, statement: str, paper: str, measured: str, holds: bool,
-              values: dict | None = None, nonreproduction: str | None = None) -> Claim:
-        """Record a claim measured in this run; raise :class:`ClaimFailed` if it does not hold.
+    def check(self, id: str, *, statement: str, paper: str, rule: str, values: dict,
+              control: tuple[str, dict] | None = None, kind: str = "effect",
+              nonreproduction: str | None = None) -> None:
+        """Evaluate a claim's rule on this run's values (and its control's); record it.
 
         Parameters
         ----------
         id : str
-            The claim's id from the chapter's issue, e.g. ``"prelim.mlp_beats_linear"``.
-        statement, paper, measured : str
-            One line each: the claim, what the paper reports, what this run measured.
-        holds : bool
-            The outcome of the chapter's check on this run's numbers.
-        values : dict, optional
-            The raw measured numbers (stored in the JSON for machine use).
+            The claim's id, e.g. ``"prelim.mlp_beats_linear"``.
+        statement, paper : str
+            One line each: the claim, and what the paper reports (with where it reports it).
+        rule : str
+            A boolean expression over the names in ``values`` (see :func:`evaluate_rule`).
+        values : dict
+            This run's measured values, by name.
+        control : (str, dict), optional
+            Required for an ``effect``, forbidden for a ``sanity`` check: a one-line name of the
+            control and its values under the same names.
+        kind : {"effect", "sanity"}
+            See the module docstring.
         nonreproduction : str, optional
-            If given, a failing claim is recorded as a documented non-reproduction with this
-            explanation instead of raising. (A claim that holds ignores it.)
+            If given, a claim that does not hold is recorded as a documented non-reproduction
+            with this explanation (the measured reason) instead of raising.
+
+        Returns
+        -------
+        None
+            The chapter's claims table (:meth:`table`) shows the claims.
+
+        Raises
+        ------
+        ClaimFailed
+            If the claim does not hold and no ``nonreproduction`` is given; the claim is recorded
+            first, so the results file shows the failure.
         """
-        for name, val in (("id", id), ("statement", statement), ("paper", paper), ("measured", measured)):
+        if _ACTIVE.get(str(self.path.resolve())) != self._token:
+            raise RuntimeError(f"this claims register for {self.chapter!r} was replaced by a newer one "
+                               "for the same chapter; use the newest register")
+        for name, val in (("id", id), ("statement", statement), ("paper", paper), ("rule", rule)):
             if not isinstance(val, str) or not val.strip():
-                raise TypeError(f"{name} must be a non-empty str")
+                raise TypeError(f"{name} must be a non-empty str, got {val!r}")
         if not _ID.match(id):
             raise ValueError(f"id must look like 'chapter.claim_name', got {id!r}")
         if any(c.id == id for c in self.claims):
             raise ValueError(f"claim {id!r} was already checked in this chapter")
-        if not isinstance(holds, bool):
-            if hasattr(holds, "item"):
-                holds = bool(holds.item())
-            else:
-                raise TypeError(f"holds must be a bool, got {type(holds).__name__}")
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        if nonreproduction is not None and (not isinstance(nonreproduction, str)
+                                            or not nonreproduction.strip()):
+            raise ValueError("nonreproduction must be a non-blank explanation (the measured reason), "
+                             f"got {nonreproduction!r}")
+        clean = _clean_values(values, "values")
+        ctrl = None
+        if kind == "effect":
+            if control is None:
+                raise ValueError(f"claim {id!r} is an effect and needs control=(name, values): the "
+                                 "baseline the paper's effect is defined against, measured in this run")
+            if (not isinstance(control, (tuple, list)) or len(control) != 2
+                    or not isinstance(control[0], str) or not control[0].strip()):
+                raise TypeError(f"control must be a (name, values) pair with a non-empty name, got {control!r}")
+            ctrl = {"name": control[0].strip(), "values": _clean_values(control[1], "control values")}
+        elif control is not None:
+            raise ValueError(f"claim {id!r} is a sanity check: it takes no control")
+        holds, control_holds = _outcome(kind, rule, clean, ctrl)  # raises before anything is recorded
         if holds:
-            status = "reproduced"
+            status = "reproduced" if kind == "effect" else "passed"
         elif nonreproduction:
             status = "documented non-reproduction"
         else:
             status = "FAILED"
-        claim = Claim(id=id, statement=statement, paper=paper, measured=measured, holds=holds,
-                      status=status, values=_jsonable(values or {}),
-                      explanation="" if holds else (nonreproduction or ""))
+        claim = Claim(id=id, kind=kind, statement=statement.strip(), paper=paper.strip(),
+                      rule=rule.strip(), values=clean, control=ctrl, holds=holds,
+                      control_holds=control_holds, status=status,
+                      explanation="" if holds else (nonreproduction or "").strip())
         self.claims.append(claim)
         self._write()
         if status == "FAILED":
-            raise ClaimFailed(f"claim {id} does not hold in this run: {measured} "
-                              f"(scale={self.scale}, seed={self.seed})")
-        return claim
+            why = ("the rule is also true on the control "
+                   f"({ctrl['name']}), so the check cannot tell the effect from its control"
+                   if control_holds else "the rule is false on this run's values")
+            raise ClaimFailed(f"claim {id} does not hold: {why}. rule: {rule}; values: {clean}"
+                              + (f"; control values: {ctrl['values']}" if ctrl else "")
+                              + f" (scale={self.scale}, seed={self.seed})")
 
     # -- output ---------------------------------------------------------------------------------
     def as_dict(self) -> dict:
+        """The register as the results JSON holds it."""
         return {"chapter": self.chapter, "scale": self.scale, "seed": self.seed,
                 "claims": [asdict(c) for c in self.claims]}
 
     def _write(self) -> None:
         self.results_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.as_dict(), indent=2))
-        tmp.replace(self.path)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
+        try:
+            tmp.write_text(json.dumps(self.as_dict(), indent=2, allow_nan=False))
+            os.replace(tmp, self.path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
 
     def table(self):
-        """The chapter's claims as an HTML table (display it as a cell's last expression)."""
+        """The chapter's claims as HTML tables, effects and sanity checks apart."""
         from IPython.display import HTML
 
         return HTML(claims_table_html(self.as_dict()["claims"]))
@@ -149,27 +419,104 @@ class Claims:
     def _repr_html_(self) -> str:
         return claims_table_html(self.as_dict()["claims"])
 
+    def __repr__(self) -> str:
+        n = len(self.claims)
+        return f"<Claims of {self.chapter!r}: {n} claim{'s' if n != 1 else ''}>"
 
-STATUS_MARK = {"reproduced": "✅ reproduced", "documented non-reproduction": "⚠️ not reproduced (documented)",
-               "FAILED": "❌ failed"}
 
+def reevaluate(claim: dict) -> tuple[bool, bool | None]:
+    """Re-evaluate a stored claim (a dict from a results JSON) from its rule and values alone.
 
-def claims_table_html(claims: list[dict], chapter_col: bool = False,
-                      measured_header: str = "measured here") -> str:
-    """Render claims (dicts with id/statement/paper/measured/status) as an HTML table.
-
-    Used by every chapter's claims table and by the site's reproduction report.
+    Returns
+    -------
+    (holds, control_holds)
+        As :meth:`Claims.check` computed them; compare with the stored fields.
     """
-    head = "".join(f"<th>{h}</th>" for h in
-                   (["chapter"] if chapter_col else []) + ["id", "claim", "paper", measured_header, "status"])
+    return _outcome(claim["kind"], claim["rule"], claim["values"], claim.get("control"))
+
+
+# -- rendering ------------------------------------------------------------------------------------
+STATUS_LABEL = {"reproduced": "reproduced", "passed": "passed",
+                "documented non-reproduction": "not reproduced (documented)", "FAILED": "FAILED"}
+
+
+def _fmt(v: Any, depth: int = 0) -> str:
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, list):
+        items = [_fmt(x, depth + 1) for x in v[:8]]
+        return "[" + ", ".join(items) + (", …" if len(v) > 8 else "") + "]"
+    if isinstance(v, dict):
+        items = [f"{k}: {_fmt(x, depth + 1)}" for k, x in list(v.items())[:8]]
+        return "{" + ", ".join(items) + (", …" if len(v) > 8 else "") + "}"
+    return str(v)
+
+
+def _values_html(values: dict | None, names: set | None = None) -> str:
+    if not values:
+        return ""
+    return "<br>".join(f"<code>{html.escape(k)}</code> = {html.escape(_fmt(v))}"
+                       for k, v in values.items() if names is None or k in names)
+
+
+def _rule_names(rule: str) -> set:
+    try:
+        return {n.id for n in ast.walk(ast.parse(rule, mode="eval")) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return set()
+
+
+def _one_table(claims: list[dict], chapter_col: bool, effects: bool) -> str:
+    heads = (["chapter"] if chapter_col else []) + ["claim", "rule", "this run"]
+    heads += ["control"] if effects else []
+    heads += ["status"]
     rows = []
     for c in claims:
-        cells = ([c.get("chapter", "")] if chapter_col else []) + [
-            f"<code>{html.escape(c['id'])}</code>", html.escape(c["statement"]), html.escape(c["paper"]),
-            html.escape(c["measured"]), STATUS_MARK.get(c["status"], html.escape(c["status"]))
-            + (f"<br><small>{html.escape(c['explanation'])}</small>" if c.get("explanation") else "")]
+        names = _rule_names(c["rule"])
+        status = c["status"]
+        cls = {"reproduced": "ok", "passed": "ok", "FAILED": "fail"}.get(status, "nr")
+        cells = ([html.escape(c.get("chapter", ""))] if chapter_col else []) + [
+            f"<code>{html.escape(c['id'])}</code><br>{html.escape(c['statement'])}"
+            f"<br><small>Paper: {html.escape(c['paper'])}</small>",
+            f"<code>{html.escape(c['rule'])}</code>",
+            _values_html(c["values"], names)]
+        if effects:
+            ctrl = c.get("control") or {}
+            cells.append(f"<em>{html.escape(ctrl.get('name', ''))}</em><br>"
+                         + _values_html(ctrl.get("values"), names)
+                         + (f"<br><small>rule on control: {ctrl and c.get('control_holds')}</small>"
+                            if ctrl else ""))
+        cells.append(f"<span class='gtlib-status gtlib-{cls}'>{STATUS_LABEL.get(status, html.escape(status))}</span>"
+                     + (f"<br><small>{html.escape(c['explanation'])}</small>" if c.get("explanation") else ""))
         rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
-    return f'<table class="gtlib-claims"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    head = "".join(f"<th>{h}</th>" for h in heads)
+    return (f'<div class="gtlib-table-wrap"><table class="gtlib-claims"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def claims_table_html(claims: list[dict], chapter_col: bool = False) -> str:
+    """Render claims (dicts as in the results JSON) as HTML: effects, then sanity checks apart.
+
+    Each effect shows its rule, this run's values, the control's name and values, and its status;
+    the checks of the implementation (``kind="sanity"``) follow in a table of their own. Used by
+    every chapter's claims table and by the site's reproduction report.
+    """
+    if not isinstance(claims, list):
+        raise TypeError(f"claims must be a list of claim dicts, got {type(claims).__name__}")
+    effects = [c for c in claims if c.get("kind", "effect") == "effect"]
+    sanity = [c for c in claims if c.get("kind") == "sanity"]
+    parts = []
+    if effects:
+        parts.append(f"<p><strong>Effects</strong> ({len(effects)}): each holds only if its rule is true "
+                     "on this run and false on its control.</p>" + _one_table(effects, chapter_col, True))
+    if sanity:
+        parts.append(f"<p><strong>Checks of the implementation</strong> ({len(sanity)}): identities "
+                     "and invariances, not reproductions.</p>" + _one_table(sanity, chapter_col, False))
+    if not parts:
+        parts.append("<p>No claims were checked.</p>")
+    return "\n".join(parts)
 
 
 def load_results(results_dir: str | Path | None = None) -> list[dict]:
@@ -177,4 +524,6 @@ def load_results(results_dir: str | Path | None = None) -> list[dict]:
     d = Path(results_dir) if results_dir is not None else settings().results_dir
     if not d.exists():
         return []
+    if not d.is_dir():
+        raise ValueError(f"results_dir {str(d)!r} is not a folder")
     return [json.loads(p.read_text()) for p in sorted(d.glob("*.json"))]

@@ -23,7 +23,7 @@ from sphinx.transforms import SphinxTransform
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from gtlib.claims import STATUS_MARK, claims_table_html
+from gtlib.claims import claims_table_html
 
 logger = logging.getLogger(__name__)
 
@@ -78,10 +78,12 @@ def _report_html(app, fromdocname: str) -> str:
         data = json.loads(p.read_text())
         results[data["chapter"]] = data
     parts = []
-    summary = ["<table class='gtlib-report-summary'><thead><tr><th>chapter</th><th>scale</th>"
-               "<th>seed</th><th>claims</th><th>reproduced</th><th>documented non-reproductions</th>"
-               "<th>failed</th></tr></thead><tbody>"]
+    summary = ["<div class='gtlib-table-wrap'><table class='gtlib-report-summary'><thead><tr>"
+               "<th>chapter</th><th>scale</th><th>seed</th><th>effects</th><th>reproduced</th>"
+               "<th>documented non-reproductions</th><th>failed</th><th>checks of the "
+               "implementation (passed / all)</th></tr></thead><tbody>"]
     detail = []
+    totals = dict(effects=0, reproduced=0, nonrep=0, failed=0, sanity=0, sanity_ok=0)
     for doc in _chapter_docs(app):
         slug = doc.split("/")[-1]
         title = app.env.titles[doc].astext() if doc in app.env.titles else slug
@@ -92,16 +94,26 @@ def _report_html(app, fromdocname: str) -> str:
             if app.config.nb_execution_mode != "off":  # a chapter that ran must have claims
                 logger.warning(f"claims report: chapter {slug!r} wrote no claims in this build",
                                location=fromdocname)
-            summary.append(f"<tr><td>{link}</td><td colspan='6'>not executed in this build</td></tr>")
+            summary.append(f"<tr><td>{link}</td><td colspan='7'>not executed in this build</td></tr>")
             continue
         claims = data["claims"]
-        count = {s: sum(c["status"] == s for c in claims) for s in STATUS_MARK}
+        eff = [c for c in claims if c.get("kind", "effect") == "effect"]
+        san = [c for c in claims if c.get("kind") == "sanity"]
+        row = dict(effects=len(eff), reproduced=sum(c["status"] == "reproduced" for c in eff),
+                   nonrep=sum(c["status"] == "documented non-reproduction" for c in eff),
+                   failed=sum(c["status"] == "FAILED" for c in claims), sanity=len(san),
+                   sanity_ok=sum(c["status"] == "passed" for c in san))
+        for k, v in row.items():
+            totals[k] += v
         summary.append(f"<tr><td>{link}</td><td>{data['scale']}</td><td>{data['seed']}</td>"
-                       f"<td>{len(claims)}</td><td>{count['reproduced']}</td>"
-                       f"<td>{count['documented non-reproduction']}</td><td>{count['FAILED']}</td></tr>")
-        table = claims_table_html(claims, measured_header="measured in this build")
+                       f"<td>{row['effects']}</td><td>{row['reproduced']}</td><td>{row['nonrep']}</td>"
+                       f"<td>{row['failed']}</td><td>{row['sanity_ok']} / {row['sanity']}</td></tr>")
+        table = claims_table_html(claims)
         detail.append(f"<h3 id='report-{slug}'>{link}</h3>{table}")
-    summary.append("</tbody></table>")
+    summary.append(f"<tr class='gtlib-total'><td><strong>all chapters</strong></td><td></td><td></td>"
+                   f"<td>{totals['effects']}</td><td>{totals['reproduced']}</td><td>{totals['nonrep']}</td>"
+                   f"<td>{totals['failed']}</td><td>{totals['sanity_ok']} / {totals['sanity']}</td></tr>")
+    summary.append("</tbody></table></div>")
     parts.append("".join(summary))
     parts.extend(detail)
     return "\n".join(parts)
