@@ -107,7 +107,12 @@ def _ev(node: ast.AST, env: dict) -> Any:
         if isinstance(node.op, ast.UAdd):
             return +v
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        return _BINOPS[type(node.op)](_ev(node.left, env), _ev(node.right, env))
+        left, right = _ev(node.left, env), _ev(node.right, env)
+        if isinstance(node.op, ast.Pow) and isinstance(right, (int, float)) and abs(right) > 64:
+            raise RuleError("exponents above 64 are not allowed in a rule")
+        if isinstance(node.op, ast.Mult) and (isinstance(left, (str, list)) or isinstance(right, (str, list))):
+            raise RuleError("repeating a list or string is not allowed in a rule")
+        return _BINOPS[type(node.op)](left, right)
     if isinstance(node, ast.Compare):
         left = _ev(node.left, env)
         for op, comp in zip(node.ops, node.comparators):
