@@ -473,10 +473,12 @@ def _rule_names(rule: str) -> set:
         return set()
 
 
-def _one_table(claims: list[dict], chapter_col: bool, effects: bool) -> str:
+def _one_table(claims: list[dict], chapter_col: bool, effects: bool,
+               full: dict | None = None) -> str:
     heads = (["chapter"] if chapter_col else []) + ["claim", "rule", "this run"]
     heads += ["control"] if effects else []
     heads += ["status"]
+    heads += ["full scale (recorded run)"] if full is not None else []
     rows = []
     for c in claims:
         names = _rule_names(c["rule"])
@@ -495,18 +497,25 @@ def _one_table(claims: list[dict], chapter_col: bool, effects: bool) -> str:
                             if ctrl else ""))
         cells.append(f"<span class='gtlib-status gtlib-{cls}'>{STATUS_LABEL.get(status, html.escape(status))}</span>"
                      + (f"<br><small>{html.escape(c['explanation'])}</small>" if c.get("explanation") else ""))
+        if full is not None:
+            f = full.get(c["id"])
+            cells.append("not in the record" if f is None else
+                         _values_html(f.get("values"), names) + "<br>"
+                         + STATUS_LABEL.get(f.get("status", ""), html.escape(str(f.get("status")))))
         rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in heads)
     return (f'<div class="gtlib-table-wrap"><table class="gtlib-claims"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
-def claims_table_html(claims: list[dict], chapter_col: bool = False) -> str:
+def claims_table_html(claims: list[dict], chapter_col: bool = False,
+                      full: dict | None = None) -> str:
     """Render claims (dicts as in the results JSON) as HTML: effects, then sanity checks apart.
 
     Each effect shows its rule, this run's values, the control's name and values, and its status;
     the checks of the implementation (``kind="sanity"``) follow in a table of their own. Used by
-    every chapter's claims table and by the site's reproduction report.
+    every chapter's claims table and by the site's reproduction report. ``full`` (claim id ->
+    claim dict of a recorded full-scale run) adds a column with that run's values and status.
     """
     if not isinstance(claims, list):
         raise TypeError(f"claims must be a list of claim dicts, got {type(claims).__name__}")
@@ -515,10 +524,10 @@ def claims_table_html(claims: list[dict], chapter_col: bool = False) -> str:
     parts = []
     if effects:
         parts.append(f"<p><strong>Effects</strong> ({len(effects)}): each holds only if its rule is true "
-                     "on this run and false on its control.</p>" + _one_table(effects, chapter_col, True))
+                     "on this run and false on its control.</p>" + _one_table(effects, chapter_col, True, full))
     if sanity:
         parts.append(f"<p><strong>Checks of the implementation</strong> ({len(sanity)}): identities "
-                     "and invariances, not reproductions.</p>" + _one_table(sanity, chapter_col, False))
+                     "and invariances, not reproductions.</p>" + _one_table(sanity, chapter_col, False, full))
     if not parts:
         parts.append("<p>No claims were checked.</p>")
     return "\n".join(parts)

@@ -72,12 +72,40 @@ def _chapter_docs(app) -> list[str]:
     return out
 
 
+def _full_record(app) -> tuple[dict | None, dict]:
+    """The committed full-scale record (``book/_data/full-scale``), if one exists."""
+    folder = Path(app.srcdir) / "book" / "_data" / "full-scale"
+    if not (folder / "record.json").exists():
+        return None, {}
+    record = json.loads((folder / "record.json").read_text())
+    by_chapter = {}
+    for p in sorted((folder / "results").glob("*.json")):
+        data = json.loads(p.read_text())
+        by_chapter[data["chapter"]] = {c["id"]: c for c in data["claims"]}
+    return record, by_chapter
+
+
+def _record_html(record: dict | None) -> str:
+    cmd = "GTLIB_DEVICE=cuda python tests/run_scale.py --scale full --out book/_data/full-scale"
+    if record is None:
+        return ("<p><strong>Full scale.</strong> No full-scale run has been recorded yet: the "
+                "<code>full</code> presets are meant for one data-centre GPU and have not been run "
+                f"on one. The command that makes the record is <code>{html.escape(cmd)}</code>; "
+                "once a record is committed, a column beside this build's numbers shows it.</p>")
+    times = ", ".join(f"{k} {v['wall_s']:.0f} s" for k, v in record["chapters"].items())
+    return (f"<p><strong>Full scale.</strong> The last column shows the run recorded on "
+            f"{html.escape(record['date'])} on {html.escape(record['device_name'])} (torch "
+            f"{html.escape(record['torch'])}), made with <code>{html.escape(record['command'])}"
+            f"</code>. Wall times: {html.escape(times)}.</p>")
+
+
 def _report_html(app, fromdocname: str) -> str:
     results = {}
     for p in sorted(_results_dir(app).glob("*.json")):
         data = json.loads(p.read_text())
         results[data["chapter"]] = data
-    parts = []
+    record, full = _full_record(app)
+    parts = [_record_html(record)]
     summary = ["<div class='gtlib-table-wrap'><table class='gtlib-report-summary'><thead><tr>"
                "<th>chapter</th><th>scale</th><th>seed</th><th>effects</th><th>reproduced</th>"
                "<th>documented non-reproductions</th><th>failed</th><th>checks of the "
@@ -108,7 +136,7 @@ def _report_html(app, fromdocname: str) -> str:
         summary.append(f"<tr><td>{link}</td><td>{data['scale']}</td><td>{data['seed']}</td>"
                        f"<td>{row['effects']}</td><td>{row['reproduced']}</td><td>{row['nonrep']}</td>"
                        f"<td>{row['failed']}</td><td>{row['sanity_ok']} / {row['sanity']}</td></tr>")
-        table = claims_table_html(claims)
+        table = claims_table_html(claims, full=full.get(slug, {}) if record else None)
         detail.append(f"<h3 id='report-{slug}'>{link}</h3>{table}")
     summary.append(f"<tr class='gtlib-total'><td><strong>all chapters</strong></td><td></td><td></td>"
                    f"<td>{totals['effects']}</td><td>{totals['reproduced']}</td><td>{totals['nonrep']}</td>"
