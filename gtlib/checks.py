@@ -1,42 +1,295 @@
 """Argument checks shared by every gtlib module.
 
 Public functions validate their arguments at the boundary and raise ``TypeError`` (wrong type) or
-``ValueError`` (wrong value), always naming the argument and the accepted values, so that a reader
-who passes a bad value learns which one and why.
+``ValueError`` (wrong value), always naming the argument, the value and what is accepted, so that
+a reader who passes a bad value learns which one and why.
+
+The checks are small *constraint* objects, in the spirit of scikit-learn's parameter constraints:
+a constraint is declared once (on a config field, see :func:`gtlib.config.param`, or at the top of a
+function) and its :meth:`Constraint.check` raises with a message built from its description::
+
+    Interval(float, 0, None, closed="neither").check("lr", float("inf"))
+    # ValueError: lr must be a finite number > 0, got inf
+
+The functions :func:`check_int`, :func:`check_positive` and :func:`check_fraction` are shorthands
+for the three most common intervals; :func:`check_labels`, :func:`check_finite`,
+:func:`check_indices` and :func:`check_seeds` check tensors and lists at a boundary.
 """
 from __future__ import annotations
 
 import math
+from typing import Any, Iterable
 
 import numpy as np
+import torch
+
+CLOSED = ("both", "left", "right", "neither")
 
 
-def check_int(name: str, value, minimum: int = 1) -> int:
-    """``value`` as an ``int`` (bools refused), at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+class Constraint:
+    """What a value must be; :meth:`check` returns it unchanged or raises naming ``name``."""
+
+    def describe(self) -> str:  # "a finite number > 0", "one of ('sgd', 'adamw')", ...
+        raise NotImplementedError
+
+    def check(self, name: str, value: Any) -> Any:
+        raise NotImplementedError
+
+    def _fail(self, name: str, value: Any, error: type = ValueError):
+        raise error(f"{name} must be {self.describe()}, got {_show(value)}")
+
+
+def _show(value: Any) -> str:
+    """A short rendering of a bad value for an error message."""
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        return f"{type(value).__name__} of shape {tuple(value.shape)}"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_))
+
+
+class Interval(Constraint):
+    """An ``int`` (``kind=int``) or a finite real number (``kind=float``) in an interval.
+
+    ``low``/``high`` of ``None`` mean unbounded; ``closed`` says which ends belong to the interval
+    (``"both"``, ``"left"``, ``"right"`` or ``"neither"``). Bools are refused; NaN and infinities are
+    refused for every real interval. ``optional=True`` also accepts ``None``.
+    """
+
+    def __init__(self, kind: type, low: float | None = None, high: float | None = None,
+                 closed: str = "both", optional: bool = False):
+        if kind not in (int, float):
+            raise ValueError(f"kind must be int or float, got {kind!r}")
+        if closed not in CLOSED:
+            raise ValueError(f"closed must be one of {CLOSED}, got {closed!r}")
+        self.kind, self.low, self.high, self.closed, self.optional = kind, low, high, closed, optional
+
+    def describe(self) -> str:
+        what = "an int" if self.kind is int else "a finite number"
+        lo_in = self.closed in ("both", "left")
+        hi_in = self.closed in ("both", "right")
+        if self.low is not None and self.high is not None:
+            rng = f"in {'[' if lo_in else '('}{self.low}, {self.high}{']' if hi_in else ')'}"
+        elif self.low is not None:
+            rng = f"{'>=' if lo_in else '>'} {self.low}"
+        elif self.high is not None:
+            rng = f"{'<=' if hi_in else '<'} {self.high}"
+        else:
+            rng = ""
+        text = f"{what} {rng}".strip()
+        return text + " or None" if self.optional else text
+
+    def contains(self, value: float) -> bool:
+        lo_in = self.closed in ("both", "left")
+        hi_in = self.closed in ("both", "right")
+        if self.low is not None and (value < self.low or (value == self.low and not lo_in)):
+            return False
+        if self.high is not None and (value > self.high or (value == self.high and not hi_in)):
+            return False
+        return True
+
+    def check(self, name: str, value: Any) -> Any:
+        if value is None and self.optional:
+            return value
+        if not (_is_int(value) if self.kind is int else _is_real(value)):
+            self._fail(name, value, TypeError)
+        if self.kind is float and not math.isfinite(float(value)):
+            self._fail(name, value)
+        if not self.contains(value):
+            self._fail(name, value)
+        return value
+
+
+class Options(Constraint):
+    """One of a fixed set of values (e.g. the names of the optimizers)."""
+
+    def __init__(self, values: Iterable, optional: bool = False):
+        self.values = tuple(values)
+        self.optional = optional
+
+    def describe(self) -> str:
+        return f"one of {self.values}" + (" or None" if self.optional else "")
+
+    def check(self, name: str, value: Any) -> Any:
+        if value is None and self.optional:
+            return value
+        try:
+            ok = any(value == v and type(value) is type(v) for v in self.values)
+        except Exception:  # e.g. comparing an array
+            ok = False
+        if not ok:
+            self._fail(name, value, TypeError if not isinstance(value, str)
+                       and all(isinstance(v, str) for v in self.values) else ValueError)
+        return value
+
+
+class Boolean(Constraint):
+    """A ``bool`` (numpy bools too)."""
+
+    def describe(self) -> str:
+        return "a bool"
+
+    def check(self, name: str, value: Any) -> Any:
+        if not isinstance(value, (bool, np.bool_)):
+            self._fail(name, value, TypeError)
+        return value
+
+
+class InstanceOf(Constraint):
+    """An instance of ``cls`` (e.g. a nested config, which validated itself when it was built)."""
+
+    def __init__(self, cls: type, optional: bool = False):
+        self.cls, self.optional = cls, optional
+
+    def describe(self) -> str:
+        return f"a {self.cls.__name__}" + (" or None" if self.optional else "")
+
+    def check(self, name: str, value: Any) -> Any:
+        if value is None and self.optional:
+            return value
+        if not isinstance(value, self.cls):
+            self._fail(name, value, TypeError)
+        return value
+
+
+class Sequence(Constraint):
+    """A tuple or list whose items all satisfy ``item``.
+
+    ``min_len`` is the least number of items; ``increasing="strict"`` (or ``"weak"``) asks for
+    sorted items, ``distinct=True`` for items without repeats.
+    """
+
+    def __init__(self, item: Constraint, min_len: int = 1, increasing: str | None = None,
+                 distinct: bool = False):
+        if increasing not in (None, "strict", "weak"):
+            raise ValueError(f"increasing must be None, 'strict' or 'weak', got {increasing!r}")
+        self.item, self.min_len, self.increasing, self.distinct = item, min_len, increasing, distinct
+
+    def describe(self) -> str:
+        parts = [f"at least {self.min_len} item{'s' if self.min_len != 1 else ''}"]
+        if self.increasing:
+            parts.append("strictly increasing" if self.increasing == "strict" else "sorted")
+        if self.distinct:
+            parts.append("without repeats")
+        return f"a tuple ({', '.join(parts)}) of items each {self.item.describe()}"
+
+    def check(self, name: str, value: Any) -> Any:
+        if not isinstance(value, (tuple, list)):
+            self._fail(name, value, TypeError)
+        for i, v in enumerate(value):
+            self.item.check(f"{name}[{i}]", v)
+        if len(value) < self.min_len:
+            self._fail(name, value)
+        if self.increasing and len(value) > 1:
+            pairs = list(zip(value[:-1], value[1:]))
+            if any((b <= a) if self.increasing == "strict" else (b < a) for a, b in pairs):
+                self._fail(name, value)
+        if self.distinct and len(set(value)) != len(value):
+            self._fail(name, value)
+        return value
+
+
+def check(name: str, value: Any, constraint: Constraint) -> Any:
+    """``constraint.check(name, value)``: the value unchanged, or an error naming ``name``."""
+    return constraint.check(name, value)
+
+
+# -- shorthands for the common intervals (they also convert numpy scalars to Python numbers) ------
+
+def check_int(name: str, value, minimum: int = 1, maximum: int | None = None) -> int:
+    """``value`` as an ``int`` (bools refused), at least ``minimum`` (and at most ``maximum``)."""
+    return int(Interval(int, minimum, maximum).check(name, value))
 
 
 def check_positive(name: str, value, allow_zero: bool = False) -> float:
     """``value`` as a finite ``float`` that is > 0 (or >= 0 with ``allow_zero``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'} and finite, got {value}")
-    return value
+    return float(Interval(float, 0, None, "left" if allow_zero else "neither").check(name, value))
 
 
 def check_fraction(name: str, value, open_interval: bool = False) -> float:
     """``value`` as a ``float`` in [0, 1] (or in (0, 1) with ``open_interval``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a number in [0, 1], got {type(value).__name__}")
-    value = float(value)
-    if open_interval and not 0.0 < value < 1.0:
-        raise ValueError(f"{name} must lie strictly between 0 and 1, got {value}")
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must lie in [0, 1], got {value}")
-    return value
+    return float(Interval(float, 0, 1, "neither" if open_interval else "both").check(name, value))
+
+
+def check_real(name: str, value) -> float:
+    """``value`` as a finite ``float`` (any sign)."""
+    return float(Interval(float).check(name, value))
+
+
+# -- tensors and lists at a boundary ----------------------------------------------------------------
+
+def check_finite(name: str, x) -> Any:
+    """Refuse a float tensor/array holding NaN or infinities (an integer one passes)."""
+    if isinstance(x, torch.Tensor):
+        if x.is_floating_point() and x.numel() and not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{name} must hold finite values only, got NaN or inf")
+    elif isinstance(x, np.ndarray):
+        if np.issubdtype(x.dtype, np.floating) and x.size and not np.isfinite(x).all():
+            raise ValueError(f"{name} must hold finite values only, got NaN or inf")
+    else:
+        raise TypeError(f"{name} must be a torch.Tensor or numpy array, got {type(x).__name__}")
+    return x
+
+
+def check_labels(name: str, y, num_classes: int | None = None, n: int | None = None) -> Any:
+    """Refuse labels that are not a 1-D (or 2-D per-member) integer tensor in ``[0, num_classes)``.
+
+    ``n`` is the number of rows the labels must match (the last axis of ``y``).
+    """
+    if not isinstance(y, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of integer labels, got {type(y).__name__}")
+    if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer class labels (torch.int64), got dtype {y.dtype}")
+    if y.ndim not in (1, 2):
+        raise ValueError(f"{name} must have shape (n,) or (E, n), got {tuple(y.shape)}")
+    if n is not None and y.shape[-1] != n:
+        raise ValueError(f"{name} must have {n} labels (one per row of x), got {tuple(y.shape)}")
+    if y.numel() == 0:
+        raise ValueError(f"{name} must not be empty")
+    if num_classes is not None:
+        lo, hi = int(y.min()), int(y.max())
+        if lo < 0 or hi >= num_classes:
+            raise ValueError(f"{name} must hold labels in [0, {num_classes}), got range "
+                             f"[{lo}, {hi}]")
+    return y
+
+
+def check_indices(name: str, idx, size: int) -> torch.Tensor:
+    """``idx`` as a 1-D int64 tensor of indices in ``[-size, size)`` (floats and bools refused)."""
+    if isinstance(idx, torch.Tensor):
+        t = idx
+    else:
+        arr = np.asarray(idx)
+        if arr.dtype == object:
+            raise TypeError(f"{name} must be a sequence of ints, got {_show(idx)}")
+        t = torch.from_numpy(arr.copy()) if arr.size else torch.zeros(0, dtype=torch.int64)
+    if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
+        raise TypeError(f"{name} must hold integer indices, got dtype {t.dtype}")
+    if t.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {tuple(t.shape)}")
+    if t.numel() and (int(t.min()) < -size or int(t.max()) >= size):
+        raise ValueError(f"{name} must hold indices in [0, {size}), got range "
+                         f"[{int(t.min())}, {int(t.max())}]")
+    return t.to(torch.int64)
+
+
+SEED = Interval(int, 0, 2**63 - 1)
+
+
+def check_seeds(name: str, seeds) -> list[int]:
+    """A non-empty list of non-negative int seeds (a bare int is refused: pass ``range(k)``)."""
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise TypeError(f"{name} must be a non-empty sequence of non-negative ints "
+                        f"(e.g. range(3)), got {_show(seeds)}")
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError(f"{name} must be a non-empty sequence of non-negative ints, got []")
+    return [int(SEED.check(f"{name}[{i}]", s)) for i, s in enumerate(seeds)]

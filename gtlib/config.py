@@ -1,36 +1,75 @@
-"""Run settings shared by every chapter: scale, seed, results folder, device and threads.
+"""Run settings shared by every chapter, and the one base class of every experiment config.
 
+Settings
+--------
 Every knob is read from the environment, so the same notebook runs at laptop scale in CI and at
 paper-like scale on a GPU without editing a cell:
 
 ``GTLIB_SCALE``
     ``quick`` (default; minutes on 2 CPU cores) or ``full`` (closer to the papers; meant for a GPU).
 ``GTLIB_SEED``
-    Base seed (default 0). Every claim in the book must hold for any seed, not one lucky one.
+    Base seed (default 0), an integer in ``[0, 2**32)`` (chapters derive further seeds from it by
+    adding offsets). Every claim in the book must hold for any seed, not one lucky one.
 ``GTLIB_RESULTS_DIR``
     Where executing a chapter writes ``<chapter-slug>.json`` (default ``_build/results`` at the
     repository root, or ``./_build/results`` when gtlib is installed elsewhere, e.g. on Colab).
 ``GTLIB_DEVICE``
-    ``cuda``, ``mps`` or ``cpu``; by default the first available in that order.
+    ``cuda``, ``mps`` or ``cpu``; by default the first available in that order. Naming a device
+    this machine does not have is an error.
 ``GTLIB_THREADS``
-    torch intra-op threads (default 1: on a small shared machine more threads are slower).
+    torch intra-op threads (default 1: on a small shared machine more threads are slower), at most
+    four times the number of CPU cores.
 ``GTLIB_CACHE_DIR``
     Where generated datasets are cached (default ``~/.cache/gtlib``).
+
+Each variable is read (and checked) only by the functions that need it: a bad ``GTLIB_DEVICE``
+does not stop ``gtlib.data.mnist1d(device="cpu")``.
+
+Configs
+-------
+An experiment's sizes and hyperparameters live in a dataclass derived from :class:`Config`. Each
+field declares what it accepts once, with :func:`param` and a constraint from :mod:`gtlib.checks`::
+
+    @dataclass
+    class SweepConfig(Config):
+        '''What the sweep trains.'''
+        FULL = dict(n_train=16000, epochs=60)      # the `full` preset: overrides of the defaults
+        n_train: int = param(4000, Interval(int, 1))
+        lr: float = param(0.1, Interval(float, 0, None, closed="neither"))
+        optimizer: str = param("sgd", Options(("sgd", "adamw")))
+
+The dataclass's constructor validates every field (and the cross-field rules of
+:meth:`Config._check_together`), so no config exists in an invalid state; the error names the
+config, the field, the value and what is accepted. The defaults are the ``quick`` preset and the
+class attribute ``FULL`` maps fields to their ``full`` values; chapters build configs with
+``preset(SweepConfig)`` (the scale in force) or ``preset(SweepConfig, "full", lr=0.05)``.
+
+Results returned by experiments derive from :class:`Result`, whose :meth:`Result.to_dict` turns
+them into plain JSON-ready values.
 """
 from __future__ import annotations
 
+import copy
+import html
 import os
 import random
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 import torch
 
+from .checks import SEED, Constraint, Interval
+
 SCALES = ("quick", "full")
 DEVICES = ("cuda", "mps", "cpu")
+SEED_MAX = 2**32 - 1  # GTLIB_SEED; chapters add offsets, seed_everything accepts up to 2**63 - 1
 
+
+# ================================================================================================
+# settings (environment)
+# ================================================================================================
 
 def _repo_root() -> Path | None:
     """The repository root when gtlib is imported from a checkout, else None."""
@@ -38,13 +77,34 @@ def _repo_root() -> Path | None:
     return here if (here / "_config.yml").exists() and (here / "gtlib").is_dir() else None
 
 
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
 def _auto_device() -> str:
     if torch.cuda.is_available():
         return "cuda"
-    mps = getattr(torch.backends, "mps", None)
-    if mps is not None and mps.is_available():
+    if _mps_available():
         return "mps"
     return "cpu"
+
+
+def _short_path(path: Path) -> str:
+    """``path`` relative to the repository, or with ``~`` for the home folder (no machine paths)."""
+    path = Path(path)
+    root = _repo_root()
+    candidates = []
+    if root is not None:
+        candidates.append((root, ""))
+    candidates.append((Path.home(), "~/"))
+    for base, prefix in candidates:
+        try:
+            rel = path.resolve().relative_to(base.resolve())
+        except (ValueError, OSError):
+            continue
+        return prefix + (str(rel) if str(rel) != "." else "") or "."
+    return str(path)
 
 
 @dataclass(frozen=True)
@@ -59,22 +119,88 @@ class Settings:
     cache_dir: Path
 
     def _repr_html_(self) -> str:  # shown by the first cell of every chapter
-        rows = "".join(f"<tr><td><code>{f.name}</code></td><td>{getattr(self, f.name)}</td></tr>"
-                       for f in fields(self))
-        return f"<table><tr><th>setting</th><th>value</th></tr>{rows}</table>"
+        rows = []
+        for f in fields(self):
+            v = getattr(self, f.name)
+            shown = _short_path(v) if isinstance(v, Path) else v
+            rows.append(f"<tr><td><code>{f.name}</code></td>"
+                        f"<td>{html.escape(str(shown))}</td></tr>")
+        return f"<table><tr><th>setting</th><th>value</th></tr>{''.join(rows)}</table>"
 
 
-def _env_int(name: str, default: int, minimum: int) -> int:
+def _env_int(name: str, default: int, minimum: int, maximum: int) -> int:
     raw = os.environ.get(name)
-    if raw is None or raw == "":
+    if raw is None or raw.strip() == "":
         return default
     try:
-        value = int(raw)
+        value = int(raw.strip())
     except ValueError:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+        raise ValueError(f"{name} must be an integer in [{minimum}, {maximum}], got {raw!r}") from None
+    if not minimum <= value <= maximum:
+        raise ValueError(f"{name} must be an integer in [{minimum}, {maximum}], got {value}")
     return value
+
+
+def _env_dir(name: str, default: Path) -> Path:
+    """The folder named by the variable ``name`` (or ``default``); refused if a file is in the way."""
+    raw = os.environ.get(name)
+    path = Path(raw).expanduser() if raw and raw.strip() else default
+    for p in (path, *path.parents):  # the first existing ancestor must be a folder
+        if p.exists():
+            if not p.is_dir():
+                what = "is a file" if p == path else f"lies under the file {p}"
+                raise ValueError(f"{name} must name a folder, but {path} {what}")
+            break
+    return path
+
+
+def read_scale() -> str:
+    """``GTLIB_SCALE`` (``quick`` or ``full``)."""
+    scale = os.environ.get("GTLIB_SCALE", "quick").strip().lower() or "quick"
+    if scale not in SCALES:
+        raise ValueError(f"GTLIB_SCALE must be one of {SCALES}, got {scale!r}")
+    return scale
+
+
+def read_seed() -> int:
+    """``GTLIB_SEED``, an integer in ``[0, 2**32)``."""
+    return _env_int("GTLIB_SEED", 0, 0, SEED_MAX)
+
+
+def max_threads() -> int:
+    """The largest ``GTLIB_THREADS`` accepted: four times the CPU cores."""
+    return 4 * max(1, os.cpu_count() or 1)
+
+
+def read_threads() -> int:
+    """``GTLIB_THREADS``, an integer in ``[1, 4 * cores]``."""
+    return _env_int("GTLIB_THREADS", 1, 1, max_threads())
+
+
+def read_device() -> str:
+    """``GTLIB_DEVICE``, or the best available device; an unavailable device is refused."""
+    raw = os.environ.get("GTLIB_DEVICE", "").strip().lower()
+    if not raw:
+        return _auto_device()
+    if raw not in DEVICES:
+        raise ValueError(f"GTLIB_DEVICE must be one of {DEVICES}, got {raw!r}")
+    if raw == "cuda" and not torch.cuda.is_available():
+        raise ValueError("GTLIB_DEVICE='cuda' but no CUDA device is available (use 'cpu')")
+    if raw == "mps" and not _mps_available():
+        raise ValueError("GTLIB_DEVICE='mps' but no MPS device is available (use 'cpu')")
+    return raw
+
+
+def read_results_dir() -> Path:
+    """``GTLIB_RESULTS_DIR`` (default ``_build/results`` at the repository root)."""
+    root = _repo_root()
+    return _env_dir("GTLIB_RESULTS_DIR",
+                    (root if root is not None else Path.cwd()) / "_build" / "results")
+
+
+def read_cache_dir() -> Path:
+    """``GTLIB_CACHE_DIR`` (default ``~/.cache/gtlib``)."""
+    return _env_dir("GTLIB_CACHE_DIR", Path.home() / ".cache" / "gtlib")
 
 
 def settings() -> Settings:
@@ -83,25 +209,13 @@ def settings() -> Settings:
     Raises
     ------
     ValueError
-        If ``GTLIB_SCALE`` is not ``quick``/``full``, ``GTLIB_SEED`` is not a non-negative integer,
-        or ``GTLIB_DEVICE`` names an unknown or unavailable device.
+        Naming the variable, if ``GTLIB_SCALE`` is not ``quick``/``full``, ``GTLIB_SEED`` is not an
+        integer in ``[0, 2**32)``, ``GTLIB_THREADS`` is outside ``[1, 4 * cores]``,
+        ``GTLIB_DEVICE`` names an unknown or unavailable device, or ``GTLIB_RESULTS_DIR`` /
+        ``GTLIB_CACHE_DIR`` is a file.
     """
-    scale = os.environ.get("GTLIB_SCALE", "quick").strip().lower() or "quick"
-    if scale not in SCALES:
-        raise ValueError(f"GTLIB_SCALE must be one of {SCALES}, got {scale!r}")
-    seed = _env_int("GTLIB_SEED", 0, 0)
-    threads = _env_int("GTLIB_THREADS", 1, 1)
-    device = os.environ.get("GTLIB_DEVICE", "").strip().lower() or _auto_device()
-    if device not in DEVICES:
-        raise ValueError(f"GTLIB_DEVICE must be one of {DEVICES}, got {device!r}")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("GTLIB_DEVICE='cuda' but no CUDA device is available")
-    root = _repo_root()
-    default_results = (root if root is not None else Path.cwd()) / "_build" / "results"
-    results_dir = Path(os.environ.get("GTLIB_RESULTS_DIR") or default_results)
-    cache_dir = Path(os.environ.get("GTLIB_CACHE_DIR") or Path.home() / ".cache" / "gtlib")
-    return Settings(scale=scale, seed=seed, results_dir=results_dir, device=device,
-                    threads=threads, cache_dir=cache_dir)
+    return Settings(scale=read_scale(), seed=read_seed(), results_dir=read_results_dir(),
+                    device=read_device(), threads=read_threads(), cache_dir=read_cache_dir())
 
 
 def setup(seed_offset: int = 0) -> Settings:
@@ -110,34 +224,231 @@ def setup(seed_offset: int = 0) -> Settings:
     Call once at the top of a chapter. ``seed_offset`` lets a chapter derive distinct but
     reproducible streams from the base seed.
     """
-    if not isinstance(seed_offset, int) or seed_offset < 0:
-        raise ValueError(f"seed_offset must be a non-negative int, got {seed_offset!r}")
+    Interval(int, 0, SEED_MAX).check("seed_offset", seed_offset)
     s = settings()
     torch.set_num_threads(s.threads)
-    seed_everything(s.seed + seed_offset)
+    seed_everything(s.seed + int(seed_offset))
     return s
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python's, NumPy's and torch's global generators."""
-    if not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    random.seed(int(seed))
-    np.random.seed(int(seed) % 2**32)
-    torch.manual_seed(int(seed))
+    """Seed Python's, NumPy's and torch's global generators (``seed`` in ``[0, 2**63)``)."""
+    seed = int(SEED.check("seed", seed))
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def _scale(scale: str | None) -> str:
+    if scale is None:
+        return read_scale()
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    return scale
 
 
 def by_scale(quick: Any, full: Any, scale: str | None = None) -> Any:
     """Return ``quick`` or ``full`` according to ``scale`` (default: the ``GTLIB_SCALE`` in force)."""
-    scale = settings().scale if scale is None else scale
-    if scale not in SCALES:
-        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
-    return quick if scale == "quick" else full
+    return quick if _scale(scale) == "quick" else full
 
 
-def preset(cls, scale: str | None = None):
-    """Instantiate a config dataclass from its ``quick()``/``full()`` classmethods by scale."""
-    scale = settings().scale if scale is None else scale
-    if scale not in SCALES:
-        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
-    return getattr(cls, scale)()
+# ================================================================================================
+# configs and results
+# ================================================================================================
+
+def param(default: Any = MISSING, constraint: Constraint | None = None, *, factory=None,
+          doc: str = ""):
+    """A config field with its constraint (and an optional one-line ``doc``).
+
+    ``factory`` builds a mutable default (e.g. a nested config) instead of ``default``.
+    """
+    if constraint is None or not isinstance(constraint, Constraint):
+        raise TypeError("param needs a constraint from gtlib.checks (Interval, Options, ...)")
+    meta = {"constraint": constraint, "doc": doc}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as plain Python (lists, dicts, numbers, strings) for JSON."""
+    if isinstance(value, (Config, Result)):
+        return value.to_dict()
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().tolist()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.generic,)):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, Config):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (tuple, list)):
+        if len(value) > 8:
+            return f"({', '.join(_short(v) for v in value[:3])}, ..., {_short(value[-1])}) " \
+                   f"[{len(value)} values]"
+        inner = ", ".join(_short(v) for v in value)
+        return f"({inner}{',' if len(value) == 1 else ''})"
+    if isinstance(value, np.generic):
+        return _short(value.item())
+    return repr(value)
+
+
+class Config:
+    """Base of every experiment config (derive with ``@dataclass`` and declare fields with
+    :func:`param`).
+
+    * Construction validates every field against its constraint, then the cross-field rules of
+      :meth:`_check_together`; assigning a field later re-validates it.
+    * The defaults are the ``quick`` preset; the class attribute ``FULL`` maps field names to their
+      values in the ``full`` preset (see :func:`preset`).
+    * ``str(config)`` lists the fields that differ from the defaults; in a notebook a config shows
+      as a compact table (field, value, ``full`` value).
+    """
+
+    FULL: ClassVar[Mapping[str, Any]] = {}
+
+    # -- validation ------------------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        self.validate()
+        object.__setattr__(self, "_gtlib_ready", True)
+
+    def validate(self):
+        """Check every field and the cross-field rules; return ``self`` (raises otherwise)."""
+        cls = type(self).__name__
+        for f in fields(self):
+            constraint = f.metadata.get("constraint")
+            if constraint is None:
+                raise TypeError(f"{cls}.{f.name} declares no constraint (use gtlib.config.param)")
+            constraint.check(f"{cls}.{f.name}", getattr(self, f.name))
+        self._check_together()
+        return self
+
+    def _check_together(self) -> None:
+        """Rules that involve several fields (override; raise with :meth:`_refuse`)."""
+
+    def _refuse(self, name: str, accepted: str) -> None:
+        """Raise the standard error for field ``name``: it must be ``accepted``."""
+        value = getattr(self, name)
+        raise ValueError(f"{type(self).__name__}.{name} must be {accepted}, got {_short(value)}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if not getattr(self, "_gtlib_ready", False):
+            object.__setattr__(self, name, value)
+            return
+        spec = {f.name: f for f in fields(self)}.get(name)
+        if spec is None:
+            object.__setattr__(self, name, value)
+            return
+        spec.metadata["constraint"].check(f"{type(self).__name__}.{name}", value)
+        old = getattr(self, name)
+        object.__setattr__(self, name, value)
+        try:
+            self._check_together()
+        except Exception:
+            object.__setattr__(self, name, old)
+            raise
+
+    # -- presets ---------------------------------------------------------------------------------
+    @classmethod
+    def _build(cls, base: Mapping[str, Any], overrides: Mapping[str, Any]):
+        names = [f.name for f in fields(cls)]
+        for key in list(base) + list(overrides):
+            if key not in names:
+                raise TypeError(f"{cls.__name__} has no field {key!r}; its fields are {names}")
+        return cls(**{**copy.deepcopy(dict(base)), **overrides})
+
+    @classmethod
+    def quick(cls, **overrides):
+        """The ``quick`` preset (the field defaults), with ``overrides`` applied."""
+        return cls._build({}, overrides)
+
+    @classmethod
+    def full(cls, **overrides):
+        """The ``full`` preset: the defaults overridden by the class's ``FULL`` mapping, then by
+        ``overrides``."""
+        return cls._build(cls.FULL, overrides)
+
+    # -- output ----------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """Every field as plain JSON-ready values (nested configs as dicts)."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+    def changed(self) -> dict:
+        """The fields whose value differs from the default (the ``quick`` preset)."""
+        out = {}
+        for f in fields(self):
+            if f.default is not MISSING:
+                default = f.default
+            elif f.default_factory is not MISSING:
+                default = f.default_factory()
+            else:
+                default = MISSING
+            value = getattr(self, f.name)
+            try:
+                same = bool(value == default)
+            except Exception:
+                same = False
+            if not same:
+                out[f.name] = value
+        return out
+
+    def __str__(self) -> str:
+        body = ", ".join(f"{k}={_short(v)}" for k, v in self.changed().items())
+        return f"{type(self).__name__}({body})"
+
+    def _repr_html_(self) -> str:
+        full = dict(self.FULL)
+        rows = []
+        for f in fields(self):
+            v = getattr(self, f.name)
+            fv = _short(full[f.name]) if f.name in full else ""
+            tip = html.escape(f.metadata.get("doc", "") or f.metadata["constraint"].describe())
+            rows.append(f"<tr title='{tip}'><td><code>{f.name}</code></td>"
+                        f"<td>{html.escape(_short(v))}</td><td>{html.escape(fv)}</td></tr>")
+        return (f"<table><caption>{type(self).__name__}</caption><tr><th>field</th>"
+                f"<th>value</th><th><code>full</code> preset</th></tr>{''.join(rows)}</table>")
+
+
+class Result:
+    """Base of the dataclasses that experiments return: one :meth:`to_dict` for all of them."""
+
+    def to_dict(self) -> dict:
+        """Every field as plain JSON-ready values (tensors and arrays as nested lists)."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+
+def preset(cls, scale: str | None = None, **overrides):
+    """Build config class ``cls`` at ``scale`` (default: ``GTLIB_SCALE``) with ``overrides``.
+
+    For a :class:`Config` this is ``cls.quick(**overrides)`` or ``cls.full(**overrides)``: the
+    defaults, then (for ``full``) the class's ``FULL`` mapping, then ``overrides``, validated once.
+    Other classes with ``quick()``/``full()`` classmethods get ``dataclasses.replace`` for
+    ``overrides``.
+    """
+    scale = _scale(scale)
+    if isinstance(cls, type) and issubclass(cls, Config):
+        return getattr(cls, scale)(**overrides)
+    out = getattr(cls, scale)()
+    if overrides:
+        from dataclasses import replace
+        out = replace(out, **overrides)
+    return out
+
+
+__all__ = ["Config", "Result", "Settings", "SCALES", "DEVICES", "by_scale", "param", "preset",
+           "seed_everything", "settings", "setup", "read_scale", "read_seed", "read_device",
+           "read_threads", "read_results_dir", "read_cache_dir", "max_threads"]
