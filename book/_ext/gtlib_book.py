@@ -165,13 +165,31 @@ def _unique_scripts(files: list) -> list:
     return unique
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def _is_widget_script(js, loaders: set) -> bool:
+    """The widget state myst-nb saved, or one of the configured widget-library loaders."""
+    return (js.attributes.get("type") == WIDGET_STATE
+            or (js.filename or "").split("?")[0] in loaders)
+
+
 def _dedupe_scripts(app, pagename, templatename, context, doctree):
     """Drop repeated script tags: sphinx-thebe's config snippet reaches Jupyter Book 1 pages
     twice, and a second ``const THEBE_JS_URL`` is a console error in every browser. Runs after
-    every other handler (which may still add scripts, MathJax's among them)."""
+    every other handler (which may still add scripts, MathJax's among them).
+
+    Also drop the widget library (3.6 MB) and the saved widget state from a page that shows no
+    widget: myst-nb loads them whenever the executed notebook stored widget state, even when
+    every cell that made a widget is tagged ``remove-output`` (the live twin of a
+    :func:`gtlib.widgets.static_slider`)."""
     files = context.get("script_files")
     if isinstance(files, list):  # in place: it is the builder's list, reset for every page
         files[:] = _unique_scripts(files)
+        if WIDGET_VIEW not in context.get("body", ""):
+            loaders = set(app.config.nb_ipywidgets_js or {})
+            files[:] = [js for js in files if not _is_widget_script(js, loaders)]
 
 
 class _RemoveSolutions(SphinxTransform):

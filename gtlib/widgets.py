@@ -1,0 +1,275 @@
+"""Sliders that work on the static site: precomputed figures behind an HTML range input.
+
+A live ``ipywidgets.interact`` needs a running kernel: on the book's static site its slider moves
+but the figure never changes, and the widget library weighs 3.6 MB. :func:`static_slider` draws
+the figure once for every value of a small grid and returns a self-contained HTML control (an
+``<input type="range">`` with a label and a readout that swaps the ``<img>``): no kernel, no
+external library, works offline. :func:`live` is the Jupyter/Colab version of the same
+exploration, built on ``ipywidgets.interact`` over the same grid.
+
+How a chapter does both (copy, then change ``draw``, the grid and the texts)::
+
+    # cell 1, tagged "remove-output" (cell metadata {"tags": ["remove-output"]}): the live
+    # slider, for Jupyter and Colab; the site shows this code but not its dead widget
+    from gtlib import widgets
+    import ipywidgets  # noqa: F401  (widgets.live builds on ipywidgets.interact)
+
+    def draw(noise):
+        fig, ax = plotting.subplots(width=6.4, height=2.8)
+        ax.plot(signal(noise))
+        plotting.label(ax, "position", "value")
+        return fig
+
+    widgets.live(draw, {"noise": [0.0, 0.25, 0.5, 1.0]})
+
+    # cell 2 (no tag): the same exploration on every page, site included
+    widgets.static_slider(draw, {"noise": [0.0, 0.25, 0.5, 1.0]},
+                          labels={"noise": "correlated noise scale"},
+                          alt="Three MNIST-1D signals with correlated noise {noise}")
+
+Why the tag: myst-nb removes a ``remove-output`` cell's outputs from the page, so the page has
+no widget view, and the book's Sphinx extension then leaves out the widget library (3.6 MB).
+Use ``remove-cell`` instead to hide the live cell's code as well.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import itertools
+import json
+from typing import Any, Callable, Mapping, Sequence
+
+__all__ = ["StaticSlider", "static_slider", "live"]
+
+#: Above this many frames a slider gets heavy (each frame is a PNG of about 20-60 kB).
+MAX_FRAMES = 24
+
+# One inline handler per range input: read the frames once, pick the frame of the current
+# position(s), update the image, its alt text, the readouts and aria-valuetext.
+_ONINPUT = (
+    "var r=this.closest('.gtlib-slider'),d=r._d||(r._d=JSON.parse("
+    "r.querySelector('script').textContent)),i=0;"
+    "r.querySelectorAll('input').forEach(function(e,j){var v=+e.value;i=i*d.n[j]+v;"
+    "e.setAttribute('aria-valuetext',d.v[j][v]);"
+    "r.querySelectorAll('output')[j].textContent=d.v[j][v];});"
+    "var m=r.querySelector('img');m.src=d.f[i];m.alt=d.a[i];"
+)
+
+
+def _fmt_value(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def _png(fig, scale: float, quantize: bool) -> tuple[bytes, int, int]:
+    """PNG bytes of ``fig`` at ``scale`` times its dpi, and its CSS size (px at 1x)."""
+    from PIL import Image
+
+    dpi = fig.dpi * scale
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, facecolor="white")
+    buf.seek(0)
+    img = Image.open(buf)
+    width, height = img.size
+    if quantize:  # a palette of 256 colours: line plots lose nothing visible, bytes shrink 2-4x
+        img = img.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT,
+                                          dither=Image.Dither.NONE)
+    out = io.BytesIO()
+    img.save(out, format="PNG", optimize=True)
+    return out.getvalue(), round(width / scale), round(height / scale)
+
+
+class StaticSlider:
+    """A precomputed slider: the object :func:`static_slider` returns.
+
+    Displays as HTML (``_repr_html_``). Attributes: ``html`` (the markup), ``nbytes`` (its
+    size in bytes), ``names`` and ``values`` (the grid), ``frames`` (the PNG bytes, in grid
+    order with the last parameter varying fastest).
+    """
+
+    def __init__(self, html_text: str, names: list[str], values: list[list[Any]],
+                 frames: list[bytes]):
+        self.html = html_text
+        self.names = names
+        self.values = values
+        self.frames = frames
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.html.encode("utf-8"))
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __repr__(self) -> str:
+        grid = " x ".join(f"{n} ({len(v)} values)" for n, v in zip(self.names, self.values))
+        return f"<static slider over {grid}: {len(self.frames)} figures, {self.nbytes // 1024} kB>"
+
+
+def static_slider(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]], *, alt: str,
+                  labels: Mapping[str, str] | None = None, start: Mapping[str, Any] | None = None,
+                  scale: float = 2.0, quantize: bool = True) -> StaticSlider:
+    """Precompute a figure for every grid value and return a kernel-free slider over them.
+
+    Parameters
+    ----------
+    draw : callable
+        ``draw(**params)`` draws the figure for one value of each parameter and returns the
+        matplotlib ``Figure`` (or returns None and leaves it as the current figure). It is
+        called once per grid point; each figure is closed after it is saved.
+    grid : dict of str to sequence
+        One or two parameters, each with the values the slider can take, in slider order, e.g.
+        ``{"noise": [0, 0.25, 0.5, 1]}``. At most ``MAX_FRAMES`` (24) grid points in all.
+    alt : str
+        Alt text of the figure, a template filled with the current values, e.g.
+        ``"Three signals with correlated noise {noise}"``. Say what the figure shows.
+    labels : dict of str to str, optional
+        The visible label of each parameter's slider (default: the parameter name).
+    start : dict, optional
+        The value each slider starts at (default: the middle of its grid).
+    scale : float
+        Resolution of the PNGs relative to the figure's dpi (2 = sharp on phones and retina
+        screens; the figure is shown at its 1x size).
+    quantize : bool
+        Store the PNGs with a 256-colour palette (about 3x smaller; invisible on line plots).
+
+    Returns
+    -------
+    StaticSlider
+        Displays as HTML when it is a cell's last expression: a label, an
+        ``<input type="range">``, a readout of the current value and the figure. Moving the
+        slider (mouse, touch or arrow keys) swaps the figure; nothing else is loaded.
+
+    Examples
+    --------
+    In a chapter (see the module docstring for the live twin of this cell)::
+
+        def draw(noise):
+            fig, ax = plotting.subplots(width=6.4, height=2.8)
+            xs, _ = prelim.sample_signals(corr_noise_scale=noise)
+            ax.plot(xs[0])
+            plotting.label(ax, "position (index 0-39)", "value")
+            return fig
+
+        widgets.static_slider(draw, {"noise": [0.0, 0.25, 0.5, 1.0]},
+                              labels={"noise": "correlated noise scale"},
+                              alt="An MNIST-1D signal of digit 0 with correlated noise {noise}")
+
+    Two parameters: ``grid={"noise": [...], "shift": [...]}`` and ``draw(noise, shift)``; the
+    page then shows two sliders. Keep the grid small: every figure is stored in the page.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    if not callable(draw):
+        raise TypeError(f"draw must be callable, got {type(draw).__name__}")
+    if not isinstance(grid, Mapping) or not 1 <= len(grid) <= 2:
+        raise ValueError("grid must be a dict of one or two parameters: {name: values}")
+    names = [str(n) for n in grid]
+    values = [list(v) for v in grid.values()]
+    for n, v in zip(names, values):
+        if len(v) == 0:
+            raise ValueError(f"grid[{n!r}] has no values")
+    total = 1
+    for v in values:
+        total *= len(v)
+    if total > MAX_FRAMES:
+        raise ValueError(f"the grid has {total} points; at most {MAX_FRAMES} (each is a figure "
+                         "stored in the page): use fewer values")
+    if not isinstance(alt, str) or not alt.strip():
+        raise ValueError("alt must be a non-empty description of the figure")
+    labels = dict(labels or {})
+    unknown = set(labels) - set(names) | set(start or {}) - set(names)
+    if unknown:
+        raise ValueError(f"labels/start name unknown parameters {sorted(unknown)}; grid has {names}")
+    if not scale > 0:
+        raise ValueError(f"scale must be > 0, got {scale!r}")
+    idx0 = []
+    for n, v in zip(names, values):
+        if start and n in start:
+            if start[n] not in v:
+                raise ValueError(f"start[{n!r}] = {start[n]!r} is not one of grid[{n!r}]")
+            idx0.append(v.index(start[n]))
+        else:
+            idx0.append((len(v) - 1) // 2)
+
+    frames, alts, size = [], [], None
+    for combo in itertools.product(*values):
+        params = dict(zip(names, combo))
+        fig = draw(**params)
+        if fig is None:
+            fig = plt.gcf()
+        if not isinstance(fig, Figure):
+            raise TypeError(f"draw must return a matplotlib Figure or None, got "
+                            f"{type(fig).__name__}")
+        png, w, h = _png(fig, scale, quantize)
+        plt.close(fig)
+        size = size or (w, h)
+        frames.append(png)
+        try:
+            alts.append(alt.format(**{k: _fmt_value(x) for k, x in params.items()}))
+        except (KeyError, IndexError) as err:
+            raise ValueError(f"alt {alt!r} names a parameter the grid lacks: {err}") from None
+
+    digest = hashlib.sha1(b"".join(frames) + repr(names).encode()).hexdigest()[:10]
+    uris = ["data:image/png;base64," + base64.b64encode(f).decode("ascii") for f in frames]
+    shown = [[_fmt_value(x) for x in v] for v in values]
+    first = 0
+    for j, v in enumerate(values):
+        first = first * len(v) + idx0[j]
+    data = {"n": [len(v) for v in values], "v": shown, "f": uris, "a": alts}
+    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    controls = []
+    for j, n in enumerate(names):
+        sid = f"gtlib-slider-{digest}-{j}"
+        text = html.escape(labels.get(n, n))
+        controls.append(
+            f'<div class="gtlib-slider-row"><label for="{sid}">{text}</label>'
+            f'<input type="range" id="{sid}" min="0" max="{len(values[j]) - 1}" step="1" '
+            f'value="{idx0[j]}" aria-valuetext="{html.escape(shown[j][idx0[j]])}" '
+            f'oninput="{html.escape(_ONINPUT)}">'
+            f'<output for="{sid}">{html.escape(shown[j][idx0[j]])}</output></div>')
+    markup = (
+        f'<div class="gtlib-slider" id="gtlib-slider-{digest}">'
+        + "".join(controls)
+        + f'<img class="gtlib-slider-img" src="{uris[first]}" alt="{html.escape(alts[first])}" '
+        f'width="{size[0]}" height="{size[1]}" style="max-width:100%;height:auto">'
+        f'<script type="application/json">{payload}</script></div>')
+    return StaticSlider(markup, names, values, frames)
+
+
+def live(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]],
+         labels: Mapping[str, str] | None = None) -> None:
+    """The live twin of :func:`static_slider`: ``ipywidgets.interact`` over the same grid.
+
+    ``draw(**params)`` is the same function (it returns a Figure or None). Each parameter gets a
+    ``SelectionSlider`` over its grid values, starting in the middle. Returns None (so the cell
+    shows no function repr). Tag the cell ``remove-output`` so that the static site, where a
+    widget cannot recompute, shows the code but not a dead control (module docstring).
+    """
+    import ipywidgets
+    import matplotlib.pyplot as plt
+
+    if not isinstance(grid, Mapping) or not grid:
+        raise ValueError("grid must be a dict {name: values}")
+    labels = dict(labels or {})
+    sliders = {}
+    for n, v in grid.items():
+        v = list(v)
+        if not v:
+            raise ValueError(f"grid[{n!r}] has no values")
+        sliders[n] = ipywidgets.SelectionSlider(
+            options=[(_fmt_value(x), x) for x in v], value=v[(len(v) - 1) // 2],
+            description=labels.get(n, n), style={"description_width": "initial"},
+            continuous_update=False)
+
+    def show(**params):
+        fig = draw(**params)
+        if fig is None:
+            fig = plt.gcf()
+        plt.show()
+
+    ipywidgets.interact(show, **sliders)
