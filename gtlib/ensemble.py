@@ -22,8 +22,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .checks import check_seeds
 from .models import MLP, activation
-from .train import History, TrainConfig, accuracy, make_optimizer, margins, total_steps
+from .train import (LOSSES, History, TrainConfig, _check_cfg, accuracy, check_data, make_optimizer,
+                    margins, total_steps)
 
 
 def make_mlp(seed: int, in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
@@ -90,7 +92,8 @@ class BatchedMLP(nn.Module):
              bias: bool = True, act: str = "relu", hidden_mask: torch.Tensor | None = None,
              device: str | torch.device = "cpu") -> "BatchedMLP":
         """E freshly initialized MLPs, member ``i`` initialized exactly as ``make_mlp(seeds[i], ...)``."""
-        models = [make_mlp(int(s), in_dim, width, depth, out_dim, bias, act) for s in seeds]
+        seeds = check_seeds("seeds", seeds)
+        models = [make_mlp(s, in_dim, width, depth, out_dim, bias, act) for s in seeds]
         return cls.from_models(models, hidden_mask=hidden_mask).to(device)
 
     @property
@@ -148,14 +151,22 @@ class BatchedMLP(nn.Module):
 
 
 def ensemble_loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Per-member mean loss, shape ``(E,)``. ``y`` is ``(n,)`` or ``(E, n)``."""
+    """Per-member mean loss, shape ``(E,)``. ``y`` is ``(n,)`` or ``(E, n)``.
+
+    Member ``e``'s entry equals :func:`gtlib.train.loss_fn` on ``logits[e]`` (MSE sums the squared
+    error over the classes and averages over the points).
+    """
+    if name not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {name!r}")
+    if not isinstance(logits, torch.Tensor) or logits.ndim != 3:
+        raise ValueError(f"logits must have shape (E, n, C), got {tuple(getattr(logits, 'shape', ()))}")
     E, n, C = logits.shape
     y = y.expand(E, n)
     if name == "cross_entropy":
         return F.cross_entropy(logits.reshape(-1, C), y.reshape(-1), reduction="none").view(E, n).mean(1)
     if name == "mse":
         return ((logits - F.one_hot(y, C).to(logits.dtype)) ** 2).sum(-1).mean(1)
-    raise ValueError(f"unknown loss {name!r}")
+    raise AssertionError(name)  # unreachable: checked above
 
 
 def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
@@ -170,16 +181,19 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
     stores per-member values: ``loss`` and ``train_acc`` rows are ``(E,)`` tensors, and
     ``history.probes['stop_step']`` holds each member's stopping step.
     """
-    cfg.validate()
+    _check_cfg(cfg)
+    if not isinstance(model, BatchedMLP):
+        raise TypeError(f"model must be a BatchedMLP, got {type(model).__name__}")
     E = model.size
-    seeds = [cfg.seed + i for i in range(E)] if seeds is None else list(seeds)
+    seeds = [cfg.seed + i for i in range(E)] if seeds is None else check_seeds("seeds", seeds)
     if len(seeds) != E:
         raise ValueError(f"seeds must have one entry per member ({E}), got {len(seeds)}")
-    if x.ndim != 2:
+    if isinstance(x, torch.Tensor) and x.ndim != 2:
         raise ValueError(f"x must have shape (n, d), got {tuple(x.shape)}")
-    n = x.shape[0]
-    if y.shape not in ((n,), (E, n)):
+    n = x.shape[0] if isinstance(x, torch.Tensor) else 0
+    if isinstance(y, torch.Tensor) and y.shape not in ((n,), (E, n)):
         raise ValueError(f"y must have shape ({n},) or ({E}, {n}), got {tuple(y.shape)}")
+    check_data(x, y, int(model.weights[-1].shape[1]), per_member=E)
     y_full = y.expand(E, n)
     probes = probes or {}
     hist = History(probes={k: [] for k in probes})
@@ -249,7 +263,7 @@ def train_sequentially(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, c
     from .train import train
 
     models = []
-    for s in seeds:
+    for s in check_seeds("seeds", seeds):
         m = make_mlp(int(s), in_dim, width, depth, out_dim, bias, act).to(x.device, x.dtype)
         train(m, x, y, replace(cfg, seed=int(s)))
         models.append(m)

@@ -9,20 +9,21 @@ per-step probe the chapter passes in.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_fraction
+from .checks import SEED, Interval, Options, check_finite, check_int, check_labels
+from .config import Config, Result, param
 
 OPTIMIZERS = ("sgd", "adamw")
 LOSSES = ("cross_entropy", "mse")
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(Config):
     """How to train. ``batch_size=None`` means full batch; ``steps`` caps the number of updates.
 
     Stop rules (the first one met ends training): ``epochs``/``steps``; ``target_train_acc``
@@ -31,49 +32,23 @@ class TrainConfig:
     ``check_every`` steps on the whole training set.
     """
 
-    optimizer: str = "sgd"
-    lr: float = 0.1
-    momentum: float = 0.0
-    weight_decay: float = 0.0
-    batch_size: int | None = 64
-    epochs: int = 10
-    steps: int | None = None
-    loss: str = "cross_entropy"
-    target_train_acc: float | None = None
-    margin_gamma: float | None = None
-    margin_fraction: float = 0.99
-    check_every: int = 50
-    seed: int = 0
-
-    def validate(self) -> "TrainConfig":
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        if self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
-        if not 0 <= self.momentum < 1:
-            raise ValueError(f"momentum must lie in [0, 1), got {self.momentum}")
-        if self.weight_decay < 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
-        if self.batch_size is not None and (not isinstance(self.batch_size, int) or self.batch_size < 1):
-            raise ValueError(f"batch_size must be a positive int or None, got {self.batch_size!r}")
-        if not isinstance(self.epochs, int) or self.epochs < 1:
-            raise ValueError(f"epochs must be a positive int, got {self.epochs!r}")
-        if self.steps is not None and (not isinstance(self.steps, int) or self.steps < 1):
-            raise ValueError(f"steps must be a positive int or None, got {self.steps!r}")
-        if self.target_train_acc is not None:
-            check_fraction("target_train_acc", self.target_train_acc)
-        check_fraction("margin_fraction", self.margin_fraction)
-        if self.margin_gamma is not None and self.margin_gamma < 0:
-            raise ValueError(f"margin_gamma must be >= 0, got {self.margin_gamma}")
-        if not isinstance(self.check_every, int) or self.check_every < 1:
-            raise ValueError(f"check_every must be a positive int, got {self.check_every!r}")
-        return self
+    optimizer: str = param("sgd", Options(OPTIMIZERS))
+    lr: float = param(0.1, Interval(float, 0, None, "neither"))
+    momentum: float = param(0.0, Interval(float, 0, 1, "left"))
+    weight_decay: float = param(0.0, Interval(float, 0, None))
+    batch_size: int | None = param(64, Interval(int, 1, optional=True), doc="None: full batch")
+    epochs: int = param(10, Interval(int, 1))
+    steps: int | None = param(None, Interval(int, 1, optional=True), doc="cap on the updates")
+    loss: str = param("cross_entropy", Options(LOSSES))
+    target_train_acc: float | None = param(None, Interval(float, 0, 1, optional=True))
+    margin_gamma: float | None = param(None, Interval(float, 0, None, optional=True))
+    margin_fraction: float = param(0.99, Interval(float, 0, 1))
+    check_every: int = param(50, Interval(int, 1))
+    seed: int = param(0, SEED)
 
 
 @dataclass
-class History:
+class History(Result):
     """What happened during training: one row per check (``step``), plus probe outputs."""
 
     step: list[int] = field(default_factory=list)
@@ -119,29 +94,71 @@ def loss_fn(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
-    """The optimizer named by ``cfg`` over ``params``."""
+    """The optimizer named by ``cfg`` over ``params`` (``cfg.optimizer`` in :data:`OPTIMIZERS`)."""
+    _check_cfg(cfg)
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
-    return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    if cfg.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    raise ValueError(f"TrainConfig.optimizer must be one of {OPTIMIZERS}, got {cfg.optimizer!r}")
+
+
+def _check_cfg(cfg) -> "TrainConfig":
+    if not isinstance(cfg, TrainConfig):
+        raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
+    return cfg.validate()
 
 
 def total_steps(n: int, cfg: TrainConfig) -> int:
     """Number of updates ``cfg`` allows on ``n`` training points (before any early stop)."""
+    n = check_int("n", n)
+    _check_cfg(cfg)
     per_epoch = 1 if cfg.batch_size is None else -(-n // cfg.batch_size)
     steps = cfg.epochs * per_epoch
     return steps if cfg.steps is None else min(steps, cfg.steps)
 
 
-def batch_indices(n: int, cfg: TrainConfig, generator: torch.Generator, device) -> "Iterator":
-    """Yield the index tensor of each minibatch: a fresh permutation per epoch, last batch short."""
-    if cfg.batch_size is None:
+def batch_indices(n: int, cfg: TrainConfig, generator: torch.Generator, device) -> Iterator:
+    """An endless iterator over the index tensors of the minibatches: a fresh permutation per
+    epoch, last batch short (``n`` must be >= 1: there is no batch to draw from no data)."""
+    n = check_int("n", n)
+    _check_cfg(cfg)
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    return _batches(n, cfg.batch_size, generator, device)
+
+
+def _batches(n: int, batch_size: int | None, generator: torch.Generator, device) -> Iterator:
+    if batch_size is None:
         full = torch.arange(n, device=device)
         while True:
             yield full
     while True:
         perm = torch.randperm(n, generator=generator).to(device)
-        for start in range(0, n, cfg.batch_size):
-            yield perm[start:start + cfg.batch_size]
+        for start in range(0, n, batch_size):
+            yield perm[start:start + batch_size]
+
+
+def check_data(x: torch.Tensor, y: torch.Tensor, num_classes: int | None = None,
+               per_member: int | None = None) -> None:
+    """Refuse training data that cannot be trained on: ``x`` must be a non-empty finite float
+    ``(n, d)`` tensor, ``y`` integer labels ``(n,)`` (or ``(per_member, n)``) in
+    ``[0, num_classes)`` on the same device."""
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point torch.Tensor, got "
+                        f"{getattr(x, 'dtype', type(x).__name__)}")
+    if x.ndim != 2:
+        raise ValueError(f"x must have shape (n, d), got {tuple(x.shape)}")
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"x must hold at least one row and one column, got {tuple(x.shape)}")
+    check_finite("x", x)
+    check_labels("y", y, num_classes, n=x.shape[0])
+    if y.ndim == 2 and (per_member is None or y.shape[0] != per_member):
+        raise ValueError(f"y must have shape ({x.shape[0]},)"
+                         + (f" or ({per_member}, {x.shape[0]})" if per_member else "")
+                         + f", got {tuple(y.shape)}")
+    if y.device != x.device:
+        raise ValueError(f"x and y must be on the same device, got {x.device} and {y.device}")
 
 
 def stop_reason(logits: torch.Tensor, y: torch.Tensor, cfg: TrainConfig) -> str | None:
@@ -155,6 +172,17 @@ def stop_reason(logits: torch.Tensor, y: torch.Tensor, cfg: TrainConfig) -> str 
     return None
 
 
+def _out_features(model: nn.Module) -> int | None:
+    """The number of classes a model predicts, when it says (an MLP's last layer)."""
+    layers = getattr(model, "layers", None)
+    if isinstance(layers, nn.ModuleList) and len(layers) and hasattr(layers[-1], "out_features"):
+        return int(layers[-1].out_features)
+    weights = getattr(model, "weights", None)  # a BatchedMLP: (E, out, in)
+    if weights is not None and len(weights):
+        return int(weights[-1].shape[1])
+    return None
+
+
 def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
           probes: dict[str, Callable[[nn.Module], object]] | None = None) -> History:
     """Train ``model`` on ``(x, y)`` in place and return its :class:`History`.
@@ -164,13 +192,16 @@ def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
 
     Raises
     ------
-    ValueError
-        If ``x`` and ``y`` disagree in length or the config is invalid.
+    TypeError, ValueError
+        If ``x`` is not a non-empty finite float ``(n, d)`` tensor, ``y`` not ``n`` integer labels
+        in ``[0, C)`` for the model's ``C`` outputs, or ``cfg`` not a :class:`TrainConfig`.
     """
-    cfg.validate()
-    if x.ndim != 2 or y.ndim != 1 or x.shape[0] != y.shape[0]:
+    _check_cfg(cfg)
+    if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.ndim == 2 \
+            and y.ndim == 1 and x.shape[0] != y.shape[0]:
         raise ValueError(f"x must be (n, d) and y (n,) with the same n; got {tuple(x.shape)}, "
                          f"{tuple(y.shape)}")
+    check_data(x, y, _out_features(model))
     probes = probes or {}
     hist = History(probes={k: [] for k in probes})
     opt = make_optimizer(model.parameters(), cfg)
