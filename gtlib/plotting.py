@@ -2,9 +2,14 @@
 
 * Colours: the Okabe-Ito palette (distinguishable under the common colour-vision deficiencies).
 * White figure background, so figures stay legible when the site is in dark mode.
-* Sizes chosen to be readable at the site's text width (about 700 px).
+* Sizes chosen to be readable at the site's text width (about 700 px) and on a phone (390 px,
+  where a 6.4 in figure shrinks to about 0.55 of its size): no text below ``MIN_FONT_PT``
+  (10 pt) at the saved size, the default figure 6.4 in wide at 100 dpi (640 CSS px).
+* Saved at twice that resolution (``retina`` PNGs in Jupyter, shown at 1x): sharp on phones and
+  high-density screens.
 
 Call :func:`use_style` once per chapter (``gtlib.setup_chapter`` does it for you).
+:func:`min_font_size` tells whether a finished figure keeps to ``MIN_FONT_PT``.
 """
 from __future__ import annotations
 
@@ -17,10 +22,13 @@ import numpy as np
 #: Okabe and Ito's colour-blind-safe palette (black last).
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 
+#: The smallest text size (points, at the saved size) the house style uses and allows.
+MIN_FONT_PT = 10.0
+
 STYLE = {
     "figure.figsize": (6.4, 3.6),
-    "figure.dpi": 110,
-    "savefig.dpi": 110,
+    "figure.dpi": 100,
+    "savefig.dpi": 200,
     "figure.facecolor": "white",
     "axes.facecolor": "white",
     "savefig.facecolor": "white",
@@ -29,10 +37,14 @@ STYLE = {
     "grid.alpha": 0.3,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "font.size": 10,
+    "font.size": 11,
     "axes.titlesize": 11,
-    "axes.labelsize": 10,
-    "legend.fontsize": 9,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 10,
+    "figure.titlesize": 11,
+    "figure.labelsize": 11,
     "legend.frameon": False,
     "lines.linewidth": 2.0,
     "figure.constrained_layout.use": True,
@@ -40,8 +52,35 @@ STYLE = {
 
 
 def use_style() -> None:
-    """Apply the house style to matplotlib's global settings."""
+    """Apply the house style to matplotlib's global settings.
+
+    In Jupyter it also asks the inline backend for ``retina`` PNGs: saved at twice the figure's
+    dpi and displayed at its 1x size (the notebook and the site read the size from the output's
+    metadata).
+    """
     mpl.rcParams.update(STYLE)
+    try:
+        from IPython import get_ipython
+
+        if get_ipython() is not None:
+            from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+            set_matplotlib_formats("retina")
+    except ImportError:  # plain Python: nothing to configure
+        pass
+
+
+def min_font_size(fig) -> float:
+    """The smallest size (points) of any visible, non-empty text in ``fig``.
+
+    A figure follows the house style when ``min_font_size(fig) >= MIN_FONT_PT``; a chapter can
+    assert it after drawing a figure whose fonts it set by hand.
+    """
+    from matplotlib.text import Text
+
+    sizes = [t.get_fontsize() for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip()]
+    return float(min(sizes)) if sizes else float("inf")
 
 
 def subplots(nrows: int = 1, ncols: int = 1, width: float = 6.4, height: float | None = None, **kw):
@@ -67,16 +106,20 @@ def small_multiples(draw: Callable, values: Sequence, name: str, ncols: int = 4,
     """A grid of panels, one per parameter value: the static stand-in for an interactive slider.
 
     ``draw(ax, value)`` draws one panel; each panel is titled ``"{name} = {value}"``.
+    ``ncols`` (>= 1) is the number of panels per row. For a sweep that a reader should step
+    through, :func:`gtlib.widgets.static_slider` is usually better (one readable figure).
     """
     if len(values) == 0:
         raise ValueError("values must not be empty")
+    if isinstance(ncols, bool) or not isinstance(ncols, (int, np.integer)) or ncols < 1:
+        raise ValueError(f"ncols must be an int >= 1 (panels per row), got {ncols!r}")
     ncols = min(ncols, len(values))
     nrows = int(np.ceil(len(values) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(width, panel_height * nrows), sharey=sharey,
                              squeeze=False)
     for ax, v in zip(axes.flat, values):
         draw(ax, v)
-        ax.set_title(f"{name} = {v}", fontsize=9)
+        ax.set_title(f"{name} = {v}", fontsize=MIN_FONT_PT)
     for ax in list(axes.flat)[len(values):]:
         ax.set_visible(False)
     return fig, axes

@@ -31,3 +31,26 @@ def test_helpers():
     assert plotting.loglog_fit_label("test error", -0.35, 0.04) == "test error (slope -0.35 ± 0.04)"
     with pytest.raises(ValueError, match="nrows"):
         plotting.subplots(0, 1)
+
+
+def test_small_multiples_rejects_bad_ncols():
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="ncols"):
+            plotting.small_multiples(lambda ax, v: None, [1, 2], "k", ncols=bad)
+
+
+def test_house_fonts_are_legible_on_a_phone():
+    plotting.use_style()
+    rc = matplotlib.rcParams
+    for key in ("font.size", "axes.labelsize", "axes.titlesize", "xtick.labelsize",
+                "ytick.labelsize", "legend.fontsize"):
+        assert float(rc[key]) >= plotting.MIN_FONT_PT, key
+    assert rc["savefig.dpi"] >= 2 * rc["figure.dpi"], "figures are saved at 2x"
+    fig, ax = plotting.subplots()
+    ax.plot([0, 1], label="a")
+    plotting.label(ax, "x", "y", title="t", legend=True)
+    fig.canvas.draw()
+    assert plotting.min_font_size(fig) >= plotting.MIN_FONT_PT
+    ax.text(0, 0, "tiny", fontsize=6)
+    assert plotting.min_font_size(fig) == 6
+    plt.close(fig)
