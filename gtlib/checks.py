@@ -197,6 +197,34 @@ class Sequence(Constraint):
         return value
 
 
+# -- short names for the constraints configs declare most often -----------------------------------
+
+def count(minimum: int = 1, optional: bool = False) -> Interval:
+    """An ``int`` >= ``minimum`` (sizes, steps, widths)."""
+    return Interval(int, minimum, None, "left", optional)
+
+
+def positive(optional: bool = False) -> Interval:
+    """A finite number > 0 (learning rates, temperatures, scales)."""
+    return Interval(float, 0, None, "neither", optional)
+
+
+def nonnegative(optional: bool = False) -> Interval:
+    """A finite number >= 0 (weight decay, noise levels)."""
+    return Interval(float, 0, None, "left", optional)
+
+
+def fraction(closed: str = "both", optional: bool = False) -> Interval:
+    """A number in [0, 1] (``closed`` picks which ends are allowed)."""
+    return Interval(float, 0, 1, closed, optional)
+
+
+def tuple_of(item: Constraint, min_len: int = 1, increasing: str | None = None,
+             distinct: bool = False) -> Sequence:
+    """A tuple/list whose items satisfy ``item`` (see :class:`Sequence`)."""
+    return Sequence(item, min_len, increasing, distinct)
+
+
 def check(name: str, value: Any, constraint: Constraint) -> Any:
     """``constraint.check(name, value)``: the value unchanged, or an error naming ``name``."""
     return constraint.check(name, value)

@@ -12,34 +12,31 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from .checks import count, nonnegative, positive
+from .config import Config, param
 from .data import Dataset
 from .ensemble import BatchedMLP, train_ensemble, train_sequentially
 from .train import TrainConfig, accuracy
 
 
 @dataclass
-class PrelimConfig:
-    """Sizes of the Preliminaries experiments (``quick`` for a laptop, ``full`` for a GPU)."""
+class PrelimConfig(Config):
+    """Sizes of the Preliminaries experiments (defaults: ``quick``, for a laptop; ``FULL``: the
+    ``full`` preset's overrides, for a GPU: more seeds, epochs and ensemble members)."""
 
-    n_train: int = 4000
-    n_test: int = 1000
-    width: int = 100          # the MNIST-1D README's MLP: two hidden layers of 100 units
-    depth: int = 2
-    seeds: int = 3            # independent runs of each model, trained as one batched ensemble
-    epochs: int = 60
-    batch_size: int = 100
-    lr: float = 1e-2
-    weight_decay: float = 0.0
-    ensemble_members: int = 8  # for the batched-vs-loop comparison
-    ensemble_steps: int = 250
+    FULL = dict(seeds=10, epochs=200, ensemble_members=32, ensemble_steps=1000)
 
-    @classmethod
-    def quick(cls) -> "PrelimConfig":
-        return cls()
-
-    @classmethod
-    def full(cls) -> "PrelimConfig":
-        return cls(seeds=10, epochs=200, ensemble_members=32, ensemble_steps=1000)
+    n_train: int = param(4000, count())
+    n_test: int = param(1000, count())
+    width: int = param(100, count())    # the MNIST-1D README's MLP: two hidden layers of 100 units
+    depth: int = param(2, count(0))
+    seeds: int = param(3, count())      # independent runs of each model, as one batched ensemble
+    epochs: int = param(60, count())
+    batch_size: int = param(100, count())
+    lr: float = param(1e-2, positive())
+    weight_decay: float = param(0.0, nonnegative())
+    ensemble_members: int = param(8, count())  # for the batched-vs-loop comparison
+    ensemble_steps: int = param(250, count())
 
 
 def train_models(ds: Dataset, cfg: PrelimConfig, depth: int, seed: int = 0) -> tuple[BatchedMLP, dict]:
