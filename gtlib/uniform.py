@@ -118,7 +118,12 @@ class CorruptionConfig:
 
 @dataclass
 class CorruptionResult:
-    """What :func:`corruption_experiment` measured, one entry per corruption level."""
+    """What :func:`corruption_experiment` measured, one entry per corruption level.
+
+    The ``replicate_*`` fields describe one more network trained on the true labels from another
+    initialization (the run-to-run spread that any difference between levels must exceed); the
+    ``init_*`` field gives each member's test error at initialization (before any training).
+    """
 
     levels: list[float]
     test_error: list[float]
@@ -127,6 +132,10 @@ class CorruptionResult:
     reached_target: list[bool]
     curve_steps: list[int]                 # steps at which the training accuracy was measured
     curve_train_acc: np.ndarray            # (len(curve_steps), len(levels))
+    init_test_error: list[float] = field(default_factory=list)
+    replicate_test_error: float = float("nan")
+    replicate_train_acc: float = float("nan")
+    replicate_stop_step: int = -1
     model: BatchedMLP | None = None        # the trained ensemble, member i at levels[i]
     init: list | None = None               # its weights at initialization, per layer (E, out, in)
     x_train: torch.Tensor | None = None
@@ -139,71 +148,70 @@ def corruption_experiment(cfg: CorruptionConfig, seed: int = 0,
     Reproduces the shape of Zhang et al. (2017), Figure 1a (training accuracy against steps for true,
     partially corrupted and random labels) and Figure 1c (test error against the corrupted fraction).
     The labels of level ``f`` come from :func:`gtlib.data.corrupt_labels` with the same seed, so
-    the points corrupted at a smaller level are a subset of those at a larger one.
+    the points corrupted at a smaller level are a subset of those at a larger one. One extra member
+    (the *replicate*) is trained on the true labels from another initialization and batch order;
+    it is removed from ``model`` and reported in the ``replicate_*`` fields.
     """
     cfg.validate()
     seed = _int("seed", seed, minimum=0)
     ds = mnist1d(cfg.n_train, cfg.n_test, device=device)
     ys = torch.stack([corrupt_labels(ds.y, float(f), ds.num_classes, seed=seed + 1000)
-                      for f in cfg.levels])
+                      for f in cfg.levels] + [ds.y])
     E = len(cfg.levels)
-    seeds = [seed * 100 + i for i in range(E)]
-    model = BatchedMLP.init(seeds, ds.dim, cfg.width, cfg.depth, ds.num_classes,
-                            bias=False, device=ds.x.device)
-    init = [w.detach().clone() for w in model.weights]
+    seeds = [seed * 100 + i for i in range(E + 1)]
+    full = BatchedMLP.init(seeds, ds.dim, cfg.width, cfg.depth, ds.num_classes,
+                           bias=False, device=ds.x.device)
+    init_all = [w.detach().clone() for w in full.weights]
     tcfg = TrainConfig(lr=cfg.lr, batch_size=cfg.batch_size, epochs=10**9, steps=cfg.max_steps,
                        target_train_acc=cfg.target_train_acc, check_every=cfg.check_every,
                        seed=seed * 100)
-    hist = train_ensemble(model, ds.x, ys, tcfg, seeds=seeds)
     with torch.no_grad():
-        test_acc = accuracy(model(ds.x_test), ds.y_test)
-        train_acc = accuracy(model(ds.x), ys)
+        init_acc = accuracy(full(ds.x_test), ds.y_test)
+    hist = train_ensemble(full, ds.x, ys, tcfg, seeds=seeds)
+    with torch.no_grad():
+        test_acc = accuracy(full(ds.x_test), ds.y_test)
+        train_acc = accuracy(full(ds.x), ys)
     curve = torch.stack(hist.train_acc).numpy()
     stop = [int(s) for s in hist.probes["stop_step"]]
     # a member stopped at the step where it met the rule; after that its curve is frozen
     for i, s in enumerate(stop):
         curve[np.asarray(hist.step) > s, i] = np.nan
+    model = BatchedMLP([w.detach()[:E] for w in full.weights], None, act=full.act_name)
     return CorruptionResult(levels=[float(f) for f in cfg.levels],
-                            test_error=(1 - test_acc).tolist(),
-                            final_train_acc=train_acc.tolist(), stop_step=stop,
-                            reached_target=[bool(a >= cfg.target_train_acc) for a in train_acc],
-                            curve_steps=list(hist.step), curve_train_acc=curve,
-                            model=model, init=init, x_train=ds.x)
+                            test_error=(1 - test_acc[:E]).tolist(),
+                            final_train_acc=train_acc[:E].tolist(), stop_step=stop[:E],
+                            reached_target=[bool(a >= cfg.target_train_acc) for a in train_acc[:E]],
+                            curve_steps=list(hist.step), curve_train_acc=curve[:, :E],
+                            init_test_error=(1 - init_acc[:E]).tolist(),
+                            replicate_test_error=float(1 - test_acc[E]),
+                            replicate_train_acc=float(train_acc[E]),
+                            replicate_stop_step=stop[E],
+                            model=model, init=[w[:E] for w in init_all], x_train=ds.x)
 
 
 # ---------------------------------------------------------------------------------------------
 # 2. norms and norm-based bounds
 # ---------------------------------------------------------------------------------------------
-def spectral_norm(w: torch.Tensor, iters: int = 100, tol: float = 1e-7, seed: int = 0) -> torch.Tensor:
-    """Largest singular value of ``w`` (shape ``(..., out, in)``) by power iteration on ``w^T w``.
+def spectral_norm(w: torch.Tensor) -> torch.Tensor:
+    """Largest singular value ``||W||_2`` of ``w`` (shape ``(..., out, in)``), computed exactly.
 
-    This is the ``||W||_2`` of Bartlett et al. (2017) and Neyshabur et al. (2018). Power iteration
-    from a fixed random start converges geometrically at rate ``(s_2 / s_1)^2``; it stops after
-    ``iters`` steps or when the estimate changes by less than ``tol`` relative. The result is exact
-    up to that tolerance (the tests compare it with ``torch.linalg.matrix_norm(ord=2)``).
+    This is the ``||W||_2`` of Bartlett et al. (2017) and Neyshabur et al. (2018). It is the first
+    singular value from ``torch.linalg.svdvals`` evaluated in float64, so its relative error is at
+    the level of float64 rounding (singular values are perfectly conditioned: the absolute error
+    is about 1e-16 ``||W||_2``) whatever the gap between the top two singular values; power iteration, which converges at the rate
+    ``(s_2 / s_1)^2``, would need thousands of steps when ``s_2 / s_1`` is near 1 (a
+    default-initialized square layer has ``s_2 / s_1`` within a percent of 1). The result has the
+    dtype of ``w``.
 
     Raises
     ------
     TypeError, ValueError
-        If ``w`` is not a tensor with at least two dimensions, or ``iters`` < 1.
+        If ``w`` is not a tensor with at least two dimensions, or holds a NaN or an infinity.
     """
     w = _matrix("w", w).detach()
-    iters = _int("iters", iters)
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    v = torch.randn(w.shape[:-2] + (w.shape[-1], 1), generator=g, dtype=w.dtype).to(w.device)
-    v = v / v.norm(dim=-2, keepdim=True).clamp_min(1e-30)
-    est = torch.zeros(w.shape[:-2], dtype=w.dtype, device=w.device)
-    for _ in range(iters):
-        u = w @ v
-        v = w.transpose(-1, -2) @ u
-        norm_v = v.norm(dim=-2, keepdim=True)
-        new = norm_v.squeeze(-1).squeeze(-1).sqrt()
-        v = v / norm_v.clamp_min(1e-30)
-        done = bool(((new - est).abs() <= tol * new.clamp_min(1e-30)).all())
-        est = new
-        if done:
-            break
-    return est
+    if not bool(torch.isfinite(w).all()):
+        raise ValueError("w must hold finite values (it has NaN or inf entries)")
+    return torch.linalg.svdvals(w.to(torch.float64))[..., 0].to(w.dtype)
 
 
 def norm_21(w: torch.Tensor) -> torch.Tensor:
@@ -244,24 +252,38 @@ class NetworkMeasures:
     neyshabur: float                 # Neyshabur-Bhojanapalli-Srebro complexity term, constants dropped
 
 
-def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor], input_norm: float,
+def _bartlett(spec, weights, init, data_norm, gamma, n) -> float:
+    ratio = sum((float(norm_21(w - w0)) / s) ** (2 / 3) for w, w0, s in zip(weights, init, spec))
+    return float(data_norm * np.prod(spec) * ratio ** 1.5 / (gamma * n))
+
+
+def _neyshabur(spec, weights, init, input_norm, gamma, n) -> float:
+    L = len(weights)
+    h = max(max(w.shape[-1], w.shape[-2]) for w in weights)
+    ratio = sum(float(((w - w0) ** 2).sum()) / s ** 2 for w, w0, s in zip(weights, init, spec))
+    val = input_norm ** 2 * L ** 2 * h * math.log(L * h) * np.prod(spec) ** 2 * ratio
+    return float(math.sqrt(val / (gamma ** 2 * n)))
+
+
+def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor], data_norm: float,
                    gamma: float, n: int) -> float:
     """The complexity term of Bartlett, Foster and Telgarsky (2017), Theorem 1.1, without constants and logs.
 
     .. math::
-        \\frac{B}{\\gamma\\sqrt{n}}\\;\\prod_{l=1}^{L}\\|W_l\\|_2\\;
+        \\frac{\\|X\\|_F}{\\gamma\\, n}\\;\\prod_{l=1}^{L}\\|W_l\\|_2\\;
         \\Big(\\sum_{l=1}^{L}\\frac{\\|(W_l - W_l^0)^\\top\\|_{2,1}^{2/3}}{\\|W_l\\|_2^{2/3}}\\Big)^{3/2}
 
-    with reference matrices ``M_l = W_l^0`` (the initialization, as Nagarajan and Kolter 2019 do),
-    ``B`` the largest input norm and 1-Lipschitz activations. The theorem adds ``ln(W)`` (W the
-    largest width) times this, an ``O(sqrt(ln(1/delta)/n))`` term and the empirical margin loss,
-    and hides a constant in O-notation; all are left out, so the value is a lower estimate of the
-    bound itself.
+    ``data_norm`` is ``||X||_F = sqrt(sum_i ||x_i||^2)`` over the ``n`` training inputs, as in the
+    theorem (so ``||X||_F / n = rms input norm / sqrt(n)``; Nagarajan and Kolter's code uses the
+    largest input norm over ``sqrt(n)`` instead, which is larger by the ratio max/rms). Reference
+    matrices ``M_l = W_l^0`` (the initialization, as Nagarajan and Kolter 2019 do) and 1-Lipschitz
+    activations. The theorem adds ``ln(W)`` (W the largest width) times this, an
+    ``O(sqrt(ln(1/delta)/n))`` term and the empirical margin loss, and hides a constant in
+    O-notation; all are left out, so the value is a lower estimate of the bound itself.
     """
-    _check_bound_args(weights, init, input_norm, gamma, n)
+    _check_bound_args(weights, init, data_norm, gamma, n)
     spec = [float(spectral_norm(w)) for w in weights]
-    ratio = sum((float(norm_21(w - w0)) / s) ** (2 / 3) for w, w0, s in zip(weights, init, spec))
-    return float(input_norm * np.prod(spec) * ratio ** 1.5 / (gamma * math.sqrt(n)))
+    return _bartlett(spec, weights, init, data_norm, gamma, n)
 
 
 def neyshabur_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor], input_norm: float,
@@ -272,18 +294,15 @@ def neyshabur_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor
         \\sqrt{\\frac{B^2 L^2 h \\ln(Lh)\\,\\prod_{l}\\|W_l\\|_2^2\\,
         \\sum_{l}\\|W_l - W_l^0\\|_F^2 / \\|W_l\\|_2^2}{\\gamma^2 n}}
 
-    with depth ``L`` (number of weight matrices), width ``h`` (largest layer size) and, as in
+    with ``B`` the largest input norm (the theorem assumes inputs in a ball of radius ``B``),
+    depth ``L`` (number of weight matrices), width ``h`` (largest layer size) and, as in
     Nagarajan and Kolter (2019), the Frobenius distance from initialization in place of the
     Frobenius norm. The theorem's ``ln(Ln/delta)`` term inside the root, the empirical margin loss
     and the O-constant are left out.
     """
     _check_bound_args(weights, init, input_norm, gamma, n)
     spec = [float(spectral_norm(w)) for w in weights]
-    L = len(weights)
-    h = max(max(w.shape[-1], w.shape[-2]) for w in weights)
-    ratio = sum(float(((w - w0) ** 2).sum()) / s ** 2 for w, w0, s in zip(weights, init, spec))
-    val = input_norm ** 2 * L ** 2 * h * math.log(L * h) * np.prod(spec) ** 2 * ratio
-    return float(math.sqrt(val / (gamma ** 2 * n)))
+    return _neyshabur(spec, weights, init, input_norm, gamma, n)
 
 
 def _check_bound_args(weights, init, input_norm, gamma, n) -> None:
@@ -297,15 +316,23 @@ def _check_bound_args(weights, init, input_norm, gamma, n) -> None:
     _int("n", n)
 
 
-def network_measures(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor], input_norm: float,
-                     gamma: float, n: int) -> NetworkMeasures:
-    """Spectral norms, their product, the distance from initialization and both bounds."""
-    _check_bound_args(weights, init, input_norm, gamma, n)
+def network_measures(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor],
+                     x: torch.Tensor, gamma: float) -> NetworkMeasures:
+    """Spectral norms, their product, the distance from initialization and both bounds.
+
+    ``x`` holds the ``n`` training inputs ``(n, d)``: the Bartlett et al. term uses their
+    ``||X||_F``, the Neyshabur et al. term their largest norm ``B``.
+    """
+    if not isinstance(x, torch.Tensor) or x.ndim != 2 or len(x) == 0:
+        raise ValueError("x must be a non-empty (n, d) tensor of training inputs")
+    n = len(x)
+    data_norm, B = float(x.double().norm()), float(x.double().norm(dim=1).max())
+    _check_bound_args(weights, init, B, gamma, n)
     spec = [float(spectral_norm(w)) for w in weights]
     return NetworkMeasures(spectral=spec, spectral_product=float(np.prod(spec)),
                            distance=float(distance_from_init(list(weights), list(init))),
-                           bartlett=bartlett_bound(weights, init, input_norm, gamma, n),
-                           neyshabur=neyshabur_bound(weights, init, input_norm, gamma, n))
+                           bartlett=_bartlett(spec, weights, init, data_norm, gamma, n),
+                           neyshabur=_neyshabur(spec, weights, init, B, gamma, n))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -561,7 +588,11 @@ class MarginSweepConfig:
 
 @dataclass
 class MarginSweepResult:
-    """Per training-set size: test error, norms, bounds; plus the log-log fits against n."""
+    """Per training-set size: test error, norms, bounds; plus the log-log fits against n.
+
+    ``init_test_error`` and ``init_spectral_product`` are the same members' values at
+    initialization, before training (the baseline in which n plays no role).
+    """
 
     sizes: list[int]
     test_error: list[float]
@@ -569,6 +600,8 @@ class MarginSweepResult:
     epochs: list[float]
     measures: list[NetworkMeasures]
     fits: dict = field(default_factory=dict)
+    init_test_error: list[float] = field(default_factory=list)
+    init_spectral_product: list[float] = field(default_factory=list)
 
     def series(self) -> dict[str, np.ndarray]:
         """The quantities plotted against n, by name."""
@@ -583,8 +616,8 @@ def margin_sweep(cfg: MarginSweepConfig, seed: int = 0, device: str | None = Non
     """Train to a fixed margin at every size in ``cfg.sizes`` and measure what Nagarajan and Kolter plot.
 
     All sizes are trained as one batched ensemble by :func:`train_on_subsets`; every member starts
-    from its own initialization (seeded by ``seed``). The bounds use ``B`` = the largest input norm
-    of the member's training set and ``gamma`` = the stopping margin.
+    from its own initialization (seeded by ``seed``). The bounds use ``gamma`` = the stopping
+    margin and the member's own training inputs (see :func:`network_measures`).
     """
     cfg.validate()
     seed = _int("seed", seed, minimum=0)
@@ -595,19 +628,20 @@ def margin_sweep(cfg: MarginSweepConfig, seed: int = 0, device: str | None = Non
     model = BatchedMLP.init(seeds, ds.dim, cfg.width, cfg.depth, ds.num_classes, bias=False,
                             device=ds.x.device)
     init = [w.detach().clone() for w in model.weights]
+    with torch.no_grad():
+        init_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
+    init_spec = [float(np.prod([float(spectral_norm(w0[i])) for w0 in init])) for i in range(E)]
     tcfg = TrainConfig(lr=cfg.lr, batch_size=cfg.batch_size, margin_gamma=cfg.gamma,
                        margin_fraction=cfg.margin_fraction, seed=seed)
     run = train_on_subsets(model, ds.x, ds.y, sizes, tcfg, seeds=seeds,
                            check_every_epochs=cfg.check_every_epochs, max_epochs=cfg.max_epochs)
     with torch.no_grad():
         test_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
-    measures = []
-    for i, n in enumerate(sizes):
-        B = float(ds.x[:n].norm(dim=1).max())
-        measures.append(network_measures([w[i].detach() for w in model.weights],
-                                         [w0[i] for w0 in init], B, cfg.gamma, n))
+    measures = [network_measures([w[i].detach() for w in model.weights], [w0[i] for w0 in init],
+                                 ds.x[:n], cfg.gamma) for i, n in enumerate(sizes)]
     res = MarginSweepResult(sizes=sizes, test_error=test_err, met_margin=run.met_rule,
-                            epochs=run.epochs, measures=measures)
+                            epochs=run.epochs, measures=measures, init_test_error=init_err,
+                            init_spectral_product=init_spec)
     res.fits = {k: power_law_fit(sizes, v) for k, v in res.series().items()}
     return res
 
@@ -704,6 +738,7 @@ class LinearErrors:
     test: float          # exact given the learned w (see linear_errors)
     sprime: float
     uc_lower_bound: float
+    fresh: float = float("nan")     # error on an independent sample of m points (S' 's control)
 
 
 def linear_errors(cfg: LinearConstruction, seed: int = 0) -> LinearErrors:
@@ -712,20 +747,22 @@ def linear_errors(cfg: LinearConstruction, seed: int = 0) -> LinearErrors:
     The test error is computed exactly given the learned ``(w1, w2)``: for a fresh point,
     ``y (w1.x1 + w2.x2) = signal * w1.u + N(0, ||w2||^2 noise_var / D)``, so the error is
     ``Phi(-signal * w1.u / (||w2|| sqrt(noise_var / D)))``. ``uc_lower_bound`` is
-    ``max(0, err_S' - err_test)``: S' is distributed like a fresh training set, so any two-sided
-    uniform-convergence bound that holds with probability 1 - delta (delta small) must exceed the
-    gap between the error on S' and the test error (Nagarajan and Kolter 2019, Section 3).
+    ``max(0, err_S' - err_test)``, the quantity that the S' argument puts under every two-sided
+    uniform-convergence bound (Nagarajan and Kolter 2019, Section 3). ``fresh`` is the error on an
+    independent sample of ``cfg.m`` points: distributed like S' but not built from S.
     """
     x1, x2, y = linear_data(cfg, seed)
     w1, w2 = one_step_gd(x1, x2, y)
     train = float((linear_predict(w1, w2, x1, x2) != y).double().mean())
     s1, s2, sy = linear_sprime(x1, x2, y)
     sprime = float((linear_predict(w1, w2, s1, s2) != sy).double().mean())
+    f1, f2, fy = cfg.sample(cfg.m, torch.Generator().manual_seed(10**6 + _int("seed", seed, 0)))
+    fresh = float((linear_predict(w1, w2, f1, f2) != fy).double().mean())
     mean = cfg.signal * float(w1 @ cfg.u)
     sd = float(w2.norm()) * math.sqrt(cfg.noise_var / cfg.D)
     test = 0.5 * math.erfc(mean / sd / math.sqrt(2)) if sd > 0 else float(mean <= 0)
     return LinearErrors(train=train, test=test, sprime=sprime,
-                        uc_lower_bound=max(0.0, sprime - test))
+                        uc_lower_bound=max(0.0, sprime - test), fresh=fresh)
 
 
 def linear_sweep(m: int, Ds: Sequence[int], seeds: Sequence[int], K: int = 1,
@@ -733,13 +770,67 @@ def linear_sweep(m: int, Ds: Sequence[int], seeds: Sequence[int], K: int = 1,
     """Mean training, test and S' errors and the UC floor over ``seeds``, for each ``D`` in ``Ds``."""
     Ds = _sizes("Ds", Ds)
     seeds = _sizes("seeds", seeds, minimum=0)
-    out = {k: np.zeros(len(Ds)) for k in ("train", "test", "sprime", "uc_lower_bound")}
+    out = {k: np.zeros(len(Ds)) for k in ("train", "test", "sprime", "uc_lower_bound", "fresh")}
     for j, D in enumerate(Ds):
         errs = [linear_errors(LinearConstruction(K=K, D=D, m=m, noise_var=noise_var), s) for s in seeds]
         for k in out:
             out[k][j] = np.mean([getattr(e, k) for e in errs])
     out["D"] = np.asarray(Ds)
     return out
+
+
+def _exact_test_error(cfg: LinearConstruction, w1: torch.Tensor, w2: torch.Tensor) -> float:
+    mean = cfg.signal * float(w1 @ cfg.u)
+    sd = float(w2.norm()) * math.sqrt(cfg.noise_var / cfg.D)
+    return 0.5 * math.erfc(mean / sd / math.sqrt(2)) if sd > 0 else float(mean <= 0)
+
+
+@dataclass
+class EscapeResult:
+    """What :func:`one_sided_escape` measured (errors are fractions)."""
+
+    test_error: list[float]      # L_D(h_S) of each output, exact
+    one_sided: float             # max over outputs h_i and sets T_j of L_D(h_i) - err_{T_j}(h_i)
+    two_sided: float             # the same maximum of |L_D(h_i) - err_{T_j}(h_i)|
+    ball_one_sided: float        # one-sided gap of the norm-ball witness (-w1, w2) on its own S
+    ball_two_sided: float
+
+
+def one_sided_escape(cfg: LinearConstruction, n_sets: int = 20, seed: int = 0) -> EscapeResult:
+    """Uniform convergence over the algorithm's outputs, one-sided and two-sided, in the linear
+    construction; and the same over a norm ball.
+
+    Draws ``n_sets`` training sets ``S_i``, learns ``h_i`` on each (:func:`one_step_gd`) and
+    builds every ``S'_i``. Every one of the ``2 n_sets`` sets ``T_j`` (the ``S_j`` and the
+    ``S'_j``) is a sample from ``D^m``, so a uniform-convergence bound over the outputs must hold
+    on all of them. The two-sided gap ``max |L_D(h_i) - err_{T_j}(h_i)|`` is then about one
+    (at ``T_j = S'_i``), while the one-sided gap ``max (L_D(h_i) - err_{T_j}(h_i))`` can never
+    exceed ``max_i L_D(h_i)``, which is small: a one-sided bound over the outputs is not vacuous.
+
+    The norm ball ``{w : ||w|| <= ||w_S||}`` contains every output but also ``(-w1, w2)``: it fits
+    S as well as ``w`` does (the memorized noise outweighs the reversed signal) yet its test error
+    is ``1 - L_D(h_S)``. So uniform convergence over that ball is vacuous even one-sidedly;
+    ``ball_*`` report its gaps on its own training set (maximum over the ``n_sets`` draws).
+    """
+    cfg.validate()
+    n_sets = _int("n_sets", n_sets, minimum=2)
+    seed = _int("seed", seed, minimum=0)
+    outs, sets = [], []
+    for i in range(n_sets):
+        x1, x2, y = linear_data(cfg, seed * 1000 + i)
+        outs.append(one_step_gd(x1, x2, y))
+        sets += [(x1, x2, y), linear_sprime(x1, x2, y)]
+    test = [_exact_test_error(cfg, w1, w2) for w1, w2 in outs]
+    gaps = torch.tensor([[test[i] - float((linear_predict(w1, w2, t1, t2) != ty).double().mean())
+                          for t1, t2, ty in sets] for i, (w1, w2) in enumerate(outs)])
+    ball = []
+    for i, (w1, w2) in enumerate(outs):
+        x1, x2, y = sets[2 * i]
+        train = float((linear_predict(-w1, w2, x1, x2) != y).double().mean())
+        ball.append(_exact_test_error(cfg, -w1, w2) - train)
+    return EscapeResult(test_error=test, one_sided=float(gaps.max()),
+                        two_sided=float(gaps.abs().max()), ball_one_sided=max(ball),
+                        ball_two_sided=max(abs(b) for b in ball))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -844,6 +935,8 @@ class SpheresResult:
     model: BatchedMLP            # member i was trained on x_train[:sizes[i]]
     x_train: torch.Tensor
     y_train: torch.Tensor
+    init_test_error: list[float] = field(default_factory=list)     # before training
+    projected_test_error: list[float] = field(default_factory=list)  # fresh points, projected
 
 
 def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) -> SpheresResult:
@@ -851,7 +944,9 @@ def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) 
 
     One network per size (nested prefixes of one sample), all trained in one batched loop by
     :func:`train_on_subsets` until ``margin_fraction`` of their training points have margin
-    ``gamma``. S' error is each member's error on the S' of its own training set.
+    ``gamma``. S' error is each member's error on the S' of its own training set;
+    ``projected_test_error`` is its error on the test points projected the same way (a set with
+    the same law as S' that was not built from the training set).
     """
     cfg.validate()
     seed = _int("seed", seed, minimum=0)
@@ -859,15 +954,19 @@ def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) 
     g = torch.Generator().manual_seed(seed * 7919 + 13)
     x, y = sphere_data(max(cfg.sizes), cfg.d, cfg.radii, g)
     xt, yt = sphere_data(cfg.n_test, cfg.d, cfg.radii, g)
-    x, y, xt, yt = x.to(dev), y.to(dev), xt.to(dev), yt.to(dev)
+    xp, yp = sphere_sprime(xt, yt, cfg.radii)       # fresh points projected: S' 's control
+    x, y, xt, yt, xp, yp = (t.to(dev) for t in (x, y, xt, yt, xp, yp))
     E = len(cfg.sizes)
     seeds = [seed * 100 + 70 + i for i in range(E)]
     model = BatchedMLP.init(seeds, cfg.d, cfg.width, 1, 2, bias=True, device=dev)
+    with torch.no_grad():
+        init_err = (1 - accuracy(model(xt), yt)).tolist()
     tcfg = TrainConfig(lr=cfg.lr, batch_size=cfg.batch_size, margin_gamma=cfg.gamma,
                        margin_fraction=cfg.margin_fraction, seed=seed)
     run = train_on_subsets(model, x, y, list(cfg.sizes), tcfg, seeds=seeds, max_epochs=cfg.max_epochs)
     with torch.no_grad():
         test_err = (1 - accuracy(model(xt), yt)).tolist()
+        proj_err = (1 - accuracy(model(xp), yp)).tolist()
         sp_err, tr_err = [], []
         for i, n in enumerate(cfg.sizes):
             xs, ys = sphere_sprime(x[:n], y[:n], cfg.radii)
@@ -875,7 +974,8 @@ def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) 
             tr_err.append(1 - accuracy(member_logits(model, i, x[:n]), y[:n]))
     return SpheresResult(sizes=list(cfg.sizes), test_error=test_err, sprime_error=sp_err,
                          train_error=tr_err, met_margin=run.met_rule, epochs=run.epochs,
-                         model=model, x_train=x, y_train=y)
+                         model=model, x_train=x, y_train=y, init_test_error=init_err,
+                         projected_test_error=proj_err)
 
 
 def boundary_slice(model: BatchedMLP, member: int, point: torch.Tensor, radii: tuple = (1.0, 1.2),

@@ -17,8 +17,30 @@ def test_spectral_norm_matches_torch():
     for shape in [(5, 3), (3, 5), (40, 40), (4, 20, 30)]:
         w = torch.randn(*shape, generator=g, dtype=torch.float64)
         ref = torch.linalg.matrix_norm(w, ord=2)
-        got = U.spectral_norm(w, iters=2000, tol=1e-13)
-        assert torch.allclose(got, ref, rtol=1e-6), (shape, got, ref)
+        got = U.spectral_norm(w)
+        assert torch.allclose(got, ref, rtol=1e-12), (shape, got, ref)
+
+
+def test_spectral_norm_near_degenerate_spectrum():
+    # a Gaussian-like 64x256 matrix whose top two singular values are close: s2/s1 = 0.993
+    # (power iteration with a 100-step cap was off by 3.6e-3 here)
+    g = torch.Generator().manual_seed(3)
+    q1, _ = torch.linalg.qr(torch.randn(64, 64, generator=g, dtype=torch.float64))
+    q2, _ = torch.linalg.qr(torch.randn(256, 64, generator=g, dtype=torch.float64))
+    s = torch.linspace(1.0, 0.2, 64, dtype=torch.float64)
+    s[1] = 0.993
+    w = q1 @ torch.diag(s) @ q2.T
+    assert U.spectral_norm(w).item() == pytest.approx(1.0, rel=1e-12)
+    assert U.spectral_norm(w.float()).item() == pytest.approx(1.0, rel=1e-6)
+    # a default-initialized 1024x1024 layer (the full preset's width), against float64 svdvals
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        layer = torch.nn.Linear(1024, 1024, bias=False)
+    w = layer.weight.detach()
+    ref = torch.linalg.svdvals(w.double())
+    assert ref[1] / ref[0] > 0.98                 # nearly degenerate: the hard case
+    assert U.spectral_norm(w).item() == pytest.approx(ref[0].item(), rel=1e-6)
+    assert U.spectral_norm(w.double()).item() == pytest.approx(ref[0].item(), rel=1e-12)
 
 
 def test_spectral_norm_known_cases():
@@ -40,20 +62,30 @@ def test_norm_21_and_distance():
 def test_bounds_by_hand_and_scaling():
     # one layer W = 2 I_2, init 0: ||W||_2 = 2, ||W^T||_{2,1} = 4, ||W||_F^2 = 8
     w, w0 = [2 * torch.eye(2)], [torch.zeros(2, 2)]
-    bft = U.bartlett_bound(w, w0, input_norm=1.0, gamma=1.0, n=4)
-    assert bft == pytest.approx(2 * ((4 / 2) ** (2 / 3)) ** 1.5 / 2)          # = 2
+    # Bartlett et al.: ||X||_F / (gamma n) * 2 * ((4 / 2)^(2/3))^(3/2) with ||X||_F = 2, n = 4
+    bft = U.bartlett_bound(w, w0, data_norm=2.0, gamma=1.0, n=4)
+    assert bft == pytest.approx(2 / 4 * 2 * ((4 / 2) ** (2 / 3)) ** 1.5)          # = 2
     ney = U.neyshabur_bound(w, w0, input_norm=1.0, gamma=1.0, n=4)
     assert ney == pytest.approx(math.sqrt(1 * 1 * 2 * math.log(2) * 4 * (8 / 4) / 4))
-    # invariances: proportional to B / gamma, and to 1 / sqrt(n)
+    # invariances: proportional to the input norm / gamma; Bartlett's to 1/n at fixed ||X||_F,
+    # Neyshabur's to 1/sqrt(n)
     g = torch.Generator().manual_seed(1)
     ws = [torch.randn(6, 4, generator=g), torch.randn(3, 6, generator=g)]
     w0s = [torch.randn(6, 4, generator=g), torch.randn(3, 6, generator=g)]
-    for f in (U.bartlett_bound, U.neyshabur_bound):
-        base = f(ws, w0s, 1.0, 1.0, 100)
-        assert f(ws, w0s, 3.0, 2.0, 100) == pytest.approx(1.5 * base, rel=1e-5)
-        assert f(ws, w0s, 1.0, 1.0, 400) == pytest.approx(0.5 * base, rel=1e-5)
-    m = U.network_measures(ws, w0s, 1.0, 1.0, 100)
+    b0 = U.bartlett_bound(ws, w0s, 1.0, 1.0, 100)
+    assert U.bartlett_bound(ws, w0s, 3.0, 2.0, 100) == pytest.approx(1.5 * b0, rel=1e-5)
+    assert U.bartlett_bound(ws, w0s, 1.0, 1.0, 400) == pytest.approx(0.25 * b0, rel=1e-5)
+    n0 = U.neyshabur_bound(ws, w0s, 1.0, 1.0, 100)
+    assert U.neyshabur_bound(ws, w0s, 3.0, 2.0, 100) == pytest.approx(1.5 * n0, rel=1e-5)
+    assert U.neyshabur_bound(ws, w0s, 1.0, 1.0, 400) == pytest.approx(0.5 * n0, rel=1e-5)
+    # network_measures takes the inputs: ||X||_F for Bartlett, the largest norm for Neyshabur
+    x = torch.zeros(100, 4)
+    x[:, 0] = 1.0
+    x[0, 0] = 3.0                                   # max norm 3, ||X||_F = sqrt(99 + 9)
+    m = U.network_measures(ws, w0s, x, 1.0)
     assert m.spectral_product == pytest.approx(np.prod(m.spectral))
+    assert m.bartlett == pytest.approx(U.bartlett_bound(ws, w0s, math.sqrt(108), 1.0, 100))
+    assert m.neyshabur == pytest.approx(U.neyshabur_bound(ws, w0s, 3.0, 1.0, 100))
 
 
 def test_norm_bad_input():
@@ -61,6 +93,10 @@ def test_norm_bad_input():
         U.spectral_norm([[1.0, 2.0]])
     with pytest.raises(ValueError):
         U.spectral_norm(torch.ones(3))
+    with pytest.raises(ValueError):
+        U.spectral_norm(torch.tensor([[1.0, float("nan")]]))
+    with pytest.raises(ValueError):
+        U.network_measures([torch.eye(2)], [torch.zeros(2, 2)], torch.ones(3), 1.0)
     with pytest.raises(ValueError):
         U.distance_from_init([torch.ones(2, 2)], [torch.ones(2, 3)])
     with pytest.raises(ValueError):
@@ -182,6 +218,26 @@ def test_linear_errors_exact_test_error_matches_monte_carlo():
 def test_linear_large_D_generalizes_but_fails_on_sprime():
     e = U.linear_errors(U.LinearConstruction(K=1, D=20_000, m=32), seed=0)
     assert e.train == 0.0 and e.test < 0.01 and e.sprime == 1.0
+
+
+def test_linear_fresh_sample_is_not_sprime():
+    # an independent sample has the law of S' but was not built from S: its error is near the
+    # test error, far from the S' error
+    e = U.linear_errors(U.LinearConstruction(K=1, D=20_000, m=64), seed=1)
+    assert e.sprime == 1.0 and e.fresh <= 0.1
+
+
+def test_one_sided_escape():
+    cfg = U.LinearConstruction(K=1, D=20_000, m=32)
+    r = U.one_sided_escape(cfg, n_sets=6, seed=0)
+    assert len(r.test_error) == 6
+    # a one-sided gap can never exceed the largest test error (errors are >= 0)
+    assert r.one_sided <= max(r.test_error) + 1e-12 and r.one_sided < 0.05
+    assert r.two_sided >= 0.95                       # at T = S'_i the gap is about 1
+    # the norm-ball witness (-w1, w2) fits S yet errs on most fresh points
+    assert r.ball_one_sided >= 0.95 and r.ball_two_sided == pytest.approx(r.ball_one_sided)
+    with pytest.raises(ValueError):
+        U.one_sided_escape(cfg, n_sets=1)
 
 
 def test_linear_bad_input():
