@@ -35,7 +35,9 @@ import torch
 import torch.nn.functional as F
 from numpy.polynomial import legendre as _leg
 
-from .checks import check_int, check_positive
+from .checks import (Interval, check_int, check_positive, count, fraction, nonnegative, positive,
+                     tuple_of)
+from .config import Config, param
 from .data import corrupt_labels, mnist1d
 from .ensemble import BatchedMLP, train_ensemble
 from .models import MLP
@@ -189,28 +191,27 @@ TARGETS = {"simple": simple_target, "complex": complex_target}
 
 
 @dataclass
-class PolyConfig:
-    """The order-regularized polynomial experiment of Wilson (2025)."""
+class PolyConfig(Config):
+    """The order-regularized polynomial experiment of Wilson (2025); ``FULL``: a larger test set
+    and finer hyperparameter grids."""
 
-    n: int = 100
-    noise: float = 0.2
-    degree: int = 150
-    n_test: int = 2000
-    gammas: tuple = (1.05, 1.1, 1.2, 1.3, 1.5, 2.0, 3.0)
-    noise_vars: tuple = tuple(np.logspace(-4, 0, 33))
-    prior_vars: tuple = tuple(np.logspace(-2, 2, 17))
-    interpolate_noise_var: float = 1e-6   # sigma^2 when the likelihood asks for an exact fit
-    interpolate_gamma: float = 1.1
-    max_ls_degree: int | None = None      # hindsight search range (default n - 1)
+    FULL = dict(n_test=20000, gammas=tuple(np.round(np.linspace(1.02, 3.0, 34), 3)),
+                noise_vars=tuple(np.logspace(-5, 0, 81)), prior_vars=tuple(np.logspace(-3, 3, 37)))
 
-    @classmethod
-    def quick(cls) -> "PolyConfig":
-        return cls()
+    n: int = param(100, count(2))
+    noise: float = param(0.2, nonnegative())
+    degree: int = param(150, count(0))
+    n_test: int = param(2000, count())
+    gammas: tuple = param((1.05, 1.1, 1.2, 1.3, 1.5, 2.0, 3.0), tuple_of(Interval(float, 1)))
+    noise_vars: tuple = param(tuple(np.logspace(-4, 0, 33)), tuple_of(positive()))
+    prior_vars: tuple = param(tuple(np.logspace(-2, 2, 17)), tuple_of(positive()))
+    interpolate_noise_var: float = param(1e-6, positive())  # sigma^2 for an exact fit
+    interpolate_gamma: float = param(1.1, Interval(float, 1))
+    max_ls_degree: int | None = param(None, count(0, optional=True))  # default n - 1
 
-    @classmethod
-    def full(cls) -> "PolyConfig":
-        return cls(n_test=20000, gammas=tuple(np.round(np.linspace(1.02, 3.0, 34), 3)),
-                   noise_vars=tuple(np.logspace(-5, 0, 81)), prior_vars=tuple(np.logspace(-3, 3, 37)))
+    def _check_together(self) -> None:
+        if self.max_ls_degree is not None and self.max_ls_degree > self.n - 1:
+            self._refuse("max_ls_degree", f"<= n - 1 = {self.n - 1} or None")
 
 
 def run_polynomial(cfg: PolyConfig, seed: int = 0) -> dict:
@@ -329,23 +330,19 @@ def gp_label_regression(x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor, 
 
 
 @dataclass
-class GPConfig:
-    """GP under label corruption on MNIST-1D (after Wilson's Figure 1(d, e))."""
+class GPConfig(Config):
+    """GP under label corruption on MNIST-1D (after Wilson's Figure 1(d, e)); ``FULL``: more data,
+    finer corruption and lengthscale grids."""
 
-    n_train: int = 2000
-    n_test: int = 1000
-    corruptions: tuple = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
-    noise_ratio: float = 1e-3
-    lengthscale_factors: tuple = (0.35, 0.5, 0.7, 1.0, 1.4)  # times the median pairwise distance
+    FULL = dict(n_train=6000, n_test=2000, corruptions=tuple(np.round(np.linspace(0, 1, 11), 2)),
+                lengthscale_factors=tuple(np.round(np.geomspace(0.25, 2.0, 10), 3)))
 
-    @classmethod
-    def quick(cls) -> "GPConfig":
-        return cls()
-
-    @classmethod
-    def full(cls) -> "GPConfig":
-        return cls(n_train=6000, n_test=2000, corruptions=tuple(np.round(np.linspace(0, 1, 11), 2)),
-                   lengthscale_factors=tuple(np.round(np.geomspace(0.25, 2.0, 10), 3)))
+    n_train: int = param(2000, count(2))
+    n_test: int = param(1000, count())
+    corruptions: tuple = param((0.0, 0.2, 0.4, 0.6, 0.8, 1.0), tuple_of(fraction()))
+    noise_ratio: float = param(1e-3, positive())
+    lengthscale_factors: tuple = param((0.35, 0.5, 0.7, 1.0, 1.4),  # x median pairwise distance
+                                       tuple_of(positive()))
 
 
 def run_gp_corruption(cfg: GPConfig, ds, seed: int = 0) -> dict:
@@ -413,25 +410,21 @@ def rf_target(x: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class RFConfig:
-    """Random-feature double descent (after Belkin et al. 2019; Maddox et al. 2020's notebook)."""
+class RFConfig(Config):
+    """Random-feature double descent (after Belkin et al. 2019; Maddox et al. 2020's notebook);
+    ``FULL``: more draws and test points."""
 
-    n: int = 200
-    dim: int = 10
-    noise: float = 0.3
-    n_test: int = 2000
-    ps: tuple = tuple(sorted(set(np.unique(np.round(np.geomspace(10, 1600, 48)).astype(int)).tolist()
-                                 + [100, 200, 400, 800])))
-    n_draws: int = 5
-    alpha: float = 1e-5
+    FULL = dict(n_draws=30, n_test=10000)
 
-    @classmethod
-    def quick(cls) -> "RFConfig":
-        return cls()
-
-    @classmethod
-    def full(cls) -> "RFConfig":
-        return cls(n_draws=30, n_test=10000)
+    n: int = param(200, count())
+    dim: int = param(10, count())
+    noise: float = param(0.3, nonnegative())
+    n_test: int = param(2000, count())
+    ps: tuple = param(tuple(sorted(set(np.unique(np.round(np.geomspace(10, 1600, 48)).astype(int))
+                                       .tolist() + [100, 200, 400, 800]))),
+                      tuple_of(count(), increasing="strict"))
+    n_draws: int = param(5, count())
+    alpha: float = param(1e-5, positive())
 
 
 def rf_data(cfg: RFConfig, rng: np.random.Generator):
@@ -494,27 +487,23 @@ def rf_spectrum(cfg: RFConfig, p: int, seed: int = 0) -> dict:
 # 4. MLP width sweep on MNIST-1D with label noise (deep double descent)
 # ================================================================================================
 @dataclass
-class MLPSweepConfig:
-    """2-hidden-layer MLPs of many widths on MNIST-1D with label noise (Nakkiran et al. 2020)."""
+class MLPSweepConfig(Config):
+    """2-hidden-layer MLPs of many widths on MNIST-1D with label noise (Nakkiran et al. 2020);
+    ``FULL``: more data, epochs, replicates and widths."""
 
-    n_train: int = 2000
-    label_noise: float = 0.15
-    width_groups: tuple = ((4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 48), (56, 64, 80, 96), (128, 192))
-    epochs: int = 300
-    lr: float = 0.01
-    momentum: float = 0.9
-    batch_size: int = 100
-    replicates: int = 2
+    FULL = dict(n_train=4000, epochs=500, replicates=3,
+                width_groups=((4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 47, 52, 56, 61),
+                              (64, 72, 80, 96, 112, 128), (160, 200, 250, 300)))
 
-    @classmethod
-    def quick(cls) -> "MLPSweepConfig":
-        return cls()
-
-    @classmethod
-    def full(cls) -> "MLPSweepConfig":
-        return cls(n_train=4000, epochs=500, replicates=3,
-                   width_groups=((4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 47, 52, 56, 61),
-                                 (64, 72, 80, 96, 112, 128), (160, 200, 250, 300)))
+    n_train: int = param(2000, count())
+    label_noise: float = param(0.15, fraction())
+    width_groups: tuple = param(((4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 48), (56, 64, 80, 96),
+                                 (128, 192)), tuple_of(tuple_of(count())))
+    epochs: int = param(300, count())
+    lr: float = param(0.01, positive())
+    momentum: float = param(0.9, fraction("left"))
+    batch_size: int = param(100, count())
+    replicates: int = param(2, count())
 
     @property
     def widths(self) -> list[int]:
@@ -945,25 +934,20 @@ class SubspaceNet(torch.nn.Module):
 
 
 @dataclass
-class CompressionConfig:
-    """Subspace training + quantization + arithmetic coding (after Lotfi et al. 2022)."""
+class CompressionConfig(Config):
+    """Subspace training + quantization + arithmetic coding (after Lotfi et al. 2022); ``FULL``:
+    more data, channels, subspace dimensions and steps."""
 
-    n_train: int = 8000
-    channels: int = 16
-    dim: int = 300
-    levels: tuple = (7, 11, 15)
-    steps: int = 300
-    tune_steps: int = 30
-    lr: float = 0.05
-    delta: float = 0.05
+    FULL = dict(n_train=40000, channels=32, dim=400, steps=3000)
 
-    @classmethod
-    def quick(cls) -> "CompressionConfig":
-        return cls()
-
-    @classmethod
-    def full(cls) -> "CompressionConfig":
-        return cls(n_train=40000, channels=32, dim=400, steps=3000)
+    n_train: int = param(8000, count())
+    channels: int = param(16, count())
+    dim: int = param(300, count())
+    levels: tuple = param((7, 11, 15), tuple_of(count(2)))
+    steps: int = param(300, count())
+    tune_steps: int = param(30, count(0))
+    lr: float = param(0.05, positive())
+    delta: float = param(0.05, fraction("neither"))
 
 
 def train_subspace(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, steps: int, lr: float) -> None:
