@@ -6,8 +6,9 @@ which re-runs, at laptop scale, the experiments of
     Liao, Zhou, Zhang, Wang and Zhang, "Theoretical Analysis of Contrastive Learning under
     Imbalanced Data: From Training Dynamics to a Pruning Solution", ICLR 2026 (arXiv:2602.10357).
 
-The paper has no public code and we could not consult its appendix, so every constant below is our
-own choice (the chapter lists them). The pieces, top to bottom:
+The paper has no public code. The algorithm follows the paper and its first author's summary; every
+constant below is our own choice (the chapter lists them and derives which ratios are learnable). The
+pieces, top to bottom:
 
 1. **Data** (sparse coding in the style of Wen and Li, ICML 2021): a dictionary ``M`` of ``K``
    orthonormal feature directions in ``R^d``; a sample's sparse code ``z`` in ``{-1, 0, 1}^K`` has
@@ -48,7 +49,9 @@ from .data import long_tailed, mnist1d
 class ContrastiveConfig:
     """The synthetic experiment (sparse-coding tokens, attention + BReLU encoder, InfoNCE).
 
-    Every constant is our choice; the paper's appendix constants were not available to us.
+    Every constant is our choice. With these constants the stage-I margin
+    :func:`learning_margin` is ``mu = 10 / ratio``: the minority features are learnable for ratios
+    below 10, and the quick ratios span that window.
     """
 
     dim: int = 48               #: ambient dimension d
@@ -58,7 +61,7 @@ class ContrastiveConfig:
     n_tokens: int = 4           #: tokens per sample L
     n_signal: int = 2           #: tokens that carry the sparse signal M z
     noise: float = 1.0          #: expected norm of each token's Gaussian noise
-    neurons: int = 48           #: MLP neurons m
+    neurons: int = 144          #: MLP neurons m
     init_scale: float = 0.1     #: std of the initial neuron weights
     batch: int = 128            #: fresh samples per step (population training)
     steps: int = 1200           #: SGD steps
@@ -69,9 +72,10 @@ class ContrastiveConfig:
     bias_ramp: int = 600        #: steps over which the threshold rises linearly from 0 (half the run)
     prune_fraction: float = 0.5  #: fraction of neurons masked by magnitude pruning
     prune_every: int = 50       #: how often the pruning mask is recomputed ("each epoch")
-    ratios: tuple = (1.0, 3.0, 10.0)  #: imbalance ratios p_majority / p_minority
-    replicates: int = 2         #: independent initializations per condition (metrics averaged)
+    ratios: tuple = (1.0, 3.0, 5.0, 10.0)  #: imbalance ratios p_majority / p_minority
+    replicates: int = 3         #: independent initializations per condition (paired runs)
     specialist_ratio: float = 2.0  #: a neuron is a single-feature specialist if top/second >= this
+    strong_floor: float = 0.25  #: ... and a strong one if its top is >= this x the model's largest
     log_every: int = 50         #: how often the neuron metrics are recorded
     probe_samples: int = 1200   #: single-feature samples per probe split
 
@@ -82,7 +86,7 @@ class ContrastiveConfig:
     @classmethod
     def full(cls) -> "ContrastiveConfig":
         return cls(dim=128, n_features=32, n_minority=16, base_freq=0.06, n_tokens=8, n_signal=3,
-                   neurons=256, batch=512, steps=4000, ratios=(1.0, 2.0, 4.0, 10.0, 30.0),
+                   neurons=256, batch=512, steps=4000, ratios=(1.0, 3.0, 5.0, 10.0),
                    replicates=5, bias_ramp=2000, probe_samples=4000)
 
     def validate(self) -> "ContrastiveConfig":
@@ -99,6 +103,7 @@ class ContrastiveConfig:
             raise ValueError("n_signal must be <= n_tokens")
         check_fraction("base_freq", self.base_freq, open_interval=True)
         check_fraction("prune_fraction", self.prune_fraction)
+        check_fraction("strong_floor", self.strong_floor)
         for name in ("noise", "init_scale", "lr", "tau"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
@@ -335,15 +340,88 @@ def alignment(W: torch.Tensor, M: torch.Tensor) -> dict:
                 ratio=top / second.clamp_min(1e-30), purity=purity)
 
 
+def strong_specialists(W: torch.Tensor, M: torch.Tensor, ratio: float = 2.0,
+                       floor: float = 0.25) -> torch.Tensor:
+    """Strong single-feature specialists per feature: a ``(..., K)`` count.
+
+    Neuron ``r`` is a strong specialist of its dominant feature ``k`` when its top projection
+    is at least ``ratio`` times its second one **and** at least ``floor`` times the largest
+    top projection of its model, ``max_s max_j |<w_s, M_j>|``. The floor keeps small, decayed
+    neurons (whose top/second ratio is noise) from counting as specialists.
+
+    Parameters
+    ----------
+    W : ``(..., m, d)`` neuron weights; M : ``(d, K)`` orthonormal features.
+    ratio : float
+        The top/second threshold (>= 1).
+    floor : float
+        The magnitude floor, relative to the model's largest projection (in [0, 1]).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., K)`` float counts of strong specialists of each feature.
+    """
+    if not ratio >= 1:
+        raise ValueError(f"ratio must be >= 1, got {ratio}")
+    check_fraction("floor", floor)
+    a = alignment(W, M)
+    K = M.shape[1]
+    top = a["top"]
+    biggest = top.max(dim=-1, keepdim=True).values
+    strong = (a["ratio"] >= ratio) & (top >= floor * biggest)
+    onehot = F.one_hot(a["dominant"], K).to(W.dtype)
+    return (onehot * strong[..., None].to(W.dtype)).sum(-2)
+
+
+def energy_ratio(W: torch.Tensor, M: torch.Tensor, n_minority: int) -> torch.Tensor:
+    """Minority/majority energy ratio of neurons ``W`` ``(..., m, d)``: shape ``(...)``.
+
+    ``sum_r sum_{k minority} <w_r, M_k>^2 / K_min`` divided by the same sum over the majority
+    features (divided by ``K - K_min``); the minority features are the last ``n_minority``
+    columns of ``M``. It is 1 when both groups carry the same energy per feature, and it
+    is minority-specific: a change that scales every weight (pruning inflates all norms a
+    little) leaves it unchanged.
+    """
+    K = M.shape[1]
+    if not 0 < n_minority < K:
+        raise ValueError(f"n_minority must lie strictly between 0 and {K}, got {n_minority}")
+    if W.shape[-1] != M.shape[0]:
+        raise ValueError(f"W's last dimension ({W.shape[-1]}) must equal M's rows ({M.shape[0]})")
+    e = ((W @ M) ** 2).sum(-2)  # (..., K)
+    minor = e[..., K - n_minority:].mean(-1)
+    major = e[..., :K - n_minority].mean(-1)
+    return minor / major.clamp_min(1e-30)
+
+
+def learning_margin(cfg: "ContrastiveConfig", ratio: float) -> float:
+    """The stage-I margin ``mu = L_s^2 p_min / (tau lambda)`` of the minority features.
+
+    Linearizing stage I (small weights, uniform attention, threshold near zero), the expected
+    InfoNCE gradient grows the projection of a neuron on feature ``k`` by
+    ``lr (L_s^2 / tau) p_k`` per step, while weight decay shrinks it by ``lr lambda``; the
+    minority features (``p_min = q / ratio``) grow out of the initialization only if
+    ``mu > 1``.
+    """
+    if isinstance(ratio, bool) or not ratio >= 1:
+        raise ValueError(f"ratio must be a number >= 1, got {ratio!r}")
+    if not cfg.weight_decay > 0:
+        raise ValueError("the margin needs weight_decay > 0")
+    p_min = cfg.base_freq / float(ratio)
+    return cfg.n_signal ** 2 * p_min / (cfg.tau * cfg.weight_decay)
+
+
 def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
-                    specialist_ratio: float = 2.0) -> dict:
+                    specialist_ratio: float = 2.0, strong_floor: float = 0.25) -> dict:
     """Per-model feature statistics of neurons ``W`` ``(E, m, d)`` (each entry a length-E array).
 
     * ``best_major`` / ``best_minor``: mean over majority/minority features of the feature's best
       alignment ``max_r |<w_r, M_k>|`` (how strongly the feature is learned).
-    * ``spec_major`` / ``spec_minor``: specialists per majority/minority feature, a specialist being a
-      neuron whose top projection is >= ``specialist_ratio`` times its second.
-    * ``single_fraction``: fraction of neurons that are specialists; ``median_ratio``; ``noise``.
+    * ``spec_major`` / ``spec_minor``: strong specialists per majority/minority feature
+      (:func:`strong_specialists` with ``specialist_ratio`` and ``strong_floor``).
+    * ``energy``: the minority/majority energy ratio (:func:`energy_ratio`).
+    * ``single_fraction``: fraction of neurons whose top/second ratio is >= ``specialist_ratio``
+      (no magnitude floor: the purity of all neurons); ``median_ratio``; ``noise``.
     """
     if W.ndim != 3:
         raise ValueError("W must have shape (E, m, d)")
@@ -352,15 +430,14 @@ def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
         raise ValueError(f"n_minority must lie strictly between 0 and {K}")
     a = alignment(W, M)
     best = a["proj"].max(dim=1).values  # (E, K)
-    spec = a["ratio"] >= specialist_ratio
-    counts = torch.stack([torch.bincount(a["dominant"][e][spec[e]], minlength=K)
-                          for e in range(W.shape[0])]).float()
+    counts = strong_specialists(W, M, specialist_ratio, strong_floor)
     maj = slice(0, K - n_minority)
     mino = slice(K - n_minority, K)
     out = dict(best_major=best[:, maj].mean(1), best_minor=best[:, mino].mean(1),
                spec_major=counts[:, maj].mean(1), spec_minor=counts[:, mino].mean(1),
-               single_fraction=spec.float().mean(1), median_ratio=a["ratio"].median(1).values,
-               noise=a["noise"].mean(1))
+               energy=energy_ratio(W, M, n_minority),
+               single_fraction=(a["ratio"] >= specialist_ratio).float().mean(1),
+               median_ratio=a["ratio"].median(1).values, noise=a["noise"].mean(1))
     return {k: v.cpu().numpy() for k, v in out.items()}
 
 
@@ -403,7 +480,7 @@ def bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
 
 
 def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
-                   replicates: int | None = None) -> EncoderRun:
+                   replicates: int | None = None, hard_mask: bool = False) -> EncoderRun:
     """Train one encoder per (ratio, fraction) pair and replicate, all at once (batched).
 
     Each model sees fresh population samples every step (common random numbers across models);
@@ -411,6 +488,10 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     so a pruned and an unpruned model differ only in pruning. SGD with weight decay; the target
     branch is the unpruned model under stop-gradient; the online branch is masked by
     :func:`magnitude_mask` every ``prune_every`` steps with the straight-through rule.
+
+    ``hard_mask=True`` is the ablation that the chapter argues against: the mask is applied to
+    both branches and without the straight-through rule, so a masked neuron outputs zero in
+    both views and receives no gradient at all while it is masked.
     """
     cfg.validate()
     ratios, fractions = list(ratios), list(fractions)
@@ -453,9 +534,14 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
         z = sample_codes(freqs, cfg.batch, g)
         X1 = make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
         X2 = make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
-        f1 = encode(X1, W, A, beta, mask)
-        with torch.no_grad():
-            f2 = encode(X2, W, A, beta)
+        if hard_mask and mask is not None:
+            f1 = encode(X1, W, A, beta) * mask[:, None, :]
+            with torch.no_grad():
+                f2 = encode(X2, W, A, beta) * mask[:, None, :]
+        else:
+            f1 = encode(X1, W, A, beta, mask)
+            with torch.no_grad():
+                f2 = encode(X2, W, A, beta)
         loss = infonce(f1, f2, cfg.tau).sum()
         gW, gA = torch.autograd.grad(loss, [W, A])
         with torch.no_grad():
@@ -650,7 +736,8 @@ def condition_table(run: EncoderRun, seed: int = 0) -> dict:
     accuracy on single-feature samples of majority / minority features, :func:`feature_probe_accuracy`).
     """
     cfg = run.config
-    summ = feature_summary(run.W, run.M, cfg.n_minority, cfg.specialist_ratio)
+    summ = feature_summary(run.W, run.M, cfg.n_minority, cfg.specialist_ratio,
+                           cfg.strong_floor)
     acc = feature_probe_accuracy(run, seed)
     K, n_min = cfg.n_features, cfg.n_minority
     summ["probe_major"] = acc[:, :K - n_min].mean(1)

@@ -185,3 +185,61 @@ def test_tiny_training_run_and_config_validation():
         C.train_encoders(cfg, [1.0], [0.0, 0.5])
     assert C.ContrastiveConfig.full().validate().neurons > cfg.neurons
     assert C.LongTailConfig.full().width > C.LongTailConfig.quick().width
+
+
+def test_strong_specialists_need_a_magnitude_floor():
+    M = torch.eye(4)
+    W = torch.tensor([[4.0, 0.5, 0.0, 0.0],    # strong specialist of feature 0
+                      [0.0, 0.0, 2.0, 0.1],    # strong specialist of feature 2 (2 >= 0.25 * 4)
+                      [0.0, 0.0, 0.0, 0.3],    # pure but tiny: top 0.3 < 0.25 * 4
+                      [1.5, 1.5, 0.0, 0.0]])   # strong but mixed (ratio 1)
+    counts = C.strong_specialists(W, M, ratio=2.0, floor=0.25)
+    assert counts.tolist() == [1.0, 0.0, 1.0, 0.0]
+    assert C.strong_specialists(W, M, ratio=2.0, floor=0.0).tolist() == [1.0, 0.0, 1.0, 1.0]
+    batched = C.strong_specialists(torch.stack([W, 2 * W]), M)
+    assert torch.equal(batched[0], batched[1])  # invariant to a common scale
+    s = C.feature_summary(W[None], M, n_minority=2)
+    assert s["spec_major"][0] == 0.5 and s["spec_minor"][0] == 0.5
+    with pytest.raises(ValueError, match="floor"):
+        C.strong_specialists(W, M, floor=1.5)
+    with pytest.raises(ValueError, match="ratio"):
+        C.strong_specialists(W, M, ratio=0.5)
+
+
+def test_energy_ratio_closed_form_and_scale_invariance():
+    M = C.feature_dictionary(6, 4, seed=1)
+    W = torch.stack([3 * M[:, 0], 1 * M[:, 1] + 2 * M[:, 3], 1 * M[:, 2]])
+    # majority energy per feature (9 + 1) / 2 = 5, minority (1 + 4) / 2 = 2.5
+    assert math.isclose(float(C.energy_ratio(W, M, 2)), 0.5, rel_tol=1e-5)
+    E = C.energy_ratio(torch.stack([W, 7 * W]), M, 2)
+    assert E.shape == (2,) and torch.allclose(E[0], E[1])
+    noise_dir = torch.linalg.qr(torch.cat([M, torch.randn(6, 1)], 1))[0][:, 4]
+    assert torch.allclose(C.energy_ratio(W + 5 * noise_dir, M, 2), E[0], atol=1e-5)
+    with pytest.raises(ValueError, match="n_minority"):
+        C.energy_ratio(W, M, 4)
+
+
+def test_learning_margin_matches_the_formula():
+    cfg = C.ContrastiveConfig.quick()
+    mu = C.learning_margin(cfg, 10.0)
+    p_min = cfg.base_freq / 10
+    assert math.isclose(mu, cfg.n_signal ** 2 * p_min / (cfg.tau * cfg.weight_decay))
+    assert math.isclose(C.learning_margin(cfg, 2.0) / C.learning_margin(cfg, 4.0), 2.0)
+    with pytest.raises(ValueError, match="ratio"):
+        C.learning_margin(cfg, 0.5)
+    with pytest.raises(ValueError, match="weight_decay"):
+        C.learning_margin(replace(cfg, weight_decay=0.0), 2.0)
+
+
+def test_hard_mask_starves_masked_neurons():
+    cfg = replace(C.ContrastiveConfig.quick(), dim=8, n_features=4, n_minority=2, neurons=6,
+                  batch=16, steps=3, log_every=1, bias_ramp=2, replicates=1, prune_every=100,
+                  weight_decay=0.0)
+    soft = C.train_encoders(cfg, [2.0], [0.5], seed=0)
+    hard = C.train_encoders(cfg, [2.0], [0.5], seed=0, hard_mask=True)
+    start = torch.tensor(soft.history["proj"][0, 0])
+    assert torch.equal(start, torch.tensor(hard.history["proj"][0, 0]))  # same initialization
+    moved_hard = (torch.tensor(hard.history["proj"][-1, 0]) - start).abs().sum(-1)
+    moved_soft = (torch.tensor(soft.history["proj"][-1, 0]) - start).abs().sum(-1)
+    assert int((moved_hard == 0).sum()) == 3  # the 3 masked neurons: no gradient, no decay
+    assert int((moved_soft == 0).sum()) == 0  # straight-through: every neuron is trained
