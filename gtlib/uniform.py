@@ -33,7 +33,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .checks import check_fraction, check_int, check_positive
+from .checks import check_int, check_positive, count, fraction, positive, tuple_of
+from .config import Config, param
 from .data import corrupt_labels, mnist1d
 from .ensemble import BatchedMLP, ensemble_loss, train_ensemble
 from .models import activation
@@ -71,7 +72,7 @@ def _matrix(name: str, w) -> torch.Tensor:
 # 1. random and corrupted labels (Zhang et al. 2017)
 # ---------------------------------------------------------------------------------------------
 @dataclass
-class CorruptionConfig:
+class CorruptionConfig(Config):
     """Zhang et al.'s randomization test on MNIST-1D, all corruption levels trained as one ensemble.
 
     Every member is the same MLP (Zhang et al.'s "MLP 1x512") trained with plain SGD from its own
@@ -80,40 +81,20 @@ class CorruptionConfig:
     ``target_train_acc``.
     """
 
-    n_train: int = 4000
-    n_test: int = 4000
-    levels: tuple = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
-    width: int = 512
-    depth: int = 1
-    lr: float = 0.1
-    batch_size: int = 64
-    target_train_acc: float = 0.99
-    max_steps: int = 40_000
-    check_every: int = 50
+    FULL = dict(n_train=8000, n_test=4000, levels=tuple(np.round(np.linspace(0, 1, 11), 2)),
+                width=512, depth=3, max_steps=200_000, check_every=25)
 
-    @classmethod
-    def quick(cls) -> "CorruptionConfig":
-        return cls()
-
-    @classmethod
-    def full(cls) -> "CorruptionConfig":
-        return cls(n_train=8000, n_test=4000, levels=tuple(np.round(np.linspace(0, 1, 11), 2)),
-                   width=512, depth=3, max_steps=200_000, check_every=25)
-
-    def validate(self) -> "CorruptionConfig":
-        _int("n_train", self.n_train)
-        _int("n_test", self.n_test)
-        levels = [check_fraction(f"levels[{i}]", v) for i, v in enumerate(self.levels)]
-        if len(levels) < 2 or any(b <= a for a, b in zip(levels, levels[1:])):
-            raise ValueError("levels must hold at least two strictly increasing fractions")
-        _int("width", self.width)
-        _int("depth", self.depth)
-        _pos("lr", self.lr)
-        _int("batch_size", self.batch_size)
-        check_fraction("target_train_acc", self.target_train_acc)
-        _int("max_steps", self.max_steps)
-        _int("check_every", self.check_every)
-        return self
+    n_train: int = param(4000, count())
+    n_test: int = param(4000, count())
+    levels: tuple = param((0.0, 0.2, 0.4, 0.6, 0.8, 1.0),
+                          tuple_of(fraction(), min_len=2, increasing="strict"))
+    width: int = param(512, count())
+    depth: int = param(1, count())
+    lr: float = param(0.1, positive())
+    batch_size: int = param(64, count())
+    target_train_acc: float = param(0.99, fraction())
+    max_steps: int = param(40_000, count())
+    check_every: int = param(50, count())
 
 
 @dataclass
@@ -252,21 +233,8 @@ class NetworkMeasures:
     neyshabur: float                 # Neyshabur-Bhojanapalli-Srebro complexity term, constants dropped
 
 
-def _bartlett(spec, weights, init, data_norm, gamma, n) -> float:
-    ratio = sum((float(norm_21(w - w0)) / s) ** (2 / 3) for w, w0, s in zip(weights, init, spec))
-    return float(data_norm * np.prod(spec) * ratio ** 1.5 / (gamma * n))
-
-
-def _neyshabur(spec, weights, init, input_norm, gamma, n) -> float:
-    L = len(weights)
-    h = max(max(w.shape[-1], w.shape[-2]) for w in weights)
-    ratio = sum(float(((w - w0) ** 2).sum()) / s ** 2 for w, w0, s in zip(weights, init, spec))
-    val = input_norm ** 2 * L ** 2 * h * math.log(L * h) * np.prod(spec) ** 2 * ratio
-    return float(math.sqrt(val / (gamma ** 2 * n)))
-
-
 def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor], data_norm: float,
-                   gamma: float, n: int) -> float:
+                   gamma: float, n: int, spectral: Sequence[float] | None = None) -> float:
     """The complexity term of Bartlett, Foster and Telgarsky (2017), Theorem 1.1, without constants and logs.
 
     .. math::
@@ -280,14 +248,16 @@ def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor]
     activations. The theorem adds ``ln(W)`` (W the largest width) times this, an
     ``O(sqrt(ln(1/delta)/n))`` term and the empirical margin loss, and hides a constant in
     O-notation; all are left out, so the value is a lower estimate of the bound itself.
+    ``spectral`` may pass the layers' spectral norms if they are already known.
     """
     _check_bound_args(weights, init, data_norm, gamma, n)
-    spec = [float(spectral_norm(w)) for w in weights]
-    return _bartlett(spec, weights, init, data_norm, gamma, n)
+    spec = spectral or [float(spectral_norm(w)) for w in weights]
+    ratio = sum((float(norm_21(w - w0)) / s) ** (2 / 3) for w, w0, s in zip(weights, init, spec))
+    return float(data_norm * np.prod(spec) * ratio ** 1.5 / (gamma * n))
 
 
 def neyshabur_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor], input_norm: float,
-                    gamma: float, n: int) -> float:
+                    gamma: float, n: int, spectral: Sequence[float] | None = None) -> float:
     """The complexity term of Neyshabur, Bhojanapalli and Srebro (2018), Theorem 1, without constants.
 
     .. math::
@@ -298,11 +268,15 @@ def neyshabur_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor
     depth ``L`` (number of weight matrices), width ``h`` (largest layer size) and, as in
     Nagarajan and Kolter (2019), the Frobenius distance from initialization in place of the
     Frobenius norm. The theorem's ``ln(Ln/delta)`` term inside the root, the empirical margin loss
-    and the O-constant are left out.
+    and the O-constant are left out. ``spectral`` may pass the layers' spectral norms.
     """
     _check_bound_args(weights, init, input_norm, gamma, n)
-    spec = [float(spectral_norm(w)) for w in weights]
-    return _neyshabur(spec, weights, init, input_norm, gamma, n)
+    spec = spectral or [float(spectral_norm(w)) for w in weights]
+    L = len(weights)
+    h = max(max(w.shape[-1], w.shape[-2]) for w in weights)
+    ratio = sum(float(((w - w0) ** 2).sum()) / s ** 2 for w, w0, s in zip(weights, init, spec))
+    val = input_norm ** 2 * L ** 2 * h * math.log(L * h) * np.prod(spec) ** 2 * ratio
+    return float(math.sqrt(val / (gamma ** 2 * n)))
 
 
 def _check_bound_args(weights, init, input_norm, gamma, n) -> None:
@@ -331,8 +305,8 @@ def network_measures(weights: Sequence[torch.Tensor], init: Sequence[torch.Tenso
     spec = [float(spectral_norm(w)) for w in weights]
     return NetworkMeasures(spectral=spec, spectral_product=float(np.prod(spec)),
                            distance=float(distance_from_init(list(weights), list(init))),
-                           bartlett=_bartlett(spec, weights, init, data_norm, gamma, n),
-                           neyshabur=_neyshabur(spec, weights, init, B, gamma, n))
+                           bartlett=bartlett_bound(weights, init, data_norm, gamma, n, spec),
+                           neyshabur=neyshabur_bound(weights, init, B, gamma, n, spec))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -542,7 +516,7 @@ def train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, sizes:
 
 
 @dataclass
-class MarginSweepConfig:
+class MarginSweepConfig(Config):
     """Nagarajan and Kolter's Figure 1 on MNIST-1D: train to a fixed margin at several n.
 
     One bias-free ReLU MLP per training-set size (nested prefixes of one pool), plain SGD,
@@ -550,40 +524,20 @@ class MarginSweepConfig:
     (the paper: depth 5, width 1024, lr 0.1, batch 64, margin 10, 99%).
     """
 
-    sizes: tuple = (500, 1000, 2000, 4000, 8000)
-    n_test: int = 4000
-    width: int = 256
-    depth: int = 2
-    lr: float = 0.1
-    batch_size: int = 64
-    gamma: float = 4.0
-    margin_fraction: float = 0.99
-    check_every_epochs: float = 1.0
-    max_epochs: float = 2000.0
+    FULL = dict(sizes=(1000, 2000, 4000, 8000, 16000, 32000), n_test=8000, width=1024, depth=4,
+                gamma=10.0, check_every_epochs=1.0)
 
-    @classmethod
-    def quick(cls) -> "MarginSweepConfig":
-        return cls()
-
-    @classmethod
-    def full(cls) -> "MarginSweepConfig":
-        return cls(sizes=(1000, 2000, 4000, 8000, 16000, 32000), n_test=8000, width=1024, depth=4,
-                   gamma=10.0, check_every_epochs=1.0)
-
-    def validate(self) -> "MarginSweepConfig":
-        sizes = _sizes("sizes", self.sizes)
-        if len(sizes) < 2 or any(b <= a for a, b in zip(sizes, sizes[1:])):
-            raise ValueError("sizes must hold at least two strictly increasing ints")
-        _int("n_test", self.n_test)
-        _int("width", self.width)
-        _int("depth", self.depth)
-        _pos("lr", self.lr)
-        _int("batch_size", self.batch_size)
-        _pos("gamma", self.gamma)
-        check_fraction("margin_fraction", self.margin_fraction)
-        _pos("check_every_epochs", self.check_every_epochs)
-        _pos("max_epochs", self.max_epochs)
-        return self
+    sizes: tuple = param((500, 1000, 2000, 4000, 8000),
+                         tuple_of(count(), min_len=2, increasing="strict"))
+    n_test: int = param(4000, count())
+    width: int = param(256, count())
+    depth: int = param(2, count())
+    lr: float = param(0.1, positive())
+    batch_size: int = param(64, count())
+    gamma: float = param(4.0, positive())
+    margin_fraction: float = param(0.99, fraction())
+    check_every_epochs: float = param(1.0, positive())
+    max_epochs: float = param(2000.0, positive())
 
 
 @dataclass
@@ -650,7 +604,7 @@ def margin_sweep(cfg: MarginSweepConfig, seed: int = 0, device: str | None = Non
 # 5. the overparameterized linear construction (Nagarajan and Kolter 2019, Section 3.1)
 # ---------------------------------------------------------------------------------------------
 @dataclass
-class LinearConstruction:
+class LinearConstruction(Config):
     """Nagarajan and Kolter's distribution for an overparameterized linear classifier.
 
     An input is ``x = (x1, x2)`` with ``x1`` in R^K and ``x2`` in R^D; the label ``y`` is +1 or -1
@@ -660,19 +614,11 @@ class LinearConstruction:
     linear loss ``-sum_i y_i w.x_i`` (the first step of hinge-loss GD), so ``w = sum_i y_i x_i``.
     """
 
-    K: int = 1
-    D: int = 20_000
-    m: int = 64
-    noise_var: float = 32.0
-    signal: float = 2.0
-
-    def validate(self) -> "LinearConstruction":
-        _int("K", self.K)
-        _int("D", self.D)
-        _int("m", self.m)
-        _pos("noise_var", self.noise_var)
-        _pos("signal", self.signal)
-        return self
+    K: int = param(1, count())
+    D: int = param(20_000, count())
+    m: int = param(64, count())
+    noise_var: float = param(32.0, positive())
+    signal: float = param(2.0, positive())
 
     @property
     def u(self) -> torch.Tensor:
@@ -885,43 +831,27 @@ def sphere_sprime(x: torch.Tensor, y: torch.Tensor, radii: tuple = (1.0, 1.2), a
 
 
 @dataclass
-class SpheresConfig:
+class SpheresConfig(Config):
     """Hyperspheres experiment: a wide one-hidden-layer ReLU net per n, trained to a margin."""
 
-    d: int = 200
-    radii: tuple = (1.0, 1.2)
-    sizes: tuple = (256, 512, 1024, 2048)
-    n_test: int = 4000
-    width: int = 2000
-    lr: float = 0.5
-    batch_size: int = 64
-    gamma: float = 4.0
-    margin_fraction: float = 0.99
-    max_epochs: float = 3000.0
+    FULL = dict(d=500, sizes=(1024, 2048, 4096, 8192), width=10_000, lr=0.5, gamma=8.0,
+                n_test=10_000)
 
-    @classmethod
-    def quick(cls) -> "SpheresConfig":
-        return cls()
+    d: int = param(200, count(2))
+    radii: tuple = param((1.0, 1.2), tuple_of(positive(), min_len=2, increasing="strict"),
+                         doc="(inner, outer)")
+    sizes: tuple = param((256, 512, 1024, 2048), tuple_of(count(), min_len=2, increasing="strict"))
+    n_test: int = param(4000, count())
+    width: int = param(2000, count())
+    lr: float = param(0.5, positive())
+    batch_size: int = param(64, count())
+    gamma: float = param(4.0, positive())
+    margin_fraction: float = param(0.99, fraction())
+    max_epochs: float = param(3000.0, positive())
 
-    @classmethod
-    def full(cls) -> "SpheresConfig":
-        return cls(d=500, sizes=(1024, 2048, 4096, 8192), width=10_000, lr=0.5, gamma=8.0,
-                   n_test=10_000)
-
-    def validate(self) -> "SpheresConfig":
-        _int("d", self.d, minimum=2)
-        _radii(self.radii)
-        sizes = _sizes("sizes", self.sizes)
-        if len(sizes) < 2 or any(b <= a for a, b in zip(sizes, sizes[1:])):
-            raise ValueError("sizes must hold at least two strictly increasing ints")
-        _int("n_test", self.n_test)
-        _int("width", self.width)
-        _pos("lr", self.lr)
-        _int("batch_size", self.batch_size)
-        _pos("gamma", self.gamma)
-        check_fraction("margin_fraction", self.margin_fraction)
-        _pos("max_epochs", self.max_epochs)
-        return self
+    def _check_together(self) -> None:
+        if len(self.radii) != 2:
+            self._refuse("radii", "a pair (inner, outer) with inner < outer")
 
 
 @dataclass
@@ -1036,6 +966,59 @@ def slice_points(res: SpheresResult, member: int, radii: tuple = (1.0, 1.2), see
                 & (member_logits(res.model, member, xp).argmax(1) == yp)).nonzero().flatten()
     return (res.x_train[int(bad[0])] if len(bad) else None,
             xf[int(good[0])] if len(good) else None)
+
+
+def bulge_width(model: BatchedMLP, member: int, point: torch.Tensor, label: int,
+                radii: tuple = (1.0, 1.2), seed: int = 0, resolution: int = 721) -> float:
+    """Angular width (degrees) of the region around a training point where the member still
+    predicts the point's own ``label`` on the *other* sphere, in the plane of
+    :func:`boundary_slice` (same ``seed``, so the same random direction ``e2``).
+
+    Walks the circle of the other sphere's radius in that plane, at angles ``phi`` from the point's
+    direction in ``[-90, 90]`` degrees, and returns the width of the connected run of angles
+    around ``phi = 0`` where the prediction equals ``label`` (0 if the projection itself is
+    classified correctly). This is the "bulge" of Nagarajan and Kolter's Figure 2.
+    """
+    if not isinstance(model, BatchedMLP):
+        raise TypeError("model must be a BatchedMLP")
+    if not 0 <= member < model.size:
+        raise ValueError(f"member must lie in [0, {model.size}), got {member}")
+    if label not in (0, 1):
+        raise ValueError(f"label must be 0 or 1, got {label!r}")
+    r0, r1 = _radii(radii)
+    resolution = _int("resolution", resolution, minimum=3)
+    e1 = point / point.norm()
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randn(point.shape[0], generator=g, dtype=point.dtype).to(point.device)
+    v = v - (v @ e1) * e1
+    e2 = v / v.norm()
+    r = r1 if label == 0 else r0
+    phi = torch.linspace(-math.pi / 2, math.pi / 2, resolution, dtype=point.dtype)
+    pts = r * (torch.cos(phi)[:, None].to(point.device) * e1 + torch.sin(phi)[:, None].to(point.device) * e2)
+    with torch.no_grad():
+        same = (member_logits(model, member, pts).argmax(1) == label).cpu().numpy()
+    c = resolution // 2
+    if not same[c]:
+        return 0.0
+    lo, hi = c, c
+    while lo > 0 and same[lo - 1]:
+        lo -= 1
+    while hi < resolution - 1 and same[hi + 1]:
+        hi += 1
+    return float(math.degrees(float(phi[hi] - phi[lo])))
+
+
+def cap_fraction(d: int, half_angle_deg: float) -> float:
+    """Fraction of the unit sphere in R^d within ``half_angle_deg`` of a fixed direction.
+
+    Equals ``I_{sin^2 theta}((d - 1)/2, 1/2) / 2`` (regularized incomplete beta) for
+    ``theta <= 90`` degrees; in R^3 it is ``(1 - cos theta) / 2``.
+    """
+    from scipy.special import betainc
+
+    d = _int("d", d, minimum=2)
+    theta = math.radians(check_fraction("half_angle_deg / 90", half_angle_deg / 90) * 90)
+    return float(0.5 * betainc((d - 1) / 2, 0.5, math.sin(theta) ** 2))
 
 
 def plot_slice(ax, a, b, f, radii: tuple, point_radius: float, colors=("#56B4E9", "#E69F00")) -> None:
