@@ -24,9 +24,13 @@ coordinates untouched.
 
 The model is a two-layer network ``f(x) = sum_j a_j act(w_j . x + b_j) + c``. In the theory
 configuration the output layer is frozen at ``a_j = +1/h`` on the first half of the ``h`` units and
-``-1/h`` on the second half, there are no biases, and training uses the hinge loss. The quantity
-the paper tracks (Figure 3) is the mean norm of the projections of the first-layer weights
-``w_j`` onto the core and the background subspaces, :func:`projection_norms`.
+``-1/h`` on the second half, with no output bias ``c`` (the authors' script keeps a random, frozen
+``c``: a constant shift of ``f`` that we drop), the first layer has biases ``b_j`` as in that script
+(``TheoryConfig.bias``), and training uses the hinge loss. The quantity the paper tracks
+(Figure 3) is the mean norm of the projections of the first-layer weights ``w_j`` onto the core
+and the background subspaces, :func:`projection_norms`; :func:`mean_direction_components` splits
+the background part into its component along the background mean direction, the only part a
+shift of every background coordinate sees, and the rest.
 
 Every experiment trains several configurations *at once*: :class:`TwoLayerNets` stacks E networks
 (one batched matmul per layer), each member with its own activation, loss and optimizer, and
@@ -41,7 +45,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .checks import check_int
+from .checks import (Boolean, InstanceOf, Interval, Options, check_int, count, fraction,
+                     nonnegative, positive, tuple_of)
+from .config import Config, param
 from .models import ACTIVATIONS, activation
 
 KINDS = ("theory", "default")
@@ -74,6 +80,12 @@ def _tensor(name: str, value, ndim: int | tuple[int, ...]) -> torch.Tensor:
         raise ValueError(f"{name} must have {' or '.join(map(str, dims))} dimensions, "
                          f"got shape {tuple(value.shape)}")
     return value
+
+
+def _fits_subspaces(cfg) -> None:
+    """Cross-field rule of the toy configs: the core and background subspaces fit in R^dim."""
+    if cfg.d_core + cfg.d_background > cfg.dim:
+        cfg._refuse("dim", f">= d_core + d_background = {cfg.d_core + cfg.d_background}")
 
 
 def _device(device) -> torch.device:
@@ -173,8 +185,12 @@ def sample_core(n: int, kind: str, d_core: int, generator: torch.Generator):
     return z, y
 
 
-def sample_toy(n: int, emb: Embedding, kind: str = "theory", seed: int = 0) -> ToyData:
+def sample_toy(n: int, emb: Embedding, kind: str = "theory", seed: int = 0,
+               centred: bool = False) -> ToyData:
     """Draw ``n`` balanced training-distribution points: core by ``kind``, background ``U[0,1]``.
+
+    With ``centred`` the background is ``U[-1/2, 1/2]`` instead (the same draw minus 1/2): the
+    control that removes the background's mean and keeps everything else.
 
     Raises
     ------
@@ -186,6 +202,8 @@ def sample_toy(n: int, emb: Embedding, kind: str = "theory", seed: int = 0) -> T
     g = torch.Generator().manual_seed(_int("seed", seed, 0))
     z_c, y = sample_core(n, kind, emb.core.shape[1], g)
     z_b = torch.rand(len(y), emb.background.shape[1], generator=g)
+    if centred:
+        z_b = z_b - 0.5
     return ToyData(x=emb.embed(z_c, z_b), y=y, core=z_c, background=z_b)
 
 
@@ -226,7 +244,7 @@ def label_correlations(features: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 # Two-layer networks, E at once
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class NetSpec:
+class NetSpec(Config):
     """How one member of a :class:`TwoLayerNets` stack is built and trained.
 
     ``act``: an activation of :data:`gtlib.models.ACTIVATIONS` (``"identity"`` gives the linear
@@ -235,25 +253,13 @@ class NetSpec:
     coupled weight decay) or ``"adamw"`` (decoupled weight decay, betas 0.9/0.999).
     """
 
-    act: str = "relu"
-    loss: str = "hinge"
-    optimizer: str = "sgd"
-    lr: float = 1e-3
-    momentum: float = 0.9
-    weight_decay: float = 1e-3
-    label: str = ""
-
-    def validate(self) -> "NetSpec":
-        activation(self.act)
-        if self.loss not in BINARY_LOSSES:
-            raise ValueError(f"loss must be one of {BINARY_LOSSES}, got {self.loss!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        _number("lr", self.lr, 0.0, strict=True)
-        if not 0.0 <= _number("momentum", self.momentum) < 1.0:
-            raise ValueError(f"momentum must lie in [0, 1), got {self.momentum}")
-        _number("weight_decay", self.weight_decay, 0.0)
-        return self
+    act: str = param("relu", Options(tuple(ACTIVATIONS)))
+    loss: str = param("hinge", Options(BINARY_LOSSES))
+    optimizer: str = param("sgd", Options(OPTIMIZERS))
+    lr: float = param(1e-3, positive())
+    momentum: float = param(0.9, fraction("left"))
+    weight_decay: float = param(1e-3, nonnegative())
+    label: str = param("", InstanceOf(str))
 
     @property
     def name(self) -> str:
@@ -416,6 +422,26 @@ def projection_norms(W: torch.Tensor, emb: Embedding) -> tuple[torch.Tensor, tor
     return (W @ emb.core).norm(dim=-1), (W @ emb.background).norm(dim=-1)
 
 
+def mean_direction_components(W: torch.Tensor, emb: Embedding) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split each neuron's background weights ``P_b^T w_j`` along the background mean direction.
+
+    With ``u = 1 / sqrt(k_b)`` (the unit vector of the ``k_b`` background coordinates), returns
+    the signed components ``u . P_b^T w_j`` and the norms of the orthogonal remainders
+    ``||P_b^T w_j - (u . P_b^T w_j) u||``, each ``(h,)`` or ``(E, h)``. A shift of every
+    background coordinate by ``-m`` moves neuron ``j``'s pre-activation by
+    ``-m sqrt(k_b) (u . P_b^T w_j)``: only the first part is seen by the shift.
+    """
+    _tensor("W", W, (2, 3))
+    if not isinstance(emb, Embedding):
+        raise TypeError(f"emb must be an Embedding, got {type(emb).__name__}")
+    if W.shape[-1] != emb.dim:
+        raise ValueError(f"W must have {emb.dim} columns, got {W.shape[-1]}")
+    v = W @ emb.background
+    along = v.sum(-1) / np.sqrt(v.shape[-1])
+    orth = (v - along[..., None] / np.sqrt(v.shape[-1])).norm(dim=-1)
+    return along, orth
+
+
 def activation_asymmetry(pre: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Per-neuron ``|P(active | y=+1) - P(active | y=-1)|`` with *active* meaning pre-activation > 0.
 
@@ -431,6 +457,36 @@ def activation_asymmetry(pre: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         raise ValueError("y must contain both classes -1 and +1")
     active = (pre > 0).float()
     return (active[..., pos, :].mean(-2) - active[..., neg, :].mean(-2)).abs()
+
+
+def signed_asymmetry(pre: torch.Tensor, y: torch.Tensor, a: torch.Tensor,
+                     act: str = "relu") -> torch.Tensor:
+    """Per-neuron ``sign(a_j) (E[act'(pre_j) | y=+1] - E[act'(pre_j) | y=-1])``.
+
+    For ReLU, ``act'`` is 1 on active units and 0 elsewhere, so this is
+    ``sign(a_j) (P(active | y=+1) - P(active | y=-1))``: positive when neuron ``j`` fires mostly
+    on the class its output weight ``a_j`` votes for (its "positive" class, Theorem 4.1), negative
+    when it fires mostly on the other class. For another activation it is the same class
+    asymmetry of the gate ``act'`` through which the neuron's gradient flows. ``pre`` is
+    ``(n, h)`` or ``(E, n, h)``, ``a`` is ``(h,)`` or ``(E, h)``.
+    """
+    _tensor("a", a, (1, 2))
+    _tensor("pre", pre, (2, 3))
+    _tensor("y", y, 1)
+    if a.shape[-1] != pre.shape[-1]:
+        raise ValueError(f"a must have one entry per neuron ({pre.shape[-1]}), got {a.shape[-1]}")
+    if pre.shape[-2] != y.shape[0]:
+        raise ValueError(f"pre must have one row per label ({y.shape[0]}), got {pre.shape[-2]}")
+    pos, neg = y > 0, y < 0
+    if not pos.any() or not neg.any():
+        raise ValueError("y must contain both classes -1 and +1")
+    if act == "relu":
+        gate = (pre > 0).float()
+    else:
+        with torch.enable_grad():
+            z = pre.detach().clone().requires_grad_(True)
+            (gate,) = torch.autograd.grad(activation(act)(z).sum(), z)
+    return torch.sign(a) * (gate[..., pos, :].mean(-2) - gate[..., neg, :].mean(-2))
 
 
 def relative_error(h: torch.Tensor, target: torch.Tensor) -> float:
@@ -502,6 +558,8 @@ class ToyHistory:
     step: list[int] = field(default_factory=list)
     core_norm: list[torch.Tensor] = field(default_factory=list)
     background_norm: list[torch.Tensor] = field(default_factory=list)
+    background_mean: list[torch.Tensor] = field(default_factory=list)
+    background_orth: list[torch.Tensor] = field(default_factory=list)
     train_loss: list[torch.Tensor] = field(default_factory=list)
     id_loss: list[torch.Tensor] = field(default_factory=list)
     ood_loss: list[torch.Tensor] = field(default_factory=list)
@@ -532,7 +590,9 @@ def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor
     member ``e`` its own sample (independent replicates of an experiment); the same holds for the
     test set. Member ``e`` minimizes its own loss ``specs[e].loss`` with its own optimizer. Every
     ``record_every`` steps the history stores the mean core and background projection norms of the
-    first-layer weights (:func:`projection_norms`), the training loss and, when a test set is given,
+    first-layer weights (:func:`projection_norms`), the mean absolute component of the background
+    weights along the background mean direction and the mean norm of the rest
+    (:func:`mean_direction_components`), the training loss and, when a test set is given,
     the loss and accuracy on it (ID) and on its background-shifted copy (OOD, ``shift``).
     """
     if not isinstance(net, TwoLayerNets):
@@ -560,6 +620,9 @@ def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor
             hist.step.append(step)
             hist.core_norm.append(core.mean(-1))
             hist.background_norm.append(bg.mean(-1))
+            along, orth = mean_direction_components(net.W, emb)
+            hist.background_mean.append(along.abs().mean(-1))
+            hist.background_orth.append(orth.mean(-1))
             hist.train_loss.append(_member_losses(specs, net(x), y))
             if x_test is not None:
                 f_id, f_ood = net(x_test), net(x_ood)
@@ -627,42 +690,43 @@ def linear_probe(h_train: torch.Tensor, y_train: torch.Tensor,
 # ---------------------------------------------------------------------------------------------
 # Experiment 1: the theory configuration, ReLU vs linear, and the variants of Figure 3(d)
 # ---------------------------------------------------------------------------------------------
-VARIANTS = ("GELU", "SiLU", "leaky ReLU", "AdamW", "logistic loss")
+VARIANTS = ("GELU", "SiLU", "leaky ReLU", "tanh", "sigmoid", "AdamW", "logistic loss")
 
 
 @dataclass
-class TheoryConfig:
+class TheoryConfig(Config):
     """The theory-matching toy configuration (authors' code: hinge loss, SGD with momentum 0.9,
     frozen output layer +-1/h, lr 1e-3, weight decay 1e-3, 20 000 full-batch steps).
 
     Full-batch SGD with a small step follows gradient flow, so what matters is the *time*
     ``lr * steps``: the quick preset takes 400 steps of lr 0.05 (time 20, as 20 000 x 1e-3).
-    AdamW's steps are normalized, so it gets its own ``adamw_lr``.
+    AdamW's steps are normalized, so it gets its own ``adamw_lr``. ``bias`` gives the first
+    layer biases, as the authors' script does; the frozen output layer has no bias (the script
+    keeps its random initial output bias, frozen: a constant shift of ``f``, which we drop).
+    ``centred`` draws the background from ``U[-1/2, 1/2]`` (the control of the mechanism).
     """
 
-    n: int = 1000
-    n_test: int = 1000
-    d_core: int = 32
-    d_background: int = 32
-    dim: int = 256
-    width: int = 256
-    steps: int = 400
-    lr: float = 0.05
-    adamw_lr: float = 2.5e-3
-    momentum: float = 0.9
-    weight_decay: float = 1e-3
-    bias: bool = True
-    seeds_per_variant: int = 1
-    record_every: int = 10
-    variants: tuple[str, ...] = VARIANTS
+    FULL = dict(steps=20_000, lr=1e-3, adamw_lr=1e-3, seeds_per_variant=3, record_every=200)
 
-    @classmethod
-    def quick(cls) -> "TheoryConfig":
-        return cls()
+    n: int = param(1000, count())
+    n_test: int = param(1000, count())
+    d_core: int = param(32, count())
+    d_background: int = param(32, count())
+    dim: int = param(256, count())
+    width: int = param(256, count())
+    steps: int = param(400, count())
+    lr: float = param(0.05, positive())
+    adamw_lr: float = param(2.5e-3, positive())
+    momentum: float = param(0.9, fraction("left"))
+    weight_decay: float = param(1e-3, nonnegative())
+    bias: bool = param(True, Boolean())
+    seeds_per_variant: int = param(1, count())
+    record_every: int = param(10, count())
+    variants: tuple[str, ...] = param(VARIANTS, tuple_of(InstanceOf(str), min_len=0, distinct=True))
+    centred: bool = param(False, Boolean())
 
-    @classmethod
-    def full(cls) -> "TheoryConfig":
-        return cls(steps=20_000, lr=1e-3, adamw_lr=1e-3, seeds_per_variant=3, record_every=200)
+    def _check_together(self) -> None:
+        _fits_subspaces(self)
 
 
 def theory_specs(cfg: TheoryConfig) -> list[NetSpec]:
@@ -675,6 +739,7 @@ def theory_specs(cfg: TheoryConfig) -> list[NetSpec]:
         "SiLU": replace(base, act="silu", label="SiLU"),
         "leaky ReLU": replace(base, act="leaky_relu", label="leaky ReLU"),
         "tanh": replace(base, act="tanh", label="tanh"),
+        "sigmoid": replace(base, act="sigmoid", label="sigmoid"),
         "AdamW": replace(base, optimizer="adamw", lr=cfg.adamw_lr, label="AdamW"),
         "logistic loss": replace(base, loss="logistic", label="logistic loss"),
     }
@@ -735,8 +800,8 @@ def run_theory(cfg: TheoryConfig, seed: int = 0, device=None) -> ToyResult:
         raise TypeError(f"cfg must be a TheoryConfig, got {type(cfg).__name__}")
     seed = _int("seed", seed, 0)
     emb = random_embedding(cfg.d_core, cfg.d_background, cfg.dim, seed=seed)
-    train = sample_toy(cfg.n, emb, "theory", seed=1000 * seed + 1)
-    test = sample_toy(cfg.n_test, emb, "theory", seed=1000 * seed + 2)
+    train = sample_toy(cfg.n, emb, "theory", seed=1000 * seed + 1, centred=cfg.centred)
+    test = sample_toy(cfg.n_test, emb, "theory", seed=1000 * seed + 2, centred=cfg.centred)
     specs = [s for s in theory_specs(cfg) for _ in range(_int("seeds_per_variant", cfg.seeds_per_variant))]
     net = init_two_layer([s.act for s in specs], cfg.dim, cfg.width,
                          [1000 * seed + 10 + i for i in range(len(specs))], frozen_output=True,
@@ -755,58 +820,72 @@ def run_theory(cfg: TheoryConfig, seed: int = 0, device=None) -> ToyResult:
 # Experiment 2: the default configuration (spheres, logistic loss, AdamW, trainable output)
 # ---------------------------------------------------------------------------------------------
 @dataclass
-class DefaultConfig:
+class DefaultConfig(Config):
     """The authors' default toy script: core on spheres of radius 1 (y=+1) and 2 (y=-1), logistic
     loss, AdamW (lr 1e-3, weight decay 1e-3), trainable output layer, 20 000 full-batch steps.
 
     As in that script, the OOD evaluation keeps the training points' core features and moves
     only their background, so any change in accuracy is caused by the shift. The run trains
-    ``replicates`` independent datasets and initializations at once (their outcomes vary a lot).
+    ``replicates`` independent datasets and initializations at once (their outcomes vary a lot),
+    for each activation of ``activations`` (replicate ``r`` of every activation sees the same
+    data). ``centred`` draws the background from ``U[-1/2, 1/2]`` (the control).
     """
 
-    n: int = 1000
-    d_core: int = 32
-    d_background: int = 32
-    dim: int = 256
-    width: int = 256
-    steps: int = 1000
-    lr: float = 1e-3
-    weight_decay: float = 1e-3
-    replicates: int = 4
-    record_every: int = 20
+    FULL = dict(steps=20_000, replicates=8, record_every=250)
 
-    @classmethod
-    def quick(cls) -> "DefaultConfig":
-        return cls()
+    n: int = param(1000, count())
+    d_core: int = param(32, count())
+    d_background: int = param(32, count())
+    dim: int = param(256, count())
+    width: int = param(256, count())
+    steps: int = param(1000, count())
+    lr: float = param(1e-3, positive())
+    weight_decay: float = param(1e-3, nonnegative())
+    replicates: int = param(4, count())
+    record_every: int = param(20, count())
+    activations: tuple[str, ...] = param(("relu",), tuple_of(Options(tuple(ACTIVATIONS))))
+    centred: bool = param(False, Boolean())
 
-    @classmethod
-    def full(cls) -> "DefaultConfig":
-        return cls(steps=20_000, replicates=8, record_every=250)
+    def _check_together(self) -> None:
+        _fits_subspaces(self)
+
+
+ACT_LABELS = {"relu": "ReLU", "gelu": "GELU", "silu": "SiLU", "leaky_relu": "leaky ReLU",
+              "tanh": "tanh", "sigmoid": "sigmoid", "identity": "linear"}
 
 
 def run_default(cfg: DefaultConfig, seed: int = 0, device=None) -> ToyResult:
-    """Train ``cfg.replicates`` ReLU nets of the default configuration, each on its own sample.
+    """Train ``cfg.replicates`` nets of the default configuration per activation, one sample each.
 
-    The history's ``id_*`` curves are measured on each replicate's training points and the
-    ``ood_*`` curves on the same points with the background shifted by 1; ``result.test`` holds
-    a fresh held-out ID sample per replicate (stacked, ``(E, n, d)``).
+    Members are ordered activation by activation, replicate by replicate, and labelled
+    ``"<activation> (default)"`` (e.g. ``"ReLU (default)"``). The history's ``id_*`` curves are
+    measured on each replicate's training points and the ``ood_*`` curves on the same points with
+    the background shifted by 1; ``result.test`` holds a fresh held-out ID sample per member
+    (stacked, ``(E, n, d)``).
     """
     if not isinstance(cfg, DefaultConfig):
         raise TypeError(f"cfg must be a DefaultConfig, got {type(cfg).__name__}")
     seed = _int("seed", seed, 0)
-    E = _int("replicates", cfg.replicates)
+    R = _int("replicates", cfg.replicates)
+    acts = list(cfg.activations)
+    if not acts:
+        raise ValueError("cfg.activations must not be empty")
+    for a in acts:
+        activation(a)
     emb = random_embedding(cfg.d_core, cfg.d_background, cfg.dim, seed=seed)
 
     def stacked(offset: int) -> ToyData:
-        parts = [sample_toy(cfg.n, emb, "default", seed=1000 * seed + 100 * r + offset) for r in range(E)]
+        parts = [sample_toy(cfg.n, emb, "default", seed=1000 * seed + 100 * r + offset,
+                            centred=cfg.centred) for r in range(R)] * len(acts)
         return ToyData(*(torch.stack([getattr(p, k) for p in parts])
                          for k in ("x", "y", "core", "background")))
 
     train, test = stacked(3), stacked(4)
-    spec = NetSpec(act="relu", loss="logistic", optimizer="adamw", lr=cfg.lr,
-                   weight_decay=cfg.weight_decay, label="ReLU (default)")
-    specs = [spec] * E
-    net = init_two_layer(["relu"] * E, cfg.dim, cfg.width, [1000 * seed + 50 + r for r in range(E)],
+    specs = [NetSpec(act=a, loss="logistic", optimizer="adamw", lr=cfg.lr,
+                     weight_decay=cfg.weight_decay, label=f"{ACT_LABELS.get(a, a)} (default)")
+             for a in acts for _ in range(R)]
+    seeds = [1000 * seed + 50 + r for _ in acts for r in range(R)]
+    net = init_two_layer([s.act for s in specs], cfg.dim, cfg.width, seeds,
                          frozen_output=False, bias=True)
     W_init = net.W.detach().clone()
     b_init = None if net.b is None else net.b.detach().clone()
@@ -823,7 +902,7 @@ def run_default(cfg: DefaultConfig, seed: int = 0, device=None) -> ToyResult:
 # Experiment 3: representation distillation from a background-blind teacher
 # ---------------------------------------------------------------------------------------------
 @dataclass
-class DistillConfig:
+class DistillConfig(Config):
     """A toy analogue of the paper's motivating CLIP experiment (Section 3).
 
     The teacher is a two-layer ReLU net of the default configuration whose first layer lives in
@@ -831,32 +910,37 @@ class DistillConfig:
     representation ignores the background by construction. The student has the same architecture
     with an unconstrained first layer and is trained by MSE to reproduce the teacher's hidden
     representation on ID inputs. Linear probes are then fitted on each representation.
+    ``centred`` draws the background from ``U[-1/2, 1/2]`` for teacher and student alike (the
+    control: same shift, no background mean).
     """
 
-    n: int = 1000
-    n_test: int = 1000
-    d_core: int = 32
-    d_background: int = 32
-    dim: int = 256
-    width: int = 256
-    teacher_steps: int = 1000
-    student_steps: int = 1000
-    lr: float = 1e-3
-    weight_decay: float = 1e-3
-    record_every: int = 25
+    FULL = dict(teacher_steps=5000, student_steps=5000, record_every=100)
 
-    @classmethod
-    def quick(cls) -> "DistillConfig":
-        return cls()
+    n: int = param(1000, count())
+    n_test: int = param(1000, count())
+    d_core: int = param(32, count())
+    d_background: int = param(32, count())
+    dim: int = param(256, count())
+    width: int = param(256, count())
+    teacher_steps: int = param(1000, count())
+    student_steps: int = param(1000, count())
+    lr: float = param(1e-3, positive())
+    weight_decay: float = param(1e-3, nonnegative())
+    record_every: int = param(25, count())
+    centred: bool = param(False, Boolean())
 
-    @classmethod
-    def full(cls) -> "DistillConfig":
-        return cls(teacher_steps=5000, student_steps=5000, record_every=100)
+    def _check_together(self) -> None:
+        _fits_subspaces(self)
 
 
 @dataclass
 class DistillResult:
-    """Outcome of :func:`run_distillation` (errors are relative, see :func:`relative_error`)."""
+    """Outcome of :func:`run_distillation` (errors are relative, see :func:`relative_error`).
+
+    ``student_background_norm`` is the paper's metric, the mean of ``||P_b^T w_j||`` over the
+    student's neurons, and ``student_background_mean`` the mean of ``|u . P_b^T w_j|`` along the
+    background mean direction (:func:`mean_direction_components`), each (before, after).
+    """
 
     teacher_acc: dict[str, float]
     probe_teacher: dict[str, float]
@@ -867,6 +951,7 @@ class DistillResult:
     curve_id: list[float]
     curve_ood: list[float]
     student_background_norm: tuple[float, float]
+    student_background_mean: tuple[float, float] = (0.0, 0.0)
 
 
 def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillResult:
@@ -878,8 +963,8 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
     seed = _int("seed", seed, 0)
     dev = _device(device)
     emb = random_embedding(cfg.d_core, cfg.d_background, cfg.dim, seed=seed)
-    train = sample_toy(cfg.n, emb, "default", seed=1000 * seed + 5)
-    test = sample_toy(cfg.n_test, emb, "default", seed=1000 * seed + 6)
+    train = sample_toy(cfg.n, emb, "default", seed=1000 * seed + 5, centred=cfg.centred)
+    test = sample_toy(cfg.n_test, emb, "default", seed=1000 * seed + 6, centred=cfg.centred)
     emb, train, test = emb.to(dev), ToyData(*(t.to(dev) for t in (train.x, train.y, train.core, train.background))), \
         ToyData(*(t.to(dev) for t in (test.x, test.y, test.core, test.background)))
     x_ood = shift_background(test.x, emb, 1.0)
@@ -907,6 +992,7 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
         target, t_test, t_ood = (teacher.hidden(z)[0] for z in (train.x, test.x, x_ood))
         scale = (target ** 2).sum(-1).mean()
     bg0 = float(projection_norms(student.W.detach(), emb)[1].mean())
+    mean0 = float(mean_direction_components(student.W.detach(), emb)[0].abs().mean())
     steps, cid, cood = [], [], []
     for step in range(_int("student_steps", cfg.student_steps) + 1):
         if step % cfg.record_every == 0 or step == cfg.student_steps:
@@ -928,35 +1014,31 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
     return DistillResult(teacher_acc=t_acc, probe_teacher={"ID": pt[0], "OOD": pt[1]},
                          probe_student={"ID": ps[0], "OOD": ps[1]}, error_id=cid[-1],
                          error_ood=cood[-1], curve_step=steps, curve_id=cid, curve_ood=cood,
-                         student_background_norm=(bg0, float(projection_norms(student.W.detach(), emb)[1].mean())))
+                         student_background_norm=(bg0, float(projection_norms(student.W.detach(), emb)[1].mean())),
+                         student_background_mean=(mean0, float(
+                             mean_direction_components(student.W.detach(), emb)[0].abs().mean())))
 
 
 # ---------------------------------------------------------------------------------------------
 # Experiment 4: MNIST-1D with label-independent background coordinates
 # ---------------------------------------------------------------------------------------------
 @dataclass
-class Mnist1dConfig:
+class Mnist1dConfig(Config):
     """MNIST-1D signals (40 coordinates) with ``n_background`` appended ``U[0,1]`` coordinates
     drawn independently of the label; at test time the background is shifted by ``-1``."""
 
-    n_train: int = 4000
-    n_test: int = 2000
-    n_background: int = 40
-    width: int = 256
-    depth: int = 2
-    epochs: int = 30
-    batch_size: int = 128
-    lr: float = 1e-3
-    weight_decay: float = 1e-2
-    magnitudes: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+    FULL = dict(width=1024, epochs=100)
 
-    @classmethod
-    def quick(cls) -> "Mnist1dConfig":
-        return cls()
-
-    @classmethod
-    def full(cls) -> "Mnist1dConfig":
-        return cls(width=1024, epochs=100)
+    n_train: int = param(4000, count())
+    n_test: int = param(2000, count())
+    n_background: int = param(40, count())
+    width: int = param(256, count())
+    depth: int = param(2, count())
+    epochs: int = param(30, count())
+    batch_size: int = param(128, count())
+    lr: float = param(1e-3, positive())
+    weight_decay: float = param(1e-2, nonnegative())
+    magnitudes: tuple[float, ...] = param((0.0, 0.25, 0.5, 0.75, 1.0), tuple_of(Interval(float)))
 
 
 def append_background(x: torch.Tensor, n_background: int, generator: torch.Generator) -> torch.Tensor:
