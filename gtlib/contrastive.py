@@ -37,7 +37,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .checks import check_fraction
+from .checks import (Interval, check_fraction, count, fraction, nonnegative, positive,
+                     tuple_of)
+from .config import Config, param
 from .data import long_tailed, mnist1d
 
 # ------------------------------------------------------------------------------------------------
@@ -46,7 +48,7 @@ from .data import long_tailed, mnist1d
 
 
 @dataclass(frozen=True)
-class ContrastiveConfig:
+class ContrastiveConfig(Config):
     """The synthetic experiment (sparse-coding tokens, attention + BReLU encoder, InfoNCE).
 
     Every constant is our choice. With these constants the stage-I margin
@@ -54,64 +56,50 @@ class ContrastiveConfig:
     below 10, and the quick ratios span that window.
     """
 
-    dim: int = 48               #: ambient dimension d
-    n_features: int = 12        #: dictionary size K
-    n_minority: int = 6         #: the last n_minority features are the minority ones
-    base_freq: float = 0.15     #: probability q that a majority feature is active in a sample
-    n_tokens: int = 4           #: tokens per sample L
-    n_signal: int = 2           #: tokens that carry the sparse signal M z
-    noise: float = 1.0          #: expected norm of each token's Gaussian noise
-    neurons: int = 144          #: MLP neurons m
-    init_scale: float = 0.1     #: std of the initial neuron weights
-    batch: int = 128            #: fresh samples per step (population training)
-    steps: int = 1200           #: SGD steps
-    lr: float = 0.1             #: learning rate of the neurons and the attention matrix
-    weight_decay: float = 0.02  #: weight decay on all parameters
-    tau: float = 3.0            #: InfoNCE temperature
-    bias_max: float = 0.3       #: BReLU threshold, relative to the neuron's weight norm
-    bias_ramp: int = 600        #: steps over which the threshold rises linearly from 0 (half the run)
-    prune_fraction: float = 0.5  #: fraction of neurons masked by magnitude pruning
-    prune_every: int = 50       #: how often the pruning mask is recomputed ("each epoch")
-    ratios: tuple = (1.0, 3.0, 5.0, 10.0)  #: imbalance ratios p_majority / p_minority
-    replicates: int = 3         #: independent initializations per condition (paired runs)
-    specialist_ratio: float = 2.0  #: a neuron is a single-feature specialist if top/second >= this
-    strong_floor: float = 0.25  #: ... and a strong one if its top is >= this x the model's largest
-    log_every: int = 50         #: how often the neuron metrics are recorded
-    probe_samples: int = 1200   #: single-feature samples per probe split
+    FULL = dict(dim=128, n_features=32, n_minority=16, base_freq=0.06, n_tokens=8, n_signal=3,
+                neurons=256, batch=512, steps=4000, ratios=(1.0, 3.0, 5.0, 10.0), replicates=5,
+                bias_ramp=2000, probe_samples=4000)
 
-    @classmethod
-    def quick(cls) -> "ContrastiveConfig":
-        return cls()
+    dim: int = param(48, count())  #: ambient dimension d
+    n_features: int = param(12, count())  #: dictionary size K
+    n_minority: int = param(6, count())  #: the last n_minority features are the minority ones
+    #: probability q that a majority feature is active in a sample
+    base_freq: float = param(0.15, fraction("neither"))
+    n_tokens: int = param(4, count())  #: tokens per sample L
+    n_signal: int = param(2, count())  #: tokens that carry the sparse signal M z
+    noise: float = param(1.0, positive())  #: expected norm of each token's Gaussian noise
+    neurons: int = param(144, count())  #: MLP neurons m
+    init_scale: float = param(0.1, positive())  #: std of the initial neuron weights
+    batch: int = param(128, count())  #: fresh samples per step (population training)
+    steps: int = param(1200, count())  #: SGD steps
+    lr: float = param(0.1, positive())  #: learning rate of the neurons and the attention matrix
+    weight_decay: float = param(0.02, nonnegative())  #: weight decay on all parameters
+    tau: float = param(3.0, positive())  #: InfoNCE temperature
+    #: BReLU threshold, relative to the neuron's weight norm
+    bias_max: float = param(0.3, nonnegative())
+    #: steps over which the threshold rises linearly from 0 (half the run)
+    bias_ramp: int = param(600, count(0))
+    #: fraction of neurons masked by magnitude pruning
+    prune_fraction: float = param(0.5, fraction())
+    #: how often the pruning mask is recomputed ("each epoch")
+    prune_every: int = param(50, count())
+    #: imbalance ratios p_majority / p_minority
+    ratios: tuple = param((1.0, 3.0, 5.0, 10.0), tuple_of(Interval(float, 1)))
+    replicates: int = param(3, count())  #: independent initializations per condition (paired runs)
+    #: a neuron is a single-feature specialist if top/second >= this
+    specialist_ratio: float = param(2.0, Interval(float, 1))
+    #: ... and a strong one if its top is >= this x the model's largest
+    strong_floor: float = param(0.25, fraction())
+    log_every: int = param(50, count())  #: how often the neuron metrics are recorded
+    probe_samples: int = param(1200, count())  #: single-feature samples per probe split
 
-    @classmethod
-    def full(cls) -> "ContrastiveConfig":
-        return cls(dim=128, n_features=32, n_minority=16, base_freq=0.06, n_tokens=8, n_signal=3,
-                   neurons=256, batch=512, steps=4000, ratios=(1.0, 3.0, 5.0, 10.0),
-                   replicates=5, bias_ramp=2000, probe_samples=4000)
-
-    def validate(self) -> "ContrastiveConfig":
-        for name in ("dim", "n_features", "n_tokens", "n_signal", "neurons", "batch", "steps",
-                     "prune_every", "replicates", "log_every", "probe_samples"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if not 0 < self.n_minority < self.n_features:
-            raise ValueError("n_minority must lie strictly between 0 and n_features")
+    def _check_together(self) -> None:
+        if not self.n_minority < self.n_features:
+            self._refuse("n_minority", f"< n_features = {self.n_features}")
         if self.n_features > self.dim:
-            raise ValueError("n_features must be <= dim (the dictionary is orthonormal)")
+            self._refuse("n_features", f"<= dim = {self.dim} (the dictionary is orthonormal)")
         if self.n_signal > self.n_tokens:
-            raise ValueError("n_signal must be <= n_tokens")
-        check_fraction("base_freq", self.base_freq, open_interval=True)
-        check_fraction("prune_fraction", self.prune_fraction)
-        check_fraction("strong_floor", self.strong_floor)
-        for name in ("noise", "init_scale", "lr", "tau"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.weight_decay < 0 or self.bias_max < 0 or self.bias_ramp < 0:
-            raise ValueError("weight_decay, bias_max and bias_ramp must be >= 0")
-        if len(self.ratios) < 1 or min(self.ratios) < 1:
-            raise ValueError(f"ratios must be a non-empty tuple of numbers >= 1, got {self.ratios}")
-        return self
+            self._refuse("n_signal", f"<= n_tokens = {self.n_tokens}")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -217,10 +205,11 @@ def brelu(s: torch.Tensor, b) -> torch.Tensor:
 
 
 def straight_through_mask(f: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Forward: ``f * mask``. Backward: the gradient reaches masked entries as if the mask were 1.
+    """Forward: ``f * mask``. Backward: masked entries get the gradient as if unmasked.
 
-    This is the "compute gradients through the masked model but update all parameters" rule: the
-    loss sees the pruned model, yet masked neurons keep receiving the gradient of their output.
+    This is "compute gradients through the masked model but update all parameters": the
+    loss sees the pruned model, yet masked neurons keep receiving the gradient of their
+    own output.
     """
     return f * mask + (f - f.detach()) * (1 - mask)
 
@@ -284,10 +273,11 @@ def infonce_orthogonal_closed_form(sq_norm: float, n: int, tau: float) -> float:
 
 
 def magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
-    """A 0/1 ``(E, m)`` mask that zeroes the ``round(fraction * m)`` neurons of smallest norm.
+    """A 0/1 ``(E, m)`` mask zeroing the ``round(fraction * m)`` neurons of smallest norm.
 
-    ``W`` is ``(E, m, d)`` (or ``(m, d)``, giving ``(m,)``); ``fraction`` a number or a length-E
-    sequence (one per model). Ties are broken by index, so exactly the requested count is masked.
+    ``W`` is ``(E, m, d)`` (or ``(m, d)``, giving ``(m,)``); ``fraction`` a number or a
+    length-E sequence (one per model). Ties are broken by index, so exactly the requested
+    count is masked.
     """
     squeeze = W.ndim == 2
     if squeeze:
@@ -377,18 +367,18 @@ def strong_specialists(W: torch.Tensor, M: torch.Tensor, ratio: float = 2.0,
 def energy_ratio(W: torch.Tensor, M: torch.Tensor, n_minority: int) -> torch.Tensor:
     """Minority/majority energy ratio of neurons ``W`` ``(..., m, d)``: shape ``(...)``.
 
-    ``sum_r sum_{k minority} <w_r, M_k>^2 / K_min`` divided by the same sum over the majority
-    features (divided by ``K - K_min``); the minority features are the last ``n_minority``
-    columns of ``M``. It is 1 when both groups carry the same energy per feature, and it
-    is minority-specific: a change that scales every weight (pruning inflates all norms a
-    little) leaves it unchanged.
+    ``sum_r sum_{k minority} <w_r, M_k>^2 / K_min`` over the same sum for the majority
+    features (divided by ``K - K_min``); the minority features are the last
+    ``n_minority`` columns of ``M``. It is 1 when both groups carry the same energy per
+    feature, and it is minority-specific: a change that scales every weight (pruning
+    inflates all norms a little) leaves it unchanged.
     """
     K = M.shape[1]
     if not 0 < n_minority < K:
         raise ValueError(f"n_minority must lie strictly between 0 and {K}, got {n_minority}")
     if W.shape[-1] != M.shape[0]:
-        raise ValueError(f"W's last dimension ({W.shape[-1]}) must equal M's rows ({M.shape[0]})")
-    e = ((W @ M) ** 2).sum(-2)  # (..., K)
+        raise ValueError(f"W's last dimension ({W.shape[-1]}) must equal M's rows")
+    e = ((W @ M) ** 2).sum(-2)  # energy per feature, summed over neurons: (..., K)
     minor = e[..., K - n_minority:].mean(-1)
     major = e[..., :K - n_minority].mean(-1)
     return minor / major.clamp_min(1e-30)
@@ -619,6 +609,27 @@ def feature_probe_accuracy(run: EncoderRun, seed: int = 0) -> np.ndarray:
                      for e in range(pred.shape[0])])
 
 
+def paired(run: EncoderRun, values, ratio: float, fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-replicate values of the unpruned and the pruned models at one ratio, paired.
+
+    ``values`` is a per-model array ``(E, ...)``; the result is ``(unpruned, pruned)``, each
+    ``(R, ...)``, where row ``j`` of both comes from the same initialization and the same
+    samples, so ``pruned - unpruned`` is the effect of pruning alone.
+
+    Raises
+    ------
+    ValueError
+        If either condition was not trained or the replicates do not pair up.
+    """
+    a, b = run.select(ratio, 0.0), run.select(ratio, fraction)
+    if not a or not b:
+        raise ValueError(f"no unpruned or no pruned ({fraction}) model at ratio {ratio}")
+    if [run.seeds[i] for i in a] != [run.seeds[i] for i in b]:
+        raise ValueError("the unpruned and pruned replicates do not share initializations")
+    v = np.asarray(values)
+    return v[a], v[b]
+
+
 def condition_means(run: EncoderRun, values: np.ndarray) -> dict:
     """Average a per-model array ``(E, ...)`` over replicates: ``{(ratio, fraction): mean}``."""
     out = {}
@@ -633,35 +644,36 @@ def condition_means(run: EncoderRun, values: np.ndarray) -> dict:
 
 
 @dataclass(frozen=True)
-class LongTailConfig:
+class LongTailConfig(Config):
     """Contrastive pretraining on long-tailed MNIST-1D, then a linear probe on balanced data."""
 
-    n_train: int = 4000
-    n_test: int = 1000
-    imbalance: float = 20.0     #: long-tail ratio (class 0 head, class 9 tail)
-    width: int = 256            #: hidden neurons of the MLP encoder (the representation)
-    out_dim: int = 64           #: projection dimension fed to InfoNCE
-    batch: int = 256
-    steps: int = 1500
-    lr: float = 0.05
-    momentum: float = 0.9
-    weight_decay: float = 5e-4
-    tau: float = 0.2
-    prune_fraction: float = 0.5
-    prune_every: int = 50
-    shift: int = 4              #: augmentation: random circular shift of up to +-shift samples
-    scale: float = 0.15         #: augmentation: amplitude scaled by 1 +- scale
-    jitter: float = 0.1         #: augmentation: added Gaussian noise std
-    head_classes: int = 3
-    tail_classes: int = 3
+    FULL = dict(n_train=10000, n_test=4000, width=1024, out_dim=128, steps=8000, batch=512)
 
-    @classmethod
-    def quick(cls) -> "LongTailConfig":
-        return cls()
+    n_train: int = param(4000, count())
+    n_test: int = param(1000, count())
+    #: long-tail ratio (class 0 head, class 9 tail)
+    imbalance: float = param(20.0, Interval(float, 1))
+    width: int = param(256, count())  #: hidden neurons of the MLP encoder (the representation)
+    out_dim: int = param(64, count())  #: projection dimension fed to InfoNCE
+    batch: int = param(256, count(2))
+    steps: int = param(4000, count())
+    lr: float = param(0.05, positive())
+    momentum: float = param(0.9, fraction("left"))
+    weight_decay: float = param(5e-4, nonnegative())
+    tau: float = param(0.2, positive())
+    prune_fraction: float = param(0.5, fraction())
+    prune_every: int = param(50, count())
+    #: augmentation: random circular shift of up to +-shift samples
+    shift: int = param(8, count(0))
+    scale: float = param(0.15, fraction("left"))  #: augmentation: amplitude scaled by 1 +- scale
+    jitter: float = param(0.2, nonnegative())  #: augmentation: added Gaussian noise std
+    head_classes: int = param(3, count())
+    tail_classes: int = param(3, count())
 
-    @classmethod
-    def full(cls) -> "LongTailConfig":
-        return cls(n_train=10000, n_test=4000, width=1024, out_dim=128, steps=8000, batch=512)
+    def _check_together(self) -> None:
+        if self.head_classes + self.tail_classes > 10:
+            self._refuse("tail_classes", f"<= 10 - head_classes = {10 - self.head_classes} "
+                         "(MNIST-1D has 10 classes)")
 
 
 def augment_1d(x: torch.Tensor, generator: torch.Generator, shift: int, scale: float,
@@ -682,7 +694,9 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     same minibatches) on long-tailed MNIST-1D; then per-class linear-probe test accuracy.
 
     The probe (ridge, :func:`ridge_probe`) is fit on the *balanced* training split and scored on the
-    balanced test split. Returns ``{"acc": (E, 10), "counts": per-class pretraining counts}``.
+    balanced test split. Returns ``{"acc": (E, 10), "acc_random": (10,), "counts": per-class
+    pretraining counts, "fractions"}``; ``acc_random`` is the same probe on the randomly
+    initialized encoder (the shared starting point): the control that pretraining must beat.
     """
     ds = mnist1d(cfg.n_train, cfg.n_test, device="cpu")
     lt = long_tailed(ds, cfg.imbalance, seed=seed)
@@ -698,6 +712,8 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
         hid = F.relu(torch.einsum("end,ehd->enh", x, params[0]) + params[1][:, None, :])
         return hid if mask is None else straight_through_mask(hid, mask[:, None, :])
 
+    with torch.no_grad():
+        acc_random = _probe_per_class(hidden(ds.x[None]), hidden(ds.x_test[None]), ds)[0]
     mask = None
     eye = torch.arange(cfg.batch)
     for t in range(cfg.steps):
@@ -717,11 +733,16 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     with torch.no_grad():
         ftr = hidden(ds.x[None].expand(E, -1, -1))
         fte = hidden(ds.x_test[None].expand(E, -1, -1))
+    acc = _probe_per_class(ftr, fte, ds)
+    return {"acc": acc, "acc_random": acc_random,
+            "counts": torch.bincount(lt.y, minlength=ds.num_classes).numpy(), "fractions": fr}
+
+
+def _probe_per_class(ftr: torch.Tensor, fte: torch.Tensor, ds) -> np.ndarray:
+    """Per-class test accuracy ``(E, classes)`` of the ridge probe on features ``(E, n, h)``."""
     pred = ridge_probe(ftr, ds.y, fte, ds.num_classes)
-    acc = np.stack([[(pred[e, ds.y_test == k] == k).float().mean().item() for k in range(ds.num_classes)]
-                    for e in range(E)])
-    return {"acc": acc, "counts": torch.bincount(lt.y, minlength=ds.num_classes).numpy(),
-            "fractions": fr}
+    return np.stack([[(pred[e, ds.y_test == k] == k).float().mean().item()
+                      for k in range(ds.num_classes)] for e in range(pred.shape[0])])
 
 
 # ------------------------------------------------------------------------------------------------
