@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -39,6 +39,8 @@ import torch
 import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
 
+from .checks import InstanceOf, Interval, count, fraction, nonnegative, positive, tuple_of
+from .config import Config, param
 from .ensemble import BatchedMLP, make_mlp
 from .models import MLP
 
@@ -108,7 +110,7 @@ def members(model: BatchedMLP) -> list[MLP]:
 
 
 @dataclass
-class Recipe:
+class Recipe(Config):
     """How a stack is trained: SGD with momentum, minibatches, a warm-up-then-linear-decay schedule.
 
     The learning rate rises linearly from ``lr * start_factor`` to ``lr`` over the first
@@ -116,30 +118,13 @@ class Recipe:
     ``warmup=0`` starts at the peak). ``epochs`` counts passes over the training points.
     """
 
-    lr: float = 0.05
-    momentum: float = 0.9
-    batch_size: int = 100
-    epochs: int = 30
-    warmup: float = 0.2
-    start_factor: float = 0.05
-    weight_decay: float = 0.0
-
-    def validate(self) -> "Recipe":
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
-        if not 0 <= self.momentum < 1:
-            raise ValueError(f"momentum must lie in [0, 1), got {self.momentum}")
-        if not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
-        if not isinstance(self.epochs, int) or self.epochs < 1:
-            raise ValueError(f"epochs must be a positive int, got {self.epochs!r}")
-        if not 0 <= self.warmup < 1:
-            raise ValueError(f"warmup must lie in [0, 1), got {self.warmup}")
-        if not 0 < self.start_factor <= 1:
-            raise ValueError(f"start_factor must lie in (0, 1], got {self.start_factor}")
-        if self.weight_decay < 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
-        return self
+    lr: float = param(0.05, positive())
+    momentum: float = param(0.9, fraction("left"))
+    batch_size: int = param(100, count())
+    epochs: int = param(30, count())
+    warmup: float = param(0.2, fraction("left"))
+    start_factor: float = param(0.05, fraction("right"))
+    weight_decay: float = param(0.0, nonnegative())
 
     def steps(self, n: int) -> int:
         """Number of SGD steps on ``n`` training points."""
@@ -324,6 +309,11 @@ class Path:
         return barrier(self.alphas, 1 - self.acc)
 
     @property
+    def error_barrier_mean(self) -> float:
+        """Frankle et al.'s error barrier: largest error minus the mean endpoint error."""
+        return barrier_mean(self.alphas, 1 - self.acc)
+
+    @property
     def mid_acc(self) -> float:
         """Accuracy at the point of the path closest to alpha = 0.5."""
         return float(self.acc[np.argmin(np.abs(self.alphas - 0.5))])
@@ -334,21 +324,37 @@ class Path:
         return float((self.acc[0] + self.acc[-1]) / 2)
 
 
-def barrier(alphas: Sequence[float], values: Sequence[float]) -> float:
-    """Barrier of a curve along a path (Frankle et al. 2020, Eq. 1).
-
-    ``max_alpha [v(alpha) - ((1 - alpha) v(0) + alpha v(1))]`` over the sampled ``alphas``, which
-    must start at 0 and end at 1. It is 0 for a curve that never rises above its chord (a convex
-    or flat curve), and can be negative only if the curve lies strictly below its chord.
-    """
+def _curve(alphas, values) -> tuple[np.ndarray, np.ndarray]:
     a = np.asarray(alphas, dtype=float)
     v = np.asarray(values, dtype=float)
     if a.ndim != 1 or v.shape != a.shape or len(a) < 2:
         raise ValueError("alphas and values must be 1-D of the same length >= 2")
     if not (np.isclose(a[0], 0.0) and np.isclose(a[-1], 1.0)) or np.any(np.diff(a) <= 0):
         raise ValueError("alphas must increase from 0 to 1")
+    return a, v
+
+
+def barrier(alphas: Sequence[float], values: Sequence[float]) -> float:
+    """Barrier of a curve above its chord (Entezari et al. 2022, their loss-barrier definition).
+
+    ``max_alpha [v(alpha) - ((1 - alpha) v(0) + alpha v(1))]`` over the sampled ``alphas``, which
+    must start at 0 and end at 1. It is 0 for a curve that never rises above its chord (a convex
+    or flat curve), and can be negative only if the curve lies strictly below its chord.
+    """
+    a, v = _curve(alphas, values)
     chord = (1 - a) * v[0] + a * v[-1]
     return float(np.max(v - chord))
+
+
+def barrier_mean(alphas: Sequence[float], values: Sequence[float]) -> float:
+    """Barrier above the mean of the endpoints (Frankle et al. 2020, error barrier height).
+
+    ``max_alpha v(alpha) - (v(0) + v(1)) / 2``: Frankle et al.'s instability of a pair of
+    networks, computed on the test error. It equals :func:`barrier` when both endpoints have the
+    same value and differs from it by at most half the endpoints' difference.
+    """
+    a, v = _curve(alphas, values)
+    return float(np.max(v) - (v[0] + v[-1]) / 2)
 
 
 @torch.no_grad()
@@ -363,7 +369,25 @@ def evaluate_path(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
             raise ValueError(f"alphas must be >= 2 points, got {alphas}")
         alphas = np.linspace(0, 1, int(alphas))
     alphas = np.asarray(alphas, dtype=float)
-    logits = path_stack(a, b, alphas)(x)
+    return evaluate_stack(path_stack(a, b, alphas), alphas, x, y)
+
+
+def _alpha_grid(alphas) -> np.ndarray:
+    if isinstance(alphas, (int, np.integer)) and not isinstance(alphas, bool):
+        if alphas < 2:
+            raise ValueError(f"alphas must be >= 2 points, got {alphas}")
+        return np.linspace(0, 1, int(alphas))
+    return np.asarray(alphas, dtype=float)
+
+
+@torch.no_grad()
+def evaluate_stack(model: BatchedMLP, alphas: Sequence[float], x: torch.Tensor,
+                   y: torch.Tensor) -> Path:
+    """Loss and accuracy of the members of a stack of networks along a path (one per alpha)."""
+    alphas = np.asarray(alphas, dtype=float)
+    if model.size != len(alphas):
+        raise ValueError(f"the stack has {model.size} members for {len(alphas)} alphas")
+    logits = model(x)
     C = logits.shape[-1]
     loss = F.cross_entropy(logits.reshape(-1, C), y.repeat(len(alphas)),
                            reduction="none").view(len(alphas), -1).mean(1)
@@ -456,20 +480,27 @@ def weight_matching(a: MLP, b: MLP, max_iter: int = 100, seed: int = 0) -> list[
 
 
 @torch.no_grad()
-def activation_matching(a: MLP, b: MLP, x: torch.Tensor) -> list[np.ndarray]:
+def activation_matching(a: MLP, b: MLP, x: torch.Tensor, method: str = "cross") -> list[np.ndarray]:
     """Permutations that align ``b`` to ``a`` by matching hidden activations on inputs ``x``.
 
     For each hidden layer, solves one linear assignment problem that maximizes the summed
-    correlation between unit ``i`` of ``a`` and its partner in ``b`` (Git Re-Basin, Section 3.1;
-    Entezari et al. 2022). Layers are independent because the features depend only on the inputs.
+    similarity between unit ``i`` of ``a`` and its partner in ``b`` (Git Re-Basin, Section 3.1).
+    ``method="cross"`` (default) uses the raw cross moment ``E[a_i b_j]`` of the post-ReLU
+    activations, which is what the authors' MNIST MLP script matches on (a Pearson-correlation
+    variant is present there but commented out); ``method="pearson"`` uses the correlation
+    (Entezari et al. 2022 and Li et al. 2015 match on correlations). Layers are independent
+    because the features depend only on the inputs.
     """
     _check_same_shape(a, b)
+    if method not in ("cross", "pearson"):
+        raise ValueError(f"method must be 'cross' or 'pearson', got {method!r}")
     perms = []
     for fa, fb in zip(a.features(x)[:-1], b.features(x)[:-1]):
-        za = (fa - fa.mean(0)) / (fa.std(0) + 1e-8)
-        zb = (fb - fb.mean(0)) / (fb.std(0) + 1e-8)
-        corr = (za.T @ zb / len(x)).cpu().double().numpy()
-        perms.append(linear_sum_assignment(corr, maximize=True)[1])
+        if method == "pearson":
+            fa = (fa - fa.mean(0)) / (fa.std(0) + 1e-8)
+            fb = (fb - fb.mean(0)) / (fb.std(0) + 1e-8)
+        sim = (fa.T @ fb / len(x)).cpu().double().numpy()
+        perms.append(linear_sum_assignment(sim, maximize=True)[1])
     return perms
 
 
@@ -538,6 +569,170 @@ def commutativity_residual(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
         resid = (ha - hb) @ (A - B).T
         out.append(float(resid.norm() / same.norm().clamp_min(1e-12)))
     return out
+
+
+@torch.no_grad()
+def endpoint_dissimilarity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
+    """Per-layer ``mean_x [1 - cos(f_l(theta_A; x), f_l(theta_B; x))]``, hidden layers and logits.
+
+    The baseline against which Zhou et al. (2023) read an LLFC dissimilarity: how different the
+    two networks' own features are. LLFC is informative only when the interpolated network's
+    features are much closer to the interpolated features than the two endpoints are to each
+    other (two networks with identical features satisfy LLFC trivially).
+    """
+    _check_same_shape(a, b)
+    return [cosine_dissimilarity(u, v) for u, v in zip(a.features(x), b.features(x))]
+
+
+@torch.no_grad()
+def preactivations(model: MLP, x: torch.Tensor) -> list[torch.Tensor]:
+    """The pre-activations ``W_l h_{l-1} + b_l`` of every hidden layer (rows = inputs)."""
+    _check_mlp("model", model)
+    out, h = [], x
+    for layer in model.layers[:-1]:
+        z = layer(h)
+        out.append(z)
+        h = model.act(z)
+    return out
+
+
+@torch.no_grad()
+def weak_additivity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
+    """Weak-additivity dissimilarity of ReLU per hidden layer (Zhou et al. 2023, Sec. 5).
+
+    With ``z_A, z_B`` the two networks' own pre-activations of layer ``l`` on ``x``,
+    ``mean_x [1 - cos(sigma(z_A) + sigma(z_B), sigma(z_A + z_B))]``, as the authors'
+    ``weak_additivity.py`` measures it: 0 when the two pre-activations agree in sign unit by unit
+    (then the ReLU of the sum is the sum of the ReLUs), large when the networks' units switch on
+    for different inputs.
+    """
+    _check_same_shape(a, b)
+    act = a.act
+    return [cosine_dissimilarity(act(u) + act(v), act(u + v))
+            for u, v in zip(preactivations(a, x), preactivations(b, x))]
+
+
+# ---------------------------------------------------------------------------------------------
+# 4b. Repairing the interpolated network, and curved paths
+# ---------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
+                 eps: float = 1e-6) -> BatchedMLP:
+    """REPAIR (Jordan et al., ICLR 2023): the interpolated networks with renormalized units.
+
+    For every ``alpha`` and every hidden layer, in order from the input, each unit's
+    pre-activation in the interpolated network is rescaled and shifted so that its mean and
+    standard deviation over ``x`` become the interpolation of the endpoints' statistics,
+    ``mu = (1 - alpha) mu_A + alpha mu_B`` and ``sd = (1 - alpha) sd_A + alpha sd_B`` (the
+    "variance collapse" of the interpolated network is what REPAIR undoes). The correction is
+    folded into the layer's weights and bias, so the result is again a plain MLP per alpha.
+    ``x`` should be training inputs (the statistics are part of the repaired model).
+    """
+    _check_same_shape(a, b)
+    if a.layers[0].bias is None:
+        raise ValueError("REPAIR needs networks with biases")
+    al = torch.as_tensor(np.asarray(alphas, dtype=np.float32)).to(x.device).view(-1, 1)
+    stk = path_stack(a, b, alphas)
+    ws = [w.detach().clone() for w in stk.weights]
+    bs = [v.detach().clone() for v in stk.biases]
+    za, zb = preactivations(a, x), preactivations(b, x)
+    h = x.unsqueeze(0)
+    for l in range(len(ws) - 1):
+        z = torch.matmul(h, ws[l].transpose(1, 2)) + bs[l].unsqueeze(1)
+        mu, sd = z.mean(1), z.std(1)
+        mu_t = (1 - al) * za[l].mean(0) + al * zb[l].mean(0)
+        sd_t = (1 - al) * za[l].std(0) + al * zb[l].std(0)
+        scale = torch.where(sd > eps, sd_t / sd.clamp_min(eps), torch.ones_like(sd))
+        ws[l] = ws[l] * scale.unsqueeze(2)
+        bs[l] = (bs[l] - mu) * scale + mu_t
+        h = a.act(torch.matmul(h, ws[l].transpose(1, 2)) + bs[l].unsqueeze(1))
+    return BatchedMLP(ws, bs, act=a.act_name)
+
+
+def repair_path(a: MLP, b: MLP, x_stats: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
+                alphas: Sequence[float] | int = 25) -> Path:
+    """Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations (statistics on ``x_stats``)."""
+    alphas = _alpha_grid(alphas)
+    return evaluate_stack(repair_stack(a, b, alphas, x_stats), alphas, x, y)
+
+
+def bezier_stack(a: MLP, m: MLP, b: MLP, ts: Sequence[float] | torch.Tensor) -> BatchedMLP:
+    """Networks on the quadratic Bezier curve ``(1-t)^2 theta_A + 2t(1-t) theta_M + t^2 theta_B``.
+
+    Garipov et al. (2018), Section 3.2: the curve starts at A, ends at B and bends towards the
+    control point ``theta_M``; with ``theta_M = (theta_A + theta_B) / 2`` it is the straight line.
+    """
+    _check_same_shape(a, m)
+    _check_same_shape(a, b)
+    t = torch.as_tensor(ts, dtype=torch.float32).to(a.layers[0].weight.device).view(-1)
+    ws, bs = _bezier_params([params(n) for n in (a, m, b)], t)
+    return BatchedMLP(ws, bs, act=a.act_name)
+
+
+def _bezier_params(pts, t):
+    c = [(1 - t) ** 2, 2 * t * (1 - t), t ** 2]
+    ws = [sum(ci.view(-1, 1, 1) * p[0][l] for ci, p in zip(c, pts)) for l in range(len(pts[0][0]))]
+    bs = None if pts[0][1] is None else [sum(ci.view(-1, 1) * p[1][l] for ci, p in zip(c, pts))
+                                         for l in range(len(pts[0][1]))]
+    return ws, bs
+
+
+def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe, seed: int = 0,
+               samples: int = 4) -> MLP:
+    """Train the control point of a quadratic Bezier curve from ``a`` to ``b`` (Garipov et al. 2018).
+
+    The endpoints stay fixed; the control point starts at the midpoint of the straight line and
+    minimizes the training loss averaged over the curve, ``E_{t ~ U(0,1)} L(theta(t))``, with
+    ``samples`` values of ``t`` drawn afresh for every minibatch (Garipov et al. draw one; a few
+    per step average the same objective with less noise). Returns the control point as an MLP.
+    """
+    _check_same_shape(a, b)
+    recipe.validate()
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise ValueError(f"samples must be a positive int, got {samples!r}")
+    mid = lerp(a, b, 0.5)
+    pa, pb = params(a), params(b)
+    wm = [w.clone().requires_grad_(True) for w in params(mid)[0]]
+    bm = None if pa[1] is None else [v.clone().requires_grad_(True) for v in params(mid)[1]]
+    trainable = wm + (bm or [])
+    opt = torch.optim.SGD(trainable, lr=recipe.lr, momentum=recipe.momentum,
+                          weight_decay=recipe.weight_decay)
+    gen = torch.Generator().manual_seed(int(seed))
+    n = x.shape[0]
+    total = recipe.steps(n)
+    per_epoch = -(-n // recipe.batch_size)
+    perm = None
+    for step in range(total):
+        pos = step % per_epoch
+        if pos == 0:
+            perm = torch.randperm(n, generator=gen).to(x.device)
+        idx = perm[pos * recipe.batch_size:(pos + 1) * recipe.batch_size]
+        t = torch.rand(samples, generator=gen).to(x.device)
+        ws, bs = _bezier_params([pa, (wm, bm), pb], t)
+        h = x[idx].unsqueeze(0)
+        for l in range(len(ws)):
+            h = torch.matmul(h, ws[l].transpose(1, 2))
+            if bs is not None:
+                h = h + bs[l].unsqueeze(1)
+            if l < len(ws) - 1:
+                h = a.act(h)
+        loss = F.cross_entropy(h.reshape(-1, h.shape[-1]), y[idx].repeat(samples))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        for g in opt.param_groups:
+            g["lr"] = recipe.lr_at(step, total)
+        opt.step()
+    return from_params([w.detach() for w in wm], None if bm is None else [v.detach() for v in bm],
+                       a.act_name)
+
+
+def evaluate_bezier(a: MLP, m: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
+                    ts: Sequence[float] | int = 25) -> Path:
+    """Loss and accuracy along the Bezier curve with control point ``m`` (``alphas`` = ``t``)."""
+    ts = _alpha_grid(ts)
+    return evaluate_stack(bezier_stack(a, m, b, ts), ts, x, y)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -616,62 +811,47 @@ def accuracy(model: MLP, x: torch.Tensor, y: torch.Tensor) -> float:
 
 
 @dataclass
-class ConnectivityConfig:
+class ConnectivityConfig(Config):
     """Sizes and recipes of the chapter's experiments (pick one with ``gtlib.preset``).
 
     ``recipe`` (warm-up, peak lr 0.1) trains the independent networks of the width sweep;
     ``spawn_recipe`` (no warm-up, peak lr 0.2) is the abrupt recipe under which spawning at
     initialization is unstable; it also pretrains the CTL model and trains its from-scratch controls.
+
+    The defaults are the ``quick`` preset (minutes on one CPU thread: MNIST-1D's default 4000/1000
+    split, 3 hidden layers). ``FULL`` is closer to the papers (for a GPU): more data, twice the
+    epochs, widths up to 2048 (Git Re-Basin's MNIST MLP shape, three hidden layers of 512, and
+    beyond).
     """
 
-    n_train: int = 4000
-    n_test: int = 1000
-    depth: int = 3
-    widths: tuple[int, ...] = (32, 64, 128, 256, 512)
-    alphas: int = 25
-    max_iter: int = 100
-    recipe: Recipe = field(default_factory=lambda: Recipe(lr=0.1, epochs=30, warmup=0.2))
-    spawn_width: int = 128
-    spawn_fractions: tuple[float, ...] = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
-    spawn_pairs: int = 2
-    spawn_recipe: Recipe = field(default_factory=lambda: Recipe(lr=0.2, epochs=30, warmup=0.0))
-    ctl_width: int = 256
-    probe_recipe: Recipe = field(default_factory=lambda: Recipe(lr=0.1, epochs=30, warmup=0.0))
-    ft_recipe: Recipe = field(default_factory=lambda: Recipe(lr=0.05, epochs=10, warmup=0.0))
-    lambdas: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(16))
+    FULL = dict(n_train=16000, n_test=4000, widths=(32, 64, 128, 256, 512, 1024, 2048),
+                recipe=Recipe(lr=0.1, epochs=60, warmup=0.2),
+                spawn_width=512, spawn_pairs=3,
+                spawn_recipe=Recipe(lr=0.2, epochs=60, warmup=0.0),
+                ctl_width=1024, ft_recipe=Recipe(lr=0.05, epochs=20, warmup=0.0))
 
-    @classmethod
-    def quick(cls) -> "ConnectivityConfig":
-        """Minutes on one CPU thread: MNIST-1D's default 4000/1000 split, 3 hidden layers."""
-        return cls()
-
-    @classmethod
-    def full(cls) -> "ConnectivityConfig":
-        """Closer to the papers (for a GPU): more data, twice the epochs, widths up to 2048.
-
-        The widest net is Git Re-Basin's MNIST MLP shape (three hidden layers of 512) and beyond.
-        """
-        return cls(n_train=16000, n_test=4000, widths=(32, 64, 128, 256, 512, 1024, 2048),
-                   recipe=Recipe(lr=0.1, epochs=60, warmup=0.2),
-                   spawn_width=512, spawn_pairs=3,
-                   spawn_recipe=Recipe(lr=0.2, epochs=60, warmup=0.0),
-                   ctl_width=1024, ft_recipe=Recipe(lr=0.05, epochs=20, warmup=0.0))
-
-    def validate(self) -> "ConnectivityConfig":
-        for name in ("n_train", "n_test", "depth", "alphas", "max_iter", "spawn_width",
-                     "spawn_pairs", "ctl_width"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if len(self.widths) < 2 or any(int(w) < 1 for w in self.widths):
-            raise ValueError(f"widths must hold at least two positive ints, got {self.widths}")
-        if list(self.widths) != sorted(self.widths):
-            raise ValueError("widths must be increasing")
-        if any(not 0 <= f < 1 for f in self.spawn_fractions) or not self.spawn_fractions:
-            raise ValueError("spawn_fractions must be non-empty fractions in [0, 1)")
-        for r in (self.recipe, self.spawn_recipe, self.probe_recipe, self.ft_recipe):
-            r.validate()
-        return self
+    n_train: int = param(4000, count())
+    n_test: int = param(1000, count())
+    depth: int = param(3, count())
+    widths: tuple[int, ...] = param((32, 64, 128, 256, 512),
+                                    tuple_of(count(), min_len=2, increasing="weak"))
+    alphas: int = param(25, count())
+    max_iter: int = param(100, count())
+    recipe: Recipe = param(constraint=InstanceOf(Recipe),
+                           factory=lambda: Recipe(lr=0.1, epochs=30, warmup=0.2))
+    spawn_width: int = param(128, count())
+    spawn_fractions: tuple[float, ...] = param((0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3),
+                                               tuple_of(fraction("left")))
+    spawn_pairs: int = param(2, count())
+    spawn_recipe: Recipe = param(constraint=InstanceOf(Recipe),
+                                 factory=lambda: Recipe(lr=0.2, epochs=30, warmup=0.0))
+    ctl_width: int = param(256, count())
+    probe_recipe: Recipe = param(constraint=InstanceOf(Recipe),
+                                 factory=lambda: Recipe(lr=0.1, epochs=30, warmup=0.0))
+    ft_recipe: Recipe = param(constraint=InstanceOf(Recipe),
+                              factory=lambda: Recipe(lr=0.05, epochs=10, warmup=0.0))
+    lambdas: tuple[float, ...] = param(tuple(round(0.1 * i, 1) for i in range(16)),
+                                       tuple_of(Interval(float)))
 
 
 def _seeds(seed: int, tag: int, k: int) -> list[int]:
@@ -788,52 +968,95 @@ def task_labels(y: torch.Tensor, task: int | str) -> torch.Tensor:
 
 @dataclass
 class CrossTask:
-    """Pretraining, two fine-tuned tasks, scratch controls, averaging and task arithmetic."""
+    """Pretraining, two fine-tuned tasks, a same-initialization control, averaging, task arithmetic."""
 
     pretrained: MLP
     probes: list[MLP]            # pretrained body + linear-probe head, per task
     finetuned: list[list[MLP]]   # finetuned[t] = two fine-tuning runs of task t
-    scratch: list[MLP]           # one model per task, from different random inits
+    init: MLP                    # the control's shared random initialization
+    scratch: list[MLP]           # control: one model per task, both from ``init``, no pretraining
     acc_pre: list[float]
     acc_ft: list[list[float]]
     acc_scratch: list[float]
-    ctl: list[float]             # per layer, fine-tuned task-0 vs task-1 models
-    ctl_scratch: list[float]
+    acc_init: list[float]        # accuracy of ``init``'s body with each scratch model's head
+    ctl: list[float]             # per hidden layer, fine-tuned task-0 vs task-1 models
+    ctl_base: list[float]        # per hidden layer, 1 - cos of their own features (baseline)
+    ctl_scratch: list[float]     # the same for the control pair
+    ctl_scratch_base: list[float]
     avg_acc: list[float]         # per task: weight average of the two runs
     ens_acc: list[float]         # per task: logit ensemble of the two runs
-    agreement: list[float]
+    agreement: list[float]       # per task: agreement(weight average, ensemble)
+    single_agreement: list[float]  # per task: best agreement(single run, ensemble)
     lambdas: np.ndarray
     arith_acc: np.ndarray        # (len(lambdas), 2) test accuracy of the merged model per task
     arith_train_acc: np.ndarray
     best_lambda: float
+    scratch_arith_acc: np.ndarray  # the same task addition from ``init`` with the control's vectors
+    scratch_best_lambda: float
+
+    @staticmethod
+    def _gain(acc, lam, best, start, end) -> list[float]:
+        i = int(np.argmin(np.abs(lam - best)))
+        return [float((acc[i, t] - start[t]) / (end[t] - start[t])) for t in (0, 1)]
 
     @property
     def gain_recovered(self) -> list[float]:
         """Per task: (merged - pretrained) / (fine-tuned - pretrained) test accuracy, at best_lambda."""
-        i = int(np.argmin(np.abs(self.lambdas - self.best_lambda)))
-        return [float((self.arith_acc[i, t] - self.acc_pre[t]) / (self.acc_ft[t][0] - self.acc_pre[t]))
-                for t in (0, 1)]
+        return self._gain(self.arith_acc, self.lambdas, self.best_lambda, self.acc_pre,
+                          [a[0] for a in self.acc_ft])
+
+    @property
+    def scratch_gain_recovered(self) -> list[float]:
+        """The same for the control: (merged - init) / (scratch - init), at its own best lambda."""
+        return self._gain(self.scratch_arith_acc, self.lambdas, self.scratch_best_lambda,
+                          self.acc_init, self.acc_scratch)
+
+
+def _task_arithmetic(base: MLP, ends: Sequence[MLP], lam: np.ndarray, tr, te):
+    """Test/train accuracy of ``base + l * sum_t (ends[t] - base)`` per lambda and task, and the
+    lambda whose worse task recovers the largest fraction of its gain on the training signals."""
+    taus = [task_vector(base, m) for m in ends]
+    acc_te = np.zeros((len(lam), 2))
+    acc_tr = np.zeros((len(lam), 2))
+    for i, l in enumerate(lam):
+        for t in (0, 1):
+            m = apply_task_vectors(base, taus, float(l), ends[t])
+            acc_te[i, t] = accuracy(m, *te[t])
+            acc_tr[i, t] = accuracy(m, *tr[t])
+    lo = [accuracy(with_head(base, ends[t].layers[-1].weight, ends[t].layers[-1].bias), *tr[t])
+          for t in (0, 1)]
+    hi = [accuracy(ends[t], *tr[t]) for t in (0, 1)]
+    norm = np.stack([(acc_tr[:, t] - lo[t]) / max(1e-9, hi[t] - lo[t]) for t in (0, 1)], 1)
+    return acc_te, acc_tr, float(lam[int(np.argmax(norm.min(1)))])
 
 
 def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
-                          x_test: torch.Tensor, y_test: torch.Tensor, seed: int = 0) -> CrossTask:
-    """Pretrain on "which half" (``y // 5``), fine-tune on two other labelings (:func:`task_labels`).
+                          x_test: torch.Tensor, y_test: torch.Tensor, seed: int = 0,
+                          x_pre: torch.Tensor | None = None, y_pre: torch.Tensor | None = None
+                          ) -> CrossTask:
+    """Pretrain, fine-tune on two other labelings (:func:`task_labels`), compare with a control.
 
-    * pretraining: a 2-way task, "is the digit in 0-4 or in 5-9", on all training signals;
-    * task 0 / task 1: the 5-way labelings ``y % 5`` and ``y // 2`` of the same signals, each with
-      its own head, a linear probe on the pretrained features that stays frozen while the hidden
-      layers are fine-tuned (Ilharco et al. 2023 also freeze the heads); two fine-tuning runs per
-      task differ only in their minibatch order;
-    * control: the same two tasks trained from two different random initializations.
+    * pretraining: on ``(x_pre, y_pre)`` (default: the training signals with the two-way
+      "which half" labels), one network of width ``cfg.ctl_width``;
+    * task 0 / task 1: the 5-way labelings ``y % 5`` and ``y // 2`` of the training signals, each
+      with its own head, a linear probe on the pretrained features that stays frozen while the
+      hidden layers are fine-tuned (Ilharco et al. 2023 also freeze the heads); two fine-tuning
+      runs per task differ only in their minibatch order;
+    * control (Zhou et al. 2024, Sec. 6: no pretraining): the two tasks trained from one shared
+      random initialization, so that the permutation symmetry cannot explain a difference.
 
-    Measures the CTL dissimilarity (Zhou et al. 2024), weight averaging against logit ensembling
-    of the two runs of each task, and task arithmetic ``theta_pre + lambda (tau_0 + tau_1)`` with
-    ``lambda`` chosen on the *training* signals (the larger of the two tasks' worst normalized gain).
+    Measures the CTL dissimilarity of the hidden layers and its endpoint baseline (1 - cos of
+    the two models' own features), weight averaging against logit ensembling of the two runs of
+    each task, and task arithmetic ``theta_0 + lambda (tau_0 + tau_1)`` with ``lambda`` chosen on
+    the *training* signals, for the pretrained model and for the control.
     """
     cfg.validate()
     width, d = cfg.ctl_width, x.shape[1]
-    pre = BatchedMLP.init(_seeds(seed, 40, 1), d, width, cfg.depth, 2, device=x.device)
-    fit(pre, x, task_labels(y, "pretrain"), cfg.spawn_recipe, seeds=_seeds(seed, 41, 1))
+    if x_pre is None:
+        x_pre, y_pre = x, task_labels(y, "pretrain")
+    pre = BatchedMLP.init(_seeds(seed, 40, 1), d, width, cfg.depth, int(y_pre.max()) + 1,
+                          device=x.device)
+    fit(pre, x_pre, y_pre, cfg.spawn_recipe, seeds=_seeds(seed, 41, 1))
     pre = pre.member(0)
     tr = [(x, task_labels(y, t)) for t in (0, 1)]
     te = [(x_test, task_labels(y_test, t)) for t in (0, 1)]
@@ -847,39 +1070,36 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
         freeze_last_layer=True)
     ft = members(ft)
     ft = [ft[0:2], ft[2:4]]
-    sc = BatchedMLP.init(_seeds(seed, 45, 2), d, width, cfg.depth, 5, device=x.device)
+    init = make_mlp(_seeds(seed, 45, 1)[0], d, width, cfg.depth, 5).to(x.device)
+    sc = stack([init, init])
     fit(sc, X, Y, cfg.spawn_recipe, seeds=_seeds(seed, 46, 2))
     sc = members(sc)
 
     acc_pre = [accuracy(probes[t], *te[t]) for t in (0, 1)]
     acc_ft = [[accuracy(m, *te[t]) for m in ft[t]] for t in (0, 1)]
     acc_sc = [accuracy(sc[t], *te[t]) for t in (0, 1)]
+    acc_init = [accuracy(with_head(init, sc[t].layers[-1].weight, sc[t].layers[-1].bias), *te[t])
+                for t in (0, 1)]
     ctl = llfc_dissimilarity(ft[0][0], ft[1][0], x_test)[:-1]
+    ctl_base = endpoint_dissimilarity(ft[0][0], ft[1][0], x_test)[:-1]
     ctl_sc = llfc_dissimilarity(sc[0], sc[1], x_test)[:-1]
-    avg_acc, ens_acc, agree = [], [], []
+    ctl_sc_base = endpoint_dissimilarity(sc[0], sc[1], x_test)[:-1]
+    avg_acc, ens_acc, agree, single = [], [], [], []
     with torch.no_grad():
         for t in (0, 1):
-            la = average(ft[t])(te[t][0])
-            le = (ft[t][0](te[t][0]) + ft[t][1](te[t][0])) / 2
-            avg_acc.append(float((la.argmax(-1) == te[t][1]).float().mean()))
-            ens_acc.append(float((le.argmax(-1) == te[t][1]).float().mean()))
-            agree.append(float((la.argmax(-1) == le.argmax(-1)).float().mean()))
-    taus = [task_vector(pre, ft[t][0]) for t in (0, 1)]
+            la = average(ft[t])(te[t][0]).argmax(-1)
+            runs = [m(te[t][0]) for m in ft[t]]
+            le = ((runs[0] + runs[1]) / 2).argmax(-1)
+            avg_acc.append(float((la == te[t][1]).float().mean()))
+            ens_acc.append(float((le == te[t][1]).float().mean()))
+            agree.append(float((la == le).float().mean()))
+            single.append(max(float((r.argmax(-1) == le).float().mean()) for r in runs))
     lam = np.asarray(cfg.lambdas, dtype=float)
-    acc_te = np.zeros((len(lam), 2))
-    acc_tr = np.zeros((len(lam), 2))
-    for i, l in enumerate(lam):
-        for t in (0, 1):
-            m = apply_task_vectors(pre, taus, float(l), ft[t][0])
-            acc_te[i, t] = accuracy(m, *te[t])
-            acc_tr[i, t] = accuracy(m, *tr[t])
-    pre_tr = [accuracy(probes[t], *tr[t]) for t in (0, 1)]
-    ft_tr = [accuracy(ft[t][0], *tr[t]) for t in (0, 1)]
-    norm_tr = np.stack([(acc_tr[:, t] - pre_tr[t]) / max(1e-9, ft_tr[t] - pre_tr[t])
-                        for t in (0, 1)], 1)
-    best = float(lam[int(np.argmax(norm_tr.min(1)))])
-    return CrossTask(pre, probes, ft, sc, acc_pre, acc_ft, acc_sc, ctl, ctl_sc, avg_acc, ens_acc,
-                     agree, lam, acc_te, acc_tr, best)
+    acc_te, acc_tr, best = _task_arithmetic(pre, [ft[0][0], ft[1][0]], lam, tr, te)
+    sc_te, _, sc_best = _task_arithmetic(init, sc, lam, tr, te)
+    return CrossTask(pre, probes, ft, init, sc, acc_pre, acc_ft, acc_sc, acc_init, ctl, ctl_base,
+                     ctl_sc, ctl_sc_base, avg_acc, ens_acc, agree, single, lam, acc_te, acc_tr,
+                     best, sc_te, sc_best)
 
 
 @torch.no_grad()
