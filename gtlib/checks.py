@@ -291,25 +291,30 @@ def check_labels(name: str, y, num_classes: int | None = None, n: int | None = N
 
 
 def check_indices(name: str, idx, size: int) -> torch.Tensor:
-    """``idx`` as a 1-D int64 tensor of indices in ``[-size, size)`` (floats and bools refused)."""
+    """``idx`` as a 1-D int64 tensor of indices in ``[0, size)`` (floats and bools refused)."""
     if isinstance(idx, torch.Tensor):
         t = idx
     else:
         arr = np.asarray(idx)
-        if arr.dtype == object:
-            raise TypeError(f"{name} must be a sequence of ints, got {_show(idx)}")
+        if arr.dtype.kind not in "biuf":  # strings, objects, ...
+            raise TypeError(f"{name} must hold integer indices, got {_show(idx)}")
         t = torch.from_numpy(arr.copy()) if arr.size else torch.zeros(0, dtype=torch.int64)
     if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
         raise TypeError(f"{name} must hold integer indices, got dtype {t.dtype}")
     if t.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {tuple(t.shape)}")
-    if t.numel() and (int(t.min()) < -size or int(t.max()) >= size):
+    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= size):
         raise ValueError(f"{name} must hold indices in [0, {size}), got range "
                          f"[{int(t.min())}, {int(t.max())}]")
     return t.to(torch.int64)
 
 
 SEED = Interval(int, 0, 2**63 - 1)
+
+
+def check_seed(name: str, value) -> int:
+    """``value`` as an int seed in ``[0, 2**63)`` (what every generator of torch accepts)."""
+    return int(SEED.check(name, value))
 
 
 def check_seeds(name: str, seeds) -> list[int]:
