@@ -309,3 +309,55 @@ def test_config_bad_input():
         U.SpheresConfig(width=10.5).validate()
     with pytest.raises(ValueError):
         U.SpheresConfig(radii=(1.0, 1.0)).validate()
+
+
+# -- the batched CNN ---------------------------------------------------------------------------
+def test_batched_cnn_equals_each_member_alone():
+    import torch.nn.functional as F
+    model = U.BatchedCNN1d([0, 1, 2], channels=4, hidden=8)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 5, 40, generator=g)              # one batch per member
+    out = model(x)
+    assert out.shape == (3, 5, 10)
+    C = 4
+    for e in range(3):
+        h = x[e][:, None, :]
+        for w, pad in zip(model.convs, (2, 1, 1)):
+            h = F.relu(F.conv1d(h, w[e * C:(e + 1) * C], stride=2, padding=pad))
+        h = F.relu(h.reshape(5, -1) @ model.fcs[0][e])
+        assert torch.allclose(out[e], h @ model.fcs[1][e], atol=1e-5)
+    # a shared input gives every member the same x
+    assert torch.allclose(model(x[0])[1], model(x[0][None].expand(3, 5, 40))[1])
+    with pytest.raises(ValueError):
+        model(torch.randn(5, 41))
+    with pytest.raises(ValueError):
+        U.BatchedCNN1d([])
+
+
+def test_cnn_randomization_tiny_run():
+    cfg = U.CNNRandomizationConfig(n_train=60, n_test=50, channels=8, hidden=32, lr=0.2,
+                                   batch_size=20, max_steps=600, check_every=20)
+    r = U.cnn_randomization(cfg, seed=0)
+    assert r.names[1] == "random labels" and len(r.stop_step) == 3
+    # 60 signals: every member (random labels included) fits its labels and stops early
+    assert all(r.reached_target) and max(r.stop_step) < 600
+    assert all(0 <= e <= 1 for e in r.test_error + r.init_test_error)
+
+
+def test_bulge_and_cap():
+    assert U.cap_fraction(3, 60.0) == pytest.approx(0.25)            # (1 - cos 60) / 2
+    assert U.cap_fraction(2, 90.0) == pytest.approx(0.5)
+    assert U.cap_fraction(200, 15.0) < 1e-100
+    with pytest.raises(ValueError):
+        U.cap_fraction(3, 120.0)
+    # a network predicting class 1 everywhere: a point of class 1 (outer sphere) keeps its
+    # label all around the inner circle (width 180 degrees); a class-0 point gets 0 (its
+    # projection, on the outer sphere, is classified correctly)
+    model = BatchedMLP.init([0], 6, 4, 1, 2)
+    with torch.no_grad():
+        for w in model.weights:
+            w.zero_()
+        model.biases[-1][0] = torch.tensor([0.0, 1.0])
+    x = torch.tensor([1.2, 0, 0, 0, 0, 0])
+    assert U.bulge_width(model, 0, x, 1) == pytest.approx(180.0)
+    assert U.bulge_width(model, 0, x / 1.2, 0) == 0.0
