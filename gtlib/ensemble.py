@@ -129,10 +129,13 @@ class BatchedMLP(nn.Module):
 
         ``x`` is ``(n, d)`` (shared by all members) or ``(E, n, d)`` (one batch per member).
         """
+        d = self.weights[0].shape[2]
+        if not isinstance(x, torch.Tensor) or x.shape[-1:] != (d,) or x.ndim not in (2, 3) \
+                or (x.ndim == 3 and x.shape[0] != self.size):
+            raise ValueError(f"x must have shape (n, {d}) or ({self.size}, n, {d}), got "
+                             f"{tuple(getattr(x, 'shape', ()))}")
         if x.ndim == 2:
             x = x.unsqueeze(0)
-        elif x.ndim != 3 or x.shape[0] != self.size:
-            raise ValueError(f"x must have shape (n, d) or ({self.size}, n, d), got {tuple(x.shape)}")
         out = []
         h = x
         for l, w in enumerate(self.weights):

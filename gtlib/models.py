@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -60,6 +61,8 @@ class MLP(nn.Module):
         out_dim = check_int("out_dim", out_dim)
         width = check_int("width", width)
         depth = check_int("depth", depth, minimum=0)
+        if not isinstance(bias, (bool, np.bool_)):
+            raise TypeError(f"bias must be a bool, got {type(bias).__name__}")
         self.act_name = activation
         self.act = globals()["activation"](activation)
         sizes = [in_dim] + [width] * depth + [out_dim]
@@ -69,16 +72,21 @@ class MLP(nn.Module):
     def depth(self) -> int:
         return len(self.layers) - 1
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.ndim != 2 or x.shape[1] != self.layers[0].in_features:
+    def _check_input(self, x: torch.Tensor) -> None:
+        if not isinstance(x, torch.Tensor) or x.ndim != 2 \
+                or x.shape[1] != self.layers[0].in_features:
             raise ValueError(f"x must have shape (batch, {self.layers[0].in_features}), "
-                             f"got {tuple(x.shape)}")
+                             f"got {tuple(getattr(x, 'shape', ()))}")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check_input(x)
         for layer in self.layers[:-1]:
             x = self.act(layer(x))
         return self.layers[-1](x)
 
     def features(self, x: torch.Tensor) -> list[torch.Tensor]:
         """Post-activation features of every hidden layer, then the logits."""
+        self._check_input(x)
         out = []
         for layer in self.layers[:-1]:
             x = self.act(layer(x))

@@ -76,3 +76,104 @@ def test_bad_input():
         b.member(5)
     with pytest.raises(ValueError, match="models"):
         BatchedMLP.from_models([])
+
+
+# -- references the implementation cannot share a bug with -------------------------------------------
+import math  # noqa: E402
+
+import torch.nn.functional as F  # noqa: E402
+
+from gtlib.ensemble import ensemble_loss  # noqa: E402
+from gtlib.train import loss_fn  # noqa: E402
+
+
+@pytest.mark.parametrize("name", ["cross_entropy", "mse"])
+def test_ensemble_loss_is_each_members_train_loss(name):
+    g = torch.Generator().manual_seed(2)
+    logits = torch.randn(3, 7, 4, generator=g, dtype=torch.float64)
+    y = torch.randint(4, (7,), generator=g)
+    per_member_y = torch.randint(4, (3, 7), generator=g)
+    got = ensemble_loss(name, logits, y)
+    got2 = ensemble_loss(name, logits, per_member_y)
+    for e in range(3):
+        assert got[e].item() == pytest.approx(loss_fn(name, logits[e], y).item(), rel=1e-12)
+        assert got2[e].item() == pytest.approx(loss_fn(name, logits[e], per_member_y[e]).item(),
+                                               rel=1e-12)
+
+
+def test_ensemble_mse_by_hand():
+    logits = torch.tensor([[[1.0, 0.0, 2.0], [0.5, 0.5, 0.5]]], dtype=torch.float64)
+    y = torch.tensor([2, 0])
+    # point 0: (1-0)^2 + 0 + (2-1)^2 = 2; point 1: 0.25 + 0.25 + 0.25 = 0.75; mean over points
+    assert ensemble_loss("mse", logits, y).item() == pytest.approx((2 + 0.75) / 2)
+
+
+def _hand_step_member(params, x, y, lr, momentum, wd, bufs):
+    """One full-batch SGD step of one stand-alone MLP, PyTorch's update written out."""
+    h = x
+    for l, (w, b) in enumerate(params):
+        h = h @ w.T + b
+        if l < len(params) - 1:
+            h = torch.relu(h)
+    loss = F.cross_entropy(h, y)
+    grads = torch.autograd.grad(loss, [t for wb in params for t in wb])
+    out = []
+    with torch.no_grad():
+        for i, (p, g) in enumerate(zip([t for wb in params for t in wb], grads)):
+            d = g + wd * p
+            bufs[i] = d.clone() if bufs[i] is None else momentum * bufs[i] + d
+            out.append((p - lr * bufs[i]).requires_grad_())
+    return [(out[2 * l], out[2 * l + 1]) for l in range(len(params))]
+
+
+def test_train_ensemble_equals_hand_sgd_member_by_member():
+    x, y = data(n=40)
+    b = BatchedMLP.init([0, 1, 2], 6, 5, 1, 3).double()
+    ref = [[(b.weights[l][e].detach().clone().requires_grad_(),
+             b.biases[l][e].detach().clone().requires_grad_()) for l in range(2)] for e in range(3)]
+    lr, mom, wd, steps = 0.1, 0.9, 0.03, 6
+    train_ensemble(b, x, y, TrainConfig(lr=lr, momentum=mom, weight_decay=wd, batch_size=None,
+                                        epochs=steps, check_every=100))
+    for e in range(3):
+        params, bufs = ref[e], [None] * 4
+        for _ in range(steps):
+            params = _hand_step_member(params, x, y, lr, mom, wd, bufs)
+        for l in range(2):
+            assert torch.allclose(b.weights[l][e], params[l][0], atol=1e-12, rtol=0)
+            assert torch.allclose(b.biases[l][e], params[l][1], atol=1e-12, rtol=0)
+
+
+def test_batched_features_are_post_activation_by_hand():
+    b = BatchedMLP.init([0, 1], 4, 6, 2, 3, act="tanh")
+    x = torch.randn(5, 4)
+    feats = b.features(x)
+    for e in range(2):
+        h = x
+        for l in range(3):
+            z = h @ b.weights[l][e].T + b.biases[l][e]
+            h = torch.tanh(z) if l < 2 else z
+            assert torch.allclose(feats[l][e], h, atol=1e-6)
+
+
+# -- bad input names the argument ----------------------------------------------------------------------
+@pytest.mark.parametrize("seeds,err", [([], ValueError), (0, TypeError), ([1.5], TypeError),
+                                       ([-1], ValueError), ([2**70], ValueError)])
+def test_bad_seeds_are_named_seeds(seeds, err):
+    with pytest.raises(err, match="seeds"):
+        BatchedMLP.init(seeds, 4, 8, 1, 2)
+
+
+def test_train_ensemble_refuses_bad_data():
+    b = BatchedMLP.init([0, 1], 4, 8, 1, 2)
+    x = torch.randn(5, 4)
+    y = torch.zeros(5, dtype=torch.int64)
+    with pytest.raises(ValueError, match="x must hold at least one row"):
+        train_ensemble(b, x[:0], y[:0], TrainConfig())
+    with pytest.raises(TypeError, match="integer class labels"):
+        train_ensemble(b, x, y.float(), TrainConfig())
+    with pytest.raises(ValueError, match=r"labels in \[0, 2\)"):
+        train_ensemble(b, x, y + 2, TrainConfig())
+    with pytest.raises(ValueError, match="finite"):
+        train_ensemble(b, x * math.nan, y, TrainConfig())
+    with pytest.raises(ValueError, match="loss must be one of"):
+        ensemble_loss("hinge", torch.zeros(1, 2, 2), torch.zeros(2, dtype=torch.int64))

@@ -41,3 +41,20 @@ def test_bad_input_shape():
         MLP(4, 8, 1, 2)(torch.randn(3, 5))
     with pytest.raises(TypeError, match="activation"):
         activation(3)
+
+
+@pytest.mark.parametrize("act,fn", [("relu", torch.relu), ("tanh", torch.tanh),
+                                    ("leaky_relu", lambda z: torch.where(z > 0, z, 0.1 * z))])
+def test_features_are_post_activations_by_hand(act, fn):
+    torch.manual_seed(0)
+    m = MLP(4, 6, 2, 3, activation=act)
+    x = torch.randn(5, 4)
+    h1 = fn(x @ m.layers[0].weight.T + m.layers[0].bias)
+    h2 = fn(h1 @ m.layers[1].weight.T + m.layers[1].bias)
+    out = h2 @ m.layers[2].weight.T + m.layers[2].bias
+    feats = m.features(x)
+    for got, want in zip(feats, (h1, h2, out)):
+        assert torch.allclose(got, want, atol=1e-6)
+    assert torch.allclose(m(x), out, atol=1e-6)
+    if act == "relu":
+        assert all(bool((f >= 0).all()) for f in feats[:-1])  # post-activation: never negative
