@@ -1,14 +1,17 @@
 # Two commands are the contract (see README.md):
-#   make book   set up .venv from requirements.txt, vendor the site's browser assets, and build the
-#               site into _build/html, executing every chapter
-#   make test   gtlib's unit tests, nbval over every notebook, the site build with warnings as
-#               errors, and the checks of the built site (browser, links, workflows)
+#   make book   set up .venv from requirements.txt, vendor the site's browser assets, execute every
+#               chapter once under nbval (JOBS at a time) and build the site from those executions
+#               into _build/html
+#   make test   gtlib's unit tests, `make book` with warnings as errors, and the checks of the built
+#               site (browser, links, workflows, student edition)
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 JOBS ?= 2
+# The jupyter-cache the executions go to and the site build reads (tools/nbval_record.py).
+CACHE := $(CURDIR)/_build/.jupyter_cache
 
 # One torch thread per process: on a small shared machine more threads are much slower.
 export OMP_NUM_THREADS := 1
@@ -16,7 +19,7 @@ export MKL_NUM_THREADS := 1
 export GTLIB_THREADS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: all setup vendor book student test unit nbval site-check bench clean
+.PHONY: all setup vendor execute book student test unit nbval site-check bench clean
 
 all: book
 
@@ -42,30 +45,42 @@ setup: $(VENV)/.installed book/_vendor/.vendored
 
 vendor: book/_vendor/.vendored
 
-book: setup
-	$(BIN)/jupyter-book build . --all -W -n --keep-going
+# Every notebook once, under nbval, JOBS at a time (cells of one notebook stay on one worker). This
+# empties _build/results (the claims the reproduction report shows) and records each executed
+# notebook into $(CACHE). `make book student` executes once for both editions.
+execute: setup
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --nbval-lax -p no:cacheprovider \
+	  -p tools.nbval_record --nbval-record=$(CACHE) book
 
-# The student edition: the same site without the exercises' solutions.
-student: setup
-	sed 's/^    hide_solutions: false/    hide_solutions: true/' _config.yml > _config_student.yml
-	grep -q 'hide_solutions: true' _config_student.yml
+# The site, built from this run's executions (nothing is executed twice; a notebook that is not in
+# the cache would be executed by the build itself).
+book: execute
+	$(BIN)/python tools/build_config.py --cache $(CACHE) --output _config_build.yml
+	$(BIN)/jupyter-book build . --all -W -n --keep-going --config _config_build.yml
+
+# The student edition: the same site without the exercises' solutions, into
+# _build/student/_build/html; its notebooks (download and launch buttons) have no solutions.
+student: execute
+	$(BIN)/python tools/build_config.py --cache $(CACHE) --student --output _config_student.yml
 	$(BIN)/jupyter-book build . --all -W -n --keep-going \
 	  --path-output _build/student --config _config_student.yml
 
 unit: setup
 	$(BIN)/python -m pytest -q -n $(JOBS) --ignore=tests/site tests
 
-# Every notebook under nbval, one process per worker (cells of one notebook stay on one worker).
+# Every notebook under nbval, JOBS at a time, without building anything (what the GPU and Colab-path
+# workflows run; `make book` and `make test` execute the notebooks this way too, once).
 nbval: setup
 	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --nbval-lax -p no:cacheprovider book
 
 site-check: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/site
 
-test: unit nbval book site-check
+test: unit book site-check
 
 bench: setup
 	$(BIN)/python tests/bench_ensemble.py
 
 clean:
 	rm -rf _build book/_vendor/mathjax book/_vendor/widgets book/_vendor/.vendored
+	rm -f _config_build.yml _config_student.yml
