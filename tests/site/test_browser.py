@@ -6,6 +6,7 @@ be typeset by the vendored MathJax; notebook pages must carry their Colab link a
 widget state must render; the reproduction report must list every chapter's claims.
 """
 import json
+import os
 import re
 from pathlib import Path
 
@@ -14,7 +15,10 @@ import pytest
 from .conftest import ROOT, pages
 
 playwright = pytest.importorskip("playwright.sync_api")
-CHROMIUM = "/usr/bin/chromium"
+# The browser: GTLIB_CHROMIUM, else Debian's chromium, else a preinstalled Google Chrome.
+CHROMIUM = next((p for p in (os.environ.get("GTLIB_CHROMIUM"), "/usr/bin/chromium",
+                             "/usr/bin/google-chrome") if p and Path(p).exists()),
+                "/usr/bin/chromium")
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "book").glob("*.ipynb"))
 
 
