@@ -216,3 +216,17 @@ def test_settings_table_shows_no_machine_paths(monkeypatch):
     root = config._repo_root()
     if root is not None:
         assert str(root) not in html and "_build/results" in html
+
+
+def test_seed_everything_seeds_every_generator():
+    import random
+
+    import numpy as np
+    draws = []
+    for _ in range(2):
+        config.seed_everything(5)
+        draws.append((random.random(), float(np.random.rand()), float(torch.rand(1))))
+    assert draws[0] == draws[1]
+    config.seed_everything(6)
+    assert all(a != b for a, b in zip(draws[0], (random.random(), float(np.random.rand()),
+                                                 float(torch.rand(1)))))

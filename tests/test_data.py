@@ -301,3 +301,16 @@ def test_transforms_refuse_bad_labels_and_seeds():
         data.corrupt_labels(torch.arange(30) % 3, 0.5, 3, seed=2**70)
     with pytest.raises(ValueError, match="seed"):
         data.long_tail_indices(torch.arange(30) % 3, 2.0, 3, seed=-1)
+
+
+def test_corrupt_labels_resamples_exactly_the_fraction():
+    # with a million classes a resampled label almost never equals the old one (p = 1e-6 each)
+    y = torch.zeros(1000, dtype=torch.int64)
+    for frac, k in ((0.3, 300), (0.05, 50), (1.0, 1000)):
+        changed = int((data.corrupt_labels(y, frac, 10**6, seed=4) != y).sum())
+        assert changed == k  # (deterministic for this seed; a coincidence would cost at most 1)
+
+
+def test_digits_split_sizes():
+    d = data.digits(test_fraction=0.25, device="cpu")
+    assert len(d.y_test) == round(0.25 * 1797) and d.n == 1797 - round(0.25 * 1797)

@@ -177,3 +177,16 @@ def test_train_ensemble_refuses_bad_data():
         train_ensemble(b, x * math.nan, y, TrainConfig())
     with pytest.raises(ValueError, match="loss must be one of"):
         ensemble_loss("hinge", torch.zeros(1, 2, 2), torch.zeros(2, dtype=torch.int64))
+
+
+def test_stop_step_is_the_first_check_that_met_the_rule():
+    x, y = data(n=60)
+    labels = torch.stack([y, torch.randint(3, (60,), generator=torch.Generator().manual_seed(9))])
+    b = BatchedMLP.init([0, 1], 6, 32, 1, 3).double()
+    h = train_ensemble(b, x, labels, TrainConfig(optimizer="adamw", lr=1e-2, batch_size=None,
+                                                  epochs=400, target_train_acc=0.9, check_every=1))
+    for e, stop in enumerate(h.probes["stop_step"]):
+        first = next(s for s, acc in zip(h.step, h.train_acc) if acc[e] >= 0.9)
+        assert stop == first
+    with torch.no_grad():  # the stopped member keeps the weights it had at its stop step
+        assert torch.all((b(x).argmax(-1) == labels).double().mean(-1) >= 0.9)
