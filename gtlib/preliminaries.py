@@ -98,7 +98,8 @@ def sample_signals(corr_noise_scale: float = 0.25, iid_noise_scale: float = 2e-2
     """One MNIST-1D signal per digit, generated with the given transformation strengths.
 
     Uses the ``mnist1d`` package's own transform (pad, scale, translate, correlated and i.i.d.
-    noise, shear, subsample). Returns ``(signals (10, 40), labels (10,))``.
+    noise, shear, subsample). ``max_translation=0`` means no shift. Returns
+    ``(signals (10, 40), labels (10,))``.
     """
     from mnist1d.data import get_dataset_args, get_templates
     from mnist1d.transform import transform
@@ -109,7 +110,9 @@ def sample_signals(corr_noise_scale: float = 0.25, iid_noise_scale: float = 2e-2
         raise ValueError(f"max_translation must be a non-negative int, got {max_translation!r}")
     args = get_dataset_args()
     args.corr_noise_scale, args.iid_noise_scale = corr_noise_scale, iid_noise_scale
-    args.max_translation = int(max_translation)
+    # mnist1d draws the shift k from range(max_translation): 1 already means "no shift", and 0
+    # would make numpy's choice() fail, so both mean no shift here
+    args.max_translation = max(1, int(max_translation))
     templates = get_templates()
     state = np.random.get_state()
     np.random.seed(seed)

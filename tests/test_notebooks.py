@@ -58,5 +58,97 @@ def test_chapter_structure(path):
     assert "{bibliography}" in md and ":filter: docname in docnames" in md
     assert len(re.findall(r"```\{exercise\}", md)) >= 5, "at least five exercises"
     assert len(re.findall(r"```\{solution-start\}", md)) >= 3, "at least three executable solutions"
-    assert "ipywidgets" in code, "an interactive control"
-    assert "small_multiples" in code, "the static stand-in for the interactive control"
+    assert "ipywidgets" in code or "widgets.live(" in code, "an interactive control"
+    assert "small_multiples" in code or "static_slider" in code, \
+        "the static stand-in for the interactive control (a static slider or small multiples)"
+
+
+# -- page conventions (issue 21) -------------------------------------------------------------
+# Chapters that had not adopted a convention when its test landed: expected to fail until their
+# engineer converts them (xfail, not strict, so a converted chapter shows up as XPASS: then
+# remove it from the list).
+_ALL5 = {"feature-contamination", "imbalanced-contrastive", "mode-connectivity",
+         "soft-inductive-biases", "uniform-convergence"}
+PENDING = {
+    "line_length": _ALL5,
+    "figure_metadata": _ALL5,
+    "live_widgets_tagged": _ALL5 - {"imbalanced-contrastive"},
+    "solutions": _ALL5,
+    "no_markdown_tables": {"imbalanced-contrastive", "mode-connectivity"},
+}
+
+
+def convention(name):
+    """Parametrize over the notebooks, expecting failure for those still pending."""
+    return pytest.mark.parametrize("path", [
+        pytest.param(p, marks=pytest.mark.xfail(
+            reason=f"issue 21: {p.stem} has not adopted the {name} convention yet", strict=False))
+        if p.stem in PENDING[name] else p for p in NOTEBOOKS], ids=lambda p: p.name)
+
+
+def code_cells(path):
+    return [(i, c) for i, c in enumerate(load(path)["cells"]) if c["cell_type"] == "code"]
+
+
+def source(cell):
+    return "".join(cell["source"])
+
+
+MAX_LINE = 88  # the width of a code block in the site's text column
+
+
+@convention("line_length")
+def test_code_lines_fit_the_column(path):
+    long = [(i, len(line)) for i, c in code_cells(path) for line in source(c).splitlines()
+            if len(line) > MAX_LINE]
+    assert not long, f"{path.name}: code lines over {MAX_LINE} characters (cell, length): {long}"
+
+
+# a figure drawn by the cell itself (top-level code, not a function it only defines)
+FIGURE_CALL = re.compile(r"^(plt\.show\(\)|\S.*=\s*(plotting|plt)\.(subplots|small_multiples)\()",
+                         re.M)
+
+
+@convention("figure_metadata")
+def test_figures_are_numbered_captioned_and_described(path):
+    bad = []
+    for i, c in code_cells(path):
+        src = source(c)
+        if not FIGURE_CALL.search(src):
+            continue
+        if "remove-output" in c["metadata"].get("tags", []) or \
+                "remove-cell" in c["metadata"].get("tags", []):
+            continue
+        meta = c["metadata"].get("mystnb", {})
+        fig, img = meta.get("figure", {}), meta.get("image", {})
+        alt = img.get("alt", "")
+        if not (fig.get("caption") and str(fig.get("name", "")).startswith("fig-")
+                and len(alt.split()) >= 4 and "/" not in alt):
+            bad.append(i)
+    assert not bad, (f"{path.name}: figure cells {bad} need metadata mystnb.figure.caption, "
+                     "mystnb.figure.name ('fig-...') and mystnb.image.alt (words, not a path)")
+
+
+@convention("live_widgets_tagged")
+def test_live_widgets_are_removed_from_the_static_page(path):
+    bad = [i for i, c in code_cells(path)
+           if re.search(r"\binteract(ive)?\(|widgets\.live\(", source(c))
+           and not {"remove-output", "remove-cell"} & set(c["metadata"].get("tags", []))]
+    assert not bad, (f"{path.name}: cells {bad} make live widgets, which do nothing on the "
+                     "static site: tag them remove-output and show a widgets.static_slider")
+
+
+@convention("solutions")
+def test_every_exercise_has_a_solution(path):
+    md = "\n".join(source(c) for c in load(path)["cells"] if c["cell_type"] == "markdown")
+    exercises = re.findall(r"```\{exercise\}[^\n]*\n:label: (\S+)", md)
+    solved = set(re.findall(r"```\{solution(?:-start)?\} (\S+)", md))
+    missing = [e for e in exercises if e not in solved]
+    assert not missing, f"{path.name}: exercises without a solution: {missing}"
+
+
+@convention("no_markdown_tables")
+def test_tables_are_html(path):
+    bad = [i for i, c in code_cells(path) if re.search(r"\bMarkdown\(", source(c))]
+    assert not bad, (f"{path.name}: cells {bad} display Markdown, which the site shows as text; "
+                     "use gtlib.display.table")

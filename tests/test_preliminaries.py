@@ -40,3 +40,9 @@ def test_sample_signals():
         prelim.sample_signals(corr_noise_scale=-1)
     with pytest.raises(ValueError, match="max_translation"):
         prelim.sample_signals(max_translation=-2)
+
+
+def test_sample_signals_without_shift():
+    a, _ = prelim.sample_signals(max_translation=0, seed=3)
+    b, _ = prelim.sample_signals(max_translation=1, seed=3)
+    assert np.allclose(a, b)

@@ -1,5 +1,8 @@
 """Sphinx extension of the book: the reproduction report, the student edition and script hygiene.
 
+* ``{chapter-times}`` directive: each chapter's execution time in this build, by title in book
+  order.
+* Every image gets alt text that is not its file path (its figure's caption by default).
 * ``{claims-report}`` directive: replaced, after every page has been read (and so every chapter
   executed), by the claims that this build's chapters wrote to ``GTLIB_RESULTS_DIR``. The folder is
   emptied when the build starts, so the report can only show numbers measured by this build.
@@ -8,7 +11,10 @@
 * ``hide_solutions: true`` (the student edition, ``make student``) removes every exercise
   solution, executable (gated) ones included.
 * Repeated script tags (sphinx-thebe's configuration reaches every page twice under Jupyter
-  Book 1) are dropped, so that pages load without console errors.
+  Book 1) are dropped, so that pages load without console errors; the widget library is left
+  out of pages that show no widget.
+* Accessibility repairs of the theme and of docutils' output (axe-core, WCAG 2 A/AA): the search
+  button's accessible name, citation list items.
 """
 from __future__ import annotations
 
@@ -37,6 +43,21 @@ class ClaimsReportDirective(SphinxDirective):
 
     def run(self):
         return [claims_report("")]
+
+
+class chapter_times(nodes.General, nodes.Element):
+    """Placeholder of the execution-time table, filled at ``doctree-resolved`` time."""
+
+
+class ChapterTimesDirective(SphinxDirective):
+    """``{chapter-times}``: how long each chapter took to execute in this build, by chapter
+    title in book order (myst-nb's ``nb-exec-table`` lists file paths alphabetically, with
+    jupyter-cache columns and emoji statuses)."""
+
+    has_content = False
+
+    def run(self):
+        return [chapter_times("")]
 
 
 def _results_dir(app) -> Path:
@@ -147,12 +168,60 @@ def _report_html(app, fromdocname: str) -> str:
     return "\n".join(parts)
 
 
+def _times_html(app, fromdocname: str) -> str:
+    from myst_nb.sphinx_ import NbMetadataCollector
+
+    rows = []
+    for doc in _chapter_docs(app):
+        title = app.env.titles[doc].astext() if doc in app.env.titles else doc.split("/")[-1]
+        uri = app.builder.get_relative_uri(fromdocname, doc)
+        data = NbMetadataCollector.get_exec_data(app.env, doc) or {}
+        runtime = data.get("runtime")
+        if runtime is None:
+            seconds, status = "", "not executed in this build"
+        else:
+            seconds = f"{runtime:.0f}"
+            status = "ran" if data.get("succeeded") else "failed"
+        rows.append(f"<tr><td><a href='{html.escape(uri)}'>{html.escape(title)}</a></td>"
+                    f"<td class='gtlib-num'>{seconds}</td><td>{status}</td></tr>")
+    return ("<div class='gtlib-table-wrap'><table class='gtlib-table gtlib-times'><thead><tr>"
+            "<th>chapter</th><th>execution time (s, wall clock)</th><th>status</th></tr>"
+            "</thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+
+
+def _is_path_like(text: str) -> bool:
+    t = text.strip()
+    return not t or "/" in t and " " not in t or t.lower().endswith((".png", ".jpg", ".svg"))
+
+
+def _default_alt_text(doctree) -> None:
+    """Give every image alt text that is not its file path: myst-nb sets the alt of a cell's
+    image only from ``mystnb.image.alt``; without it, Sphinx writes the file path. The figure's
+    caption is used when there is one, else a plain statement that the figure is undescribed."""
+    for img in doctree.findall(nodes.image):
+        if not _is_path_like(img.get("alt", "")):
+            continue
+        fig = img.parent if isinstance(img.parent, nodes.figure) else None
+        caption = next(iter(fig.findall(nodes.caption)), None) if fig is not None else None
+        if caption is not None and caption.astext().strip():
+            img["alt"] = caption.astext().strip()
+        else:
+            img["alt"] = "Figure made by the code cell above (no description given)"
+
+
 def _on_doctree_resolved(app, doctree, docname):
+    _default_alt_text(doctree)
     for node in doctree.findall(claims_report):
         if app.builder.format == "html":
             node.replace_self(nodes.raw("", _report_html(app, docname), format="html"))
         else:
             node.replace_self(nodes.paragraph(text="(The claims table is part of the HTML build.)"))
+    for node in doctree.findall(chapter_times):
+        if app.builder.format == "html":
+            node.replace_self(nodes.raw("", _times_html(app, docname), format="html"))
+        else:
+            node.replace_self(nodes.paragraph(text="(The execution times are part of the HTML "
+                                                   "build.)"))
 
 
 def _unique_scripts(files: list) -> list:
@@ -171,8 +240,9 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 def _is_widget_script(js, loaders: set) -> bool:
     """The widget state myst-nb saved, or one of the configured widget-library loaders."""
-    return (js.attributes.get("type") == WIDGET_STATE
-            or (js.filename or "").split("?")[0] in loaders)
+    name = os.fspath(js.filename or "").split("?")[0]
+    return js.attributes.get("type") == WIDGET_STATE or any(
+        name in (key, f"_static/{key}") for key in loaders)  # Sphinx prefixes local files
 
 
 def _dedupe_scripts(app, pagename, templatename, context, doctree):
@@ -207,6 +277,23 @@ class _RemoveSolutions(SphinxTransform):
             node.parent.remove(node)
 
 
+def _accessible_templates(app, config):
+    """Put book/_ext/templates first on the template path (theme components fixed for
+    accessibility: see the templates' comments)."""
+    here = str(Path(__file__).parent / "templates")
+    if here not in config.templates_path:
+        config.templates_path.insert(0, here)
+
+
+def _accessible_citations(app, pagename, templatename, context, doctree):
+    """docutils writes a citation list as ``role="list"`` whose items have the deprecated role
+    ``doc-biblioentry``: axe-core reports a critical ``aria-required-children`` on every page
+    with references. The entries become list items."""
+    body = context.get("body")
+    if isinstance(body, str) and 'role="doc-biblioentry"' in body:
+        context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
+
+
 def _take_over_hide_solutions(app, config):
     """sphinx-exercise 1.2's own ``hide_solutions`` drops the start of a gated solution but leaves
     its code cells and end marker behind (the build then crashes on the orphaned end node). So the
@@ -219,9 +306,13 @@ def _take_over_hide_solutions(app, config):
 def setup(app):
     app.add_config_value("gtlib_hide_solutions", False, "env")
     app.connect("config-inited", _take_over_hide_solutions, priority=900)
+    app.connect("config-inited", _accessible_templates)
+    app.connect("html-page-context", _accessible_citations)
     app.add_transform(_RemoveSolutions)
     app.add_node(claims_report)
     app.add_directive("claims-report", ClaimsReportDirective)
+    app.add_node(chapter_times)
+    app.add_directive("chapter-times", ChapterTimesDirective)
     app.connect("builder-inited", _on_builder_inited)
     app.connect("doctree-resolved", _on_doctree_resolved)
     app.connect("html-page-context", _dedupe_scripts, priority=999)

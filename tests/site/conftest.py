@@ -1,13 +1,15 @@
 """Fixtures of the site checks: the built site, served on 127.0.0.1 only."""
 import functools
 import http.server
+import os
 import threading
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = ROOT / "_build" / "html"
+# GTLIB_SITE_DIR checks another build (e.g. a small book built with --path-output).
+SITE = Path(os.environ.get("GTLIB_SITE_DIR") or ROOT / "_build" / "html")
 
 
 def pages() -> list[Path]:

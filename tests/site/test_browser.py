@@ -2,8 +2,15 @@
 
 Debian's chromium, driven by Playwright (no browser download). Every page must load with no
 console error and no failed request, and must request nothing outside the site itself; math must
-be typeset by the vendored MathJax; notebook pages must carry their Colab link and figures; saved
-widget state must render; the reproduction report must list every chapter's claims.
+be typeset by the vendored MathJax; notebook pages must carry their Colab link, figures and a
+working interactive control; the reproduction report must list every chapter's claims.
+
+Pages a student can read on any screen (issue 21), at 1366 px (a laptop) and 390 px (a phone):
+nothing wider than the viewport, no code or output block that scrolls sideways, wide tables and
+equations only inside their own scroll box, no object dumps (``Name(field=...``), no Markdown
+table left as text, alt text on every figure, static sliders that change the figure, chapter
+pages of at most 4 MB, and no critical or serious axe-core violation (WCAG 2 A and AA).
+Screenshots of every page at both widths go to ``_build/screenshots``.
 """
 import json
 import os
@@ -12,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, pages
+from .conftest import ROOT, SITE, pages
 
 playwright = pytest.importorskip("playwright.sync_api")
 # The browser: GTLIB_CHROMIUM, else Debian's chromium, else a preinstalled Google Chrome.
@@ -20,6 +27,11 @@ CHROMIUM = next((p for p in (os.environ.get("GTLIB_CHROMIUM"), "/usr/bin/chromiu
                              "/usr/bin/google-chrome") if p and Path(p).exists()),
                 "/usr/bin/chromium")
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "book").glob("*.ipynb"))
+AXE = ROOT / "tests" / "site" / "vendor" / "axe.min.js"  # `make vendor` copies it from npm
+WIDTHS = (1366, 390)
+MAX_CHAPTER_BYTES = 4_000_000
+SHOTS = ROOT / "_build" / "screenshots"
+RESULTS = Path(os.environ.get("GTLIB_RESULTS_DIR") or ROOT / "_build" / "results")
 
 
 @pytest.fixture(scope="module")
@@ -34,20 +46,29 @@ def browser():
         b.close()
 
 
-def visit(browser, server, rel: str, screenshot: Path | None = None) -> dict:
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+def open_page(browser, server, rel: str, width: int = 1280):
+    """Open ``rel`` offline at ``width`` px; returns (context, page, log of the load)."""
+    ctx = browser.new_context(viewport={"width": width, "height": 900})
     page = ctx.new_page()
-    errors, failed, external = [], [], []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("requestfailed", lambda r: failed.append(r.url))
+    log = {"errors": [], "failed": [], "external": [], "bytes": 0}
+    page.on("console", lambda m: log["errors"].append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: log["errors"].append(str(e)))
+    page.on("requestfailed", lambda r: log["failed"].append(r.url))
+
+    def count(response):
+        try:
+            log["bytes"] += len(response.body())
+        except Exception:  # redirects and aborted requests have no body
+            pass
+
+    page.on("response", count)
 
     def route(r):
         url = r.request.url
         if url.startswith(server) or url.startswith(("data:", "blob:", "about:")):
             r.continue_()
         else:  # the network is "unplugged": anything outside the site is refused and recorded
-            external.append(url)
+            log["external"].append(url)
             r.abort()
 
     page.route("**/*", route)
@@ -57,6 +78,11 @@ def visit(browser, server, rel: str, screenshot: Path | None = None) -> dict:
     page.wait_for_function("() => !window.MathJax || !MathJax.startup || !MathJax.startup.promise"
                            " || MathJax.startup.promise.then(() => true)", timeout=30000)
     page.wait_for_timeout(300)
+    return ctx, page, log
+
+
+def visit(browser, server, rel: str, screenshot: Path | None = None) -> dict:
+    ctx, page, log = open_page(browser, server, rel)
     info = page.evaluate("""() => ({
         mathjax: document.querySelectorAll('mjx-container').length,
         text: document.querySelector('main') ? document.querySelector('main').innerText : '',
@@ -66,15 +92,17 @@ def visit(browser, server, rel: str, screenshot: Path | None = None) -> dict:
         brokenImages: Array.from(document.querySelectorAll('main img')).filter(i => i.complete && i.naturalWidth === 0).map(i => i.src),
         widgetViews: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
         widgetsRendered: document.querySelectorAll('.widget-slider, .jupyter-widgets.widget-slider, .widget-hslider, .jupyter-widgets').length,
+        sliders: document.querySelectorAll('.gtlib-slider input[type=range]').length,
         claimsRows: document.querySelectorAll('table.gtlib-claims tbody tr').length,
     })""")
     if screenshot is not None:
         page.screenshot(path=str(screenshot), full_page=False)
     ctx.close()
-    return {**info, "errors": errors, "failed": failed, "external": external}
+    return {**info, **log}
 
 
-ALL = [str(p.relative_to(ROOT / "_build" / "html")) for p in pages()] if (ROOT / "_build" / "html").exists() else []
+ALL = [str(p.relative_to(SITE)) for p in pages()] if SITE.exists() else []
+CHAPTERS = [f"book/{n}.html" for n in NOTEBOOKS]
 
 
 @pytest.mark.parametrize("rel", ALL)
@@ -93,7 +121,7 @@ def test_page_loads_cleanly_offline(browser, server, rel):
 def test_notebook_page(browser, server, site, name):
     rel = f"book/{name}.html"
     assert (site / rel).exists(), f"{rel} was not built (is {name}.ipynb in _toc.yml?)"
-    shot = ROOT / "_build" / "screenshots" / f"{name}.png"
+    shot = SHOTS / f"{name}.png"
     shot.parent.mkdir(parents=True, exist_ok=True)
     r = visit(browser, server, rel, screenshot=shot)
     assert r["colab"], f"{rel} has no Colab launch link"
@@ -101,17 +129,146 @@ def test_notebook_page(browser, server, site, name):
     assert r["mathjax"] > 0, f"no typeset math on {rel}"
     assert r["images"] > 0, f"no figures on {rel}"
     assert r["claimsRows"] > 0, f"no claims table on {rel}"
-    assert r["widgetViews"] > 0, f"no saved widget on {rel}"
-    assert r["widgetsRendered"] > 0, f"widgets on {rel} were not rendered"
+    assert r["sliders"] > 0 or r["widgetViews"] > 0, f"no interactive control on {rel}"
+    if r["widgetViews"]:  # a live widget kept on the page must at least render
+        assert r["widgetsRendered"] > 0, f"widgets on {rel} were not rendered"
     assert shot.exists() and shot.stat().st_size > 10_000
 
 
 def test_reproduction_report_lists_every_claim(browser, server, site):
     r = visit(browser, server, "book/reproduction-report.html",
-              screenshot=ROOT / "_build" / "screenshots" / "reproduction-report.png")
-    results = [json.loads(p.read_text()) for p in (ROOT / "_build" / "results").glob("*.json")]
+              screenshot=SHOTS / "reproduction-report.png")
+    results = [json.loads(p.read_text()) for p in RESULTS.glob("*.json")]
     ids = [c["id"] for res in results for c in res["claims"]]
     assert {res["chapter"] for res in results} >= set(NOTEBOOKS)
     assert r["claimsRows"] == len(ids)
     for claim_id in ids:
         assert claim_id in r["text"], f"{claim_id} missing from the report"
+
+
+# -- issue 21: readable on any screen ----------------------------------------------------------
+LAYOUT_JS = r"""() => {
+  const art = document.querySelector('article.bd-article') || document.querySelector('main');
+  const vw = document.documentElement.clientWidth;
+  const right = Math.min(vw, art.getBoundingClientRect().right) + 1;
+  const where = e => {
+    const s = e.closest('section[id]'); const c = e.closest('.cell');
+    return (s ? '#' + s.id : '') + (c ? ' cell ' + Array.from(
+      document.querySelectorAll('.cell')).indexOf(c) : '');
+  };
+  const scrolls = e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+  const inScrollBox = e => {  // an ancestor inside the article that scrolls and itself fits
+    for (let a = e.parentElement; a && a !== art; a = a.parentElement) {
+      if (scrolls(a)) return a.getBoundingClientRect().right <= right;
+    }
+    return false;
+  };
+  const out = {pageWidth: document.documentElement.scrollWidth, viewport: vw,
+               scrollingCode: [], tooWide: [], dumps: [], pipeTables: [], badAlt: []};
+  // code and output blocks: never scroll sideways (long lines wrap; code keeps to 88 chars)
+  for (const pre of art.querySelectorAll('pre')) {
+    if (pre.scrollWidth > pre.clientWidth + 1)
+      out.scrollingCode.push(where(pre) + ': ' + pre.innerText.split('\n')[0].slice(0, 60));
+  }
+  // blocks that may be wide: inside the column, or inside a scroll box that is
+  const blocks = art.querySelectorAll('table, img, div.math, mjx-container[display="true"],'
+    + ' .gtlib-slider, .cell_output, figure, .highlight, .admonition, .exercise, .solution');
+  for (const b of blocks) {
+    const r = b.getBoundingClientRect();
+    if (r.width === 0 || r.right <= right) continue;
+    if (scrolls(b) || inScrollBox(b)) continue;
+    out.tooWide.push(where(b) + ' ' + b.tagName.toLowerCase() + '.' + b.className
+                     + ' right edge ' + Math.round(r.right) + ' > ' + Math.round(right));
+  }
+  // object dumps: a dataclass-like repr in a text output
+  const dump = /\b[A-Z][A-Za-z0-9_]*\([a-z_][a-z0-9_]*=/;
+  for (const o of art.querySelectorAll('.cell_output pre, .output pre')) {
+    const m = o.innerText.match(dump);
+    if (m) out.dumps.push(where(o) + ': ' + o.innerText.slice(Math.max(0, m.index - 10), m.index + 60));
+  }
+  // Markdown tables left as text: a paragraph of pipes with a |---| rule
+  for (const p of art.querySelectorAll('p')) {
+    if (/\|\s*:?-{3,}:?\s*\|/.test(p.innerText)) out.pipeTables.push(where(p) + ': ' + p.innerText.slice(0, 60));
+  }
+  // alt text that says something: not missing, not a file path
+  for (const i of art.querySelectorAll('img')) {
+    const alt = (i.getAttribute('alt') || '').trim();
+    if (!alt || /\.(png|jpe?g|svg|gif)$/i.test(alt) || (/\//.test(alt) && !/\s/.test(alt)))
+      out.badAlt.push(where(i) + ': alt=' + JSON.stringify(alt.slice(0, 60)));
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("rel", ALL)
+def test_readable_at_width(browser, server, rel, width):
+    ctx, page, _ = open_page(browser, server, rel, width)
+    r = page.evaluate(LAYOUT_JS)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{rel.replace('/', '_')[:-5]}-{width}.png"), full_page=True)
+    ctx.close()
+    problems = []
+    if r["pageWidth"] > r["viewport"]:
+        problems.append(f"the page is {r['pageWidth']} px wide in a {r['viewport']} px viewport")
+    for key, what in [("scrollingCode", "code/output blocks that scroll sideways"),
+                      ("tooWide", "blocks wider than the text column, outside a scroll box"),
+                      ("dumps", "object dumps (Name(field=...) in text outputs"),
+                      ("pipeTables", "Markdown tables shown as text"),
+                      ("badAlt", "images without alt text (or with a file path as alt)")]:
+        if r[key]:
+            problems.append(f"{len(r[key])} {what}: {r[key][:6]}")
+    assert not problems, f"{rel} at {width} px:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("rel", CHAPTERS)
+def test_static_sliders_change_the_figure(browser, server, site, rel):
+    if not (site / rel).exists():
+        pytest.skip(f"{rel} was not built")
+    ctx, page, log = open_page(browser, server, rel, 1366)
+    boxes = page.locator(".gtlib-slider")
+    dead, unlabelled = [], []
+    for b in range(boxes.count()):
+        box = boxes.nth(b)
+        img = box.locator("img.gtlib-slider-img")
+        for j in range(box.locator("input[type=range]").count()):
+            slider = box.locator("input[type=range]").nth(j)
+            label = box.locator(f"label[for='{slider.get_attribute('id')}']")
+            if label.count() != 1 or not label.inner_text().strip():
+                unlabelled.append((b, j))
+            before, shown = img.get_attribute("src"), box.locator("output").nth(j).inner_text()
+            slider.focus()  # keyboard, as a reader without a mouse would
+            page.keyboard.press("Home" if slider.input_value() != slider.get_attribute("min")
+                                else "End")
+            if img.get_attribute("src") == before or box.locator("output").nth(j).inner_text() \
+                    == shown:
+                dead.append((b, j))
+    ctx.close()
+    assert log["errors"] == [], log["errors"]
+    assert not unlabelled, f"{rel}: sliders (box, input) without a label: {unlabelled}"
+    assert not dead, f"{rel}: moving sliders (box, input) {dead} does not change the figure"
+
+
+@pytest.mark.parametrize("rel", CHAPTERS)
+def test_chapter_page_weight(browser, server, site, rel):
+    if not (site / rel).exists():
+        pytest.skip(f"{rel} was not built")
+    ctx, page, log = open_page(browser, server, rel, 1366)
+    ctx.close()
+    assert log["bytes"] <= MAX_CHAPTER_BYTES, \
+        f"{rel} weighs {log['bytes'] / 1e6:.1f} MB (at most {MAX_CHAPTER_BYTES / 1e6:.0f} MB)"
+
+
+@pytest.mark.parametrize("rel", ALL)
+def test_no_serious_accessibility_violation(browser, server, rel):
+    if not AXE.exists():
+        pytest.fail(f"{AXE.relative_to(ROOT)} is missing: run `make vendor` (npm axe-core)")
+    ctx, page, _ = open_page(browser, server, rel, 1366)
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("""() => axe.run(document, {
+        runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']},
+        resultTypes: ['violations']})""")
+    ctx.close()
+    bad = [f"{v['impact']} {v['id']} ({len(v['nodes'])}x, e.g. {v['nodes'][0]['target']}): "
+           f"{v['help']}" for v in result["violations"] if v["impact"] in ("critical", "serious")]
+    assert not bad, f"axe-core on {rel}:\n  " + "\n  ".join(bad)
