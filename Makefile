@@ -39,6 +39,8 @@ book/_vendor/.vendored: package.json package-lock.json
 	rm -rf book/_vendor/mathjax/sre book/_vendor/mathjax/*-speech.js
 	cp -r node_modules/@jupyter-widgets/html-manager/dist/. book/_vendor/widgets/
 	cp node_modules/requirejs/require.js book/_vendor/widgets/require.js
+	mkdir -p tests/site/vendor  # axe-core: injected by the site's accessibility test only
+	cp node_modules/axe-core/axe.min.js tests/site/vendor/axe.min.js
 	touch $@
 
 setup: $(VENV)/.installed book/_vendor/.vendored
