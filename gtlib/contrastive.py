@@ -25,8 +25,10 @@ pieces, top to bottom:
    weight norm in the online forward pass; gradients are computed through the masked model with a
    straight-through rule, so *all* neurons keep being updated and no weight is removed for good.
 5. **Metrics**: each neuron's projection on each feature and on the noise space, its dominant feature,
-   the dominant-to-second ratio, purity, single-feature specialists; linear probes.
-6. **Real data**: the same contrastive recipe on long-tailed MNIST-1D (Greydanus and Kobak 2024).
+   the dominant-to-second ratio, purity, strong single-feature specialists (with a magnitude
+   floor), the minority/majority energy ratio, the stage-I margin ``mu``; linear probes.
+6. **Real data**: the same contrastive recipe on long-tailed MNIST-1D (Greydanus and Kobak 2024),
+   judged against the randomly initialized encoder.
 """
 from __future__ import annotations
 
@@ -412,6 +414,9 @@ def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
     * ``energy``: the minority/majority energy ratio (:func:`energy_ratio`).
     * ``single_fraction``: fraction of neurons whose top/second ratio is >= ``specialist_ratio``
       (no magnitude floor: the purity of all neurons); ``median_ratio``; ``noise``.
+    * ``strong_purity``: among the strong neurons (top >= ``strong_floor`` x the model's
+      largest), the fraction whose top/second ratio is >= ``specialist_ratio``; it falls only
+      if strong neurons mix features.
     """
     if W.ndim != 3:
         raise ValueError("W must have shape (E, m, d)")
@@ -421,13 +426,16 @@ def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
     a = alignment(W, M)
     best = a["proj"].max(dim=1).values  # (E, K)
     counts = strong_specialists(W, M, specialist_ratio, strong_floor)
+    big = a["top"] >= strong_floor * a["top"].max(dim=1, keepdim=True).values
+    pure = (big & (a["ratio"] >= specialist_ratio)).float().sum(1) / big.float().sum(1)
     maj = slice(0, K - n_minority)
     mino = slice(K - n_minority, K)
     out = dict(best_major=best[:, maj].mean(1), best_minor=best[:, mino].mean(1),
                spec_major=counts[:, maj].mean(1), spec_minor=counts[:, mino].mean(1),
                energy=energy_ratio(W, M, n_minority),
                single_fraction=(a["ratio"] >= specialist_ratio).float().mean(1),
-               median_ratio=a["ratio"].median(1).values, noise=a["noise"].mean(1))
+               strong_purity=pure, median_ratio=a["ratio"].median(1).values,
+               noise=a["noise"].mean(1))
     return {k: v.cpu().numpy() for k, v in out.items()}
 
 

@@ -177,6 +177,12 @@ def test_tiny_training_run_and_config_validation():
     assert 0 <= tab[(4.0, 0.5)]["probe_minor"] <= 1
     curves = C.stage_curves(run)
     assert curves["t1"] <= curves["t2"]
+    run2 = C.train_encoders(cfg, [4.0, 4.0], [0.0, 0.5], seed=0, replicates=2)
+    base, pruned = C.paired(run2, np.arange(4.0), 4.0, 0.5)
+    assert base.tolist() == [0.0, 2.0] and pruned.tolist() == [1.0, 3.0]
+    assert torch.equal(torch.tensor(run2.history["proj"][0, 0]), torch.tensor(run2.history["proj"][0, 1]))
+    with pytest.raises(ValueError, match="no unpruned"):
+        C.paired(run2, np.arange(4.0), 2.0, 0.5)
     with pytest.raises(ValueError, match="n_minority"):
         replace(cfg, n_minority=4).validate()
     with pytest.raises(ValueError, match="ratios"):
@@ -200,6 +206,7 @@ def test_strong_specialists_need_a_magnitude_floor():
     assert torch.equal(batched[0], batched[1])  # invariant to a common scale
     s = C.feature_summary(W[None], M, n_minority=2)
     assert s["spec_major"][0] == 0.5 and s["spec_minor"][0] == 0.5
+    assert math.isclose(s["strong_purity"][0], 2 / 3, rel_tol=1e-6)  # 3 strong neurons, 1 of them mixed
     with pytest.raises(ValueError, match="floor"):
         C.strong_specialists(W, M, floor=1.5)
     with pytest.raises(ValueError, match="ratio"):
@@ -243,3 +250,12 @@ def test_hard_mask_starves_masked_neurons():
     moved_soft = (torch.tensor(soft.history["proj"][-1, 0]) - start).abs().sum(-1)
     assert int((moved_hard == 0).sum()) == 3  # the 3 masked neurons: no gradient, no decay
     assert int((moved_soft == 0).sum()) == 0  # straight-through: every neuron is trained
+
+
+def test_longtail_reports_the_random_encoder_control():
+    cfg = replace(C.LongTailConfig.quick(), n_train=600, n_test=200, width=16, out_dim=8,
+                  batch=32, steps=3, prune_every=2)
+    out = C.train_longtail(cfg, prune_fractions=(0.0, 0.5), seed=0)
+    assert out["acc"].shape == (2, 10) and out["acc_random"].shape == (10,)
+    assert np.all((0 <= out["acc_random"]) & (out["acc_random"] <= 1))
+    assert out["counts"][0] > out["counts"][9]  # the long tail
