@@ -10,9 +10,9 @@ exploration, built on ``ipywidgets.interact`` over the same grid.
 How a chapter does both (copy, then change ``draw``, the grid and the texts)::
 
     # cell 1, tagged "remove-output" (cell metadata {"tags": ["remove-output"]}): the live
-    # slider, for Jupyter and Colab; the site shows this code but not its dead widget
+    # sliders (ipywidgets.interact), for Jupyter and Colab; the site shows this code but not
+    # its widgets, which would not work without a kernel
     from gtlib import widgets
-    import ipywidgets  # noqa: F401  (widgets.live builds on ipywidgets.interact)
 
     def draw(noise):
         fig, ax = plotting.subplots(width=6.4, height=2.8)
@@ -29,7 +29,13 @@ How a chapter does both (copy, then change ``draw``, the grid and the texts)::
 
 Why the tag: myst-nb removes a ``remove-output`` cell's outputs from the page, so the page has
 no widget view, and the book's Sphinx extension then leaves out the widget library (3.6 MB).
-Use ``remove-cell`` instead to hide the live cell's code as well.
+Use ``remove-cell`` instead to hide the live cell's code as well. ``draw`` must return the
+figure (or leave it current) and must not call ``plt.show()``.
+
+Page weight: each frame is a PNG of about 20-60 kB (more for many panels), stored in the page;
+a chapter page must stay under 4 MB, so keep a slider to about 4-12 frames. The static slider
+cell needs no figure metadata: its ``alt`` template describes every frame. See
+``book/preliminaries.ipynb`` ("Interactive exploration") for a two-parameter example.
 """
 from __future__ import annotations
 
