@@ -64,7 +64,9 @@ def _newest_colab_like_env(where: Path) -> Path:
     pip = [str(py), "-m", "pip", "install", "-q", "--upgrade"]
     # unpinned: whatever pip finds newest (Colab ships recent torch, numpy, matplotlib)
     subprocess.run(pip + ["pip"], check=True)
-    subprocess.run(pip + ["torch", "numpy", "matplotlib", "ipykernel", "ipywidgets", "nbval",
+    # GTLIB_COLAB_TORCH: another torch requirement where the newest is out of reach (offline)
+    torch = os.environ.get("GTLIB_COLAB_TORCH", "torch")
+    subprocess.run(pip + [torch, "numpy", "matplotlib", "ipykernel", "ipywidgets", "nbval",
                           "pytest"], check=True)
     return py
 
