@@ -30,6 +30,19 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 
+_EXECUTE = """
+import sys, nbformat
+from nbclient import NotebookClient
+src, dst, timeout = sys.argv[1], sys.argv[2], int(sys.argv[3])
+nb = nbformat.read(src, as_version=4)
+try:
+    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(__import__("pathlib").Path(src).parent)}}).execute()
+finally:
+    nbformat.write(nb, dst)
+"""
+
+
 def chapters() -> list[str]:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     files = [toc["root"]] + [c["file"] for p in toc.get("parts", []) for c in p.get("chapters", [])]
@@ -71,11 +84,9 @@ def main(argv: list[str] | None = None) -> int:
               **device_info(), "chapters": {}}
     for slug in todo:
         start = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
-             f"--ExecutePreprocessor.timeout={args.timeout}", str(ROOT / "book" / f"{slug}.ipynb"),
-             "--output-dir", str(out / "notebooks")],
-            cwd=ROOT / "book", env=env, capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, "-c", _EXECUTE, str(ROOT / "book" / f"{slug}.ipynb"),
+                               str(out / "notebooks" / f"{slug}.ipynb"), str(args.timeout)],
+                              cwd=ROOT / "book", env=env, capture_output=True, text=True)
         wall = time.perf_counter() - start
         record["chapters"][slug] = {"wall_s": round(wall, 1), "returncode": proc.returncode}
         if proc.returncode:
