@@ -187,3 +187,13 @@ def test_rendering_shows_effects_and_sanity_apart(tmp_path):
     assert html.index("Effects") < html.index("Checks of the implementation")
     assert "baseline" in html and "x &gt;= 0.4" in html and "0.3" in html
     assert c.check("demo.none", **BASE, rule="x > 0", values={"x": 1}, kind="sanity") is None
+
+
+def test_a_recorded_full_scale_run_is_a_column_beside_this_run(tmp_path):
+    c = Claims("demo", results_dir=tmp_path)
+    effect(c)
+    stored = c.as_dict()["claims"]
+    html = claims_table_html(stored, full={"demo.ok": {**stored[0], "values": {"x": 0.61}}})
+    assert "full scale (recorded run)" in html and "0.61" in html
+    assert "not in the record" in claims_table_html(stored, full={})
+    assert "full scale" not in claims_table_html(stored)
