@@ -74,6 +74,51 @@ def test_activation_asymmetry_brute_force():
     assert fc.activation_asymmetry(pre[None].repeat(3, 1, 1), y).shape == (3, 4)
 
 
+def test_mean_direction_components_split_known_weights(emb):
+    # background part 2 * (1, 1, 1) / sqrt(3) along the mean direction plus (1, -1, 0) orthogonal
+    u = torch.ones(3) / math.sqrt(3)
+    v = 2 * u + torch.tensor([1.0, -1.0, 0.0])
+    w = emb.core @ torch.tensor([1.0, 2.0, 0.0, 0.0]) + emb.background @ v
+    along, orth = fc.mean_direction_components(torch.stack([w, -w]), emb)
+    assert torch.allclose(along, torch.tensor([2.0, -2.0]), atol=1e-5)
+    assert torch.allclose(orth, torch.full((2,), math.sqrt(2)), atol=1e-5)
+    # the two parts make up the background norm, and a shift by m moves w . x by -m sqrt(k) along
+    bg = fc.projection_norms(torch.stack([w, -w]), emb)[1]
+    assert torch.allclose(bg ** 2, along ** 2 + orth ** 2, atol=1e-4)
+    x = torch.randn(5, 12)
+    moved = fc.shift_background(x, emb, 0.5) @ w - x @ w
+    assert torch.allclose(moved, torch.full((5,), -0.5 * math.sqrt(3) * 2.0), atol=1e-4)
+    assert fc.mean_direction_components(torch.stack([w, w])[None], emb)[0].shape == (1, 2)
+
+
+def test_signed_asymmetry_uses_output_sign_and_gates():
+    y = torch.tensor([1.0, 1.0, -1.0, -1.0])
+    pre = torch.tensor([[1.0, 1.0, -1.0],
+                        [1.0, 1.0, -1.0],
+                        [-1.0, -1.0, 1.0],
+                        [-1.0, 1.0, 1.0]])
+    a = torch.tensor([1.0, -1.0, 1.0])
+    s = fc.signed_asymmetry(pre, y, a)
+    assert torch.allclose(s, torch.tensor([1.0, -0.5, -1.0]))
+    assert torch.allclose(s.abs(), fc.activation_asymmetry(pre, y) * torch.tensor([1, 1, 1.0]))
+    # tanh' is even: mirror-image pre-activations of the two classes give no asymmetry
+    mirror = torch.tensor([[0.3], [2.0], [-0.3], [-2.0]])
+    assert torch.allclose(fc.signed_asymmetry(mirror, y, torch.ones(1), act="tanh"),
+                          torch.zeros(1), atol=1e-6)
+    # ... but different magnitudes do: the small pre-activations have the larger gate
+    near_far = torch.tensor([[0.1], [0.1], [3.0], [3.0]])
+    assert fc.signed_asymmetry(near_far, y, torch.ones(1), act="tanh") > 0.9
+    with pytest.raises(ValueError, match="one entry per neuron"):
+        fc.signed_asymmetry(pre, y, torch.ones(2))
+
+
+def test_centred_background_is_the_same_draw_minus_half(emb):
+    d = fc.sample_toy(50, emb, "theory", seed=4)
+    c = fc.sample_toy(50, emb, "theory", seed=4, centred=True)
+    assert torch.allclose(c.background, d.background - 0.5)
+    assert torch.equal(c.core, d.core)
+
+
 def test_losses_and_accuracy():
     f = torch.tensor([2.0, 0.5, -1.0])
     y = torch.tensor([1.0, 1.0, 1.0])
@@ -216,7 +261,7 @@ def test_bad_inputs_raise(emb):
     with pytest.raises(ValueError, match="target"):
         fc.relative_error(torch.ones(2, 2), torch.zeros(2, 2))
     with pytest.raises(ValueError, match="variants"):
-        fc.theory_specs(fc.TheoryConfig(variants=("sigmoid",)))
+        fc.theory_specs(fc.TheoryConfig(variants=("swish",)))
     with pytest.raises(TypeError, match="cfg"):
         fc.run_theory(fc.DefaultConfig())
     with pytest.raises(ValueError, match="magnitudes"):
@@ -230,11 +275,30 @@ def test_tiny_default_and_distillation_runs():
                            record_every=1)
     res = fc.run_default(cfg, seed=1, device="cpu")
     assert res.train.x.shape == (2, 40, 8) and res.history.array("ood_acc").shape == (4, 2)
+    assert res.members("ReLU (default)") == [0, 1]
+    acts = fc.run_default(fc.DefaultConfig(n=40, d_core=3, d_background=2, dim=8, width=6,
+                                           steps=2, replicates=2, record_every=1,
+                                           activations=("relu", "tanh")), seed=1, device="cpu")
+    assert acts.members("tanh (default)") == [2, 3]
+    # replicate r of every activation sees the same data and starts from the same weights
+    assert torch.equal(acts.train.x[0], acts.train.x[2])
+    assert torch.equal(acts.W_init[1], acts.W_init[3])
+    assert acts.history.array("background_mean").shape == (3, 4)
     assert np.all(res.history.array("id_acc") <= 1)
     dcfg = fc.DistillConfig(n=40, n_test=20, d_core=3, d_background=2, dim=8, width=6,
                             teacher_steps=2, student_steps=3, record_every=1)
     d = fc.run_distillation(dcfg, seed=0, device="cpu")
     assert d.curve_step == [0, 1, 2, 3] and d.error_id >= 0
+    assert len(d.student_background_mean) == 2 and min(d.student_background_mean) >= 0
     assert 0 <= d.probe_teacher["OOD"] <= 1
     # the teacher's representation ignores the background by construction: OOD accuracy = ID
     assert d.teacher_acc["ID"] == d.teacher_acc["OOD"]
+
+
+def test_off_subspace_direction(emb):
+    v = fc.off_subspace_direction(emb, seed=3)
+    assert math.isclose(float(v.norm()), 1.0, rel_tol=1e-5)
+    assert float((emb.core.T @ v).abs().max()) < 1e-5
+    assert float((emb.background.T @ v).abs().max()) < 1e-5
+    with pytest.raises(ValueError, match="fill"):
+        fc.off_subspace_direction(fc.random_embedding(2, 2, 4))
