@@ -3,24 +3,29 @@
 The chapter *Mode connectivity* re-runs, on MNIST-1D MLPs, the results of
 
 * Frankle, Dziugaite, Roy and Carbin, "Linear mode connectivity and the lottery ticket hypothesis"
-  (ICML 2020): the *error barrier* along the straight line between two networks (their Eq. 1 and
-  Definition 1) and *spawning* (their Figure 1 / Section 3: train for k steps, copy, continue the
-  copies with different SGD noise);
+  (ICML 2020): the *instability* of a pair, the largest test error along the straight line minus
+  the mean of the endpoints' errors (:func:`barrier_mean`), and *spawning* (their Section 3:
+  train for k steps, copy, continue the copies with different SGD noise);
 * Entezari et al. (ICLR 2022) and Ainsworth, Hayase and Srinivasa, "Git Re-Basin" (ICLR 2023):
-  hidden units can be permuted without changing the function, and *weight matching* (Git Re-Basin,
-  Section 3.2 and Algorithm 1: one linear assignment problem per layer, coordinate descent over the
-  layers) aligns two independently trained networks so that the barrier between them nearly vanishes;
+  hidden units can be permuted without changing the function; the loss barrier above the chord
+  between the endpoints (Entezari et al.'s definition, :func:`barrier`); *weight matching* (Git
+  Re-Basin, Section 3.2 and Algorithm 1: one linear assignment problem per layer, coordinate
+  descent over the layers) and activation matching align two independently trained networks;
+* Jordan et al., "REPAIR" (ICLR 2023): renormalizing the interpolated network's units
+  (:func:`repair_stack`); Garipov et al. (NeurIPS 2018): low-loss quadratic Bezier curves between
+  unaligned networks (:func:`fit_bezier`);
 * Zhou et al., "Layerwise Linear Feature Connectivity" (NeurIPS 2023): when two networks are
   linearly connected, the features of the interpolated network equal (up to scale) the interpolated
-  features at every layer (their Definition 3.1), which follows from weak additivity of ReLU and
-  *commutativity* ``W_A H_A + W_B H_B = W_A H_B + W_B H_A`` (their Definition 5.2 and Theorem 5.3);
+  features at every layer (their Definition 3.1), which follows from *weak additivity* of ReLU
+  (:func:`weak_additivity`) and *commutativity* ``W_A H_A + W_B H_B = W_A H_B + W_B H_A`` (their Definition 5.2 and Theorem 5.3);
 * Zhou, Chen, Chen, Zhang and Yan, "Cross-Task Linearity" (ICML 2024): models fine-tuned from one
   pretrained model on different tasks are layerwise linear in the same sense (their Definition 3.1),
   which explains weight averaging (model soups) and task arithmetic (Ilharco et al., ICLR 2023).
 
 The module reads top to bottom: (1) stacking and training networks, (2) interpolation and barriers,
-(3) permutations and matching, (4) feature-level metrics (LLFC, commutativity), (5) fine-tuning,
-averaging and task vectors, (6) the chapter's experiments, each a function of a config dataclass.
+(3) permutations and matching, (4) feature-level metrics (LLFC, weak additivity, commutativity),
+(4b) REPAIR and Bezier curves, (5) fine-tuning, averaging and task vectors, (6) the chapter's
+experiments, each a function of a config dataclass.
 
 Conventions. A network is a :class:`gtlib.models.MLP` (for one net) or a
 :class:`gtlib.ensemble.BatchedMLP` (for a stack). ``theta(alpha) = (1 - alpha) theta_A + alpha
@@ -335,11 +340,12 @@ def _curve(alphas, values) -> tuple[np.ndarray, np.ndarray]:
 
 
 def barrier(alphas: Sequence[float], values: Sequence[float]) -> float:
-    """Barrier of a curve above its chord (Entezari et al. 2022, their loss-barrier definition).
+    """Barrier of a curve above its chord (Entezari et al. 2022, loss-barrier definition).
 
-    ``max_alpha [v(alpha) - ((1 - alpha) v(0) + alpha v(1))]`` over the sampled ``alphas``, which
-    must start at 0 and end at 1. It is 0 for a curve that never rises above its chord (a convex
-    or flat curve), and can be negative only if the curve lies strictly below its chord.
+    ``max_alpha [v(alpha) - ((1 - alpha) v(0) + alpha v(1))]`` over the sampled
+    ``alphas``, which must start at 0 and end at 1. It is 0 for a curve that never rises
+    above its chord (a convex or flat curve), and negative only if the curve lies strictly
+    below its chord.
     """
     a, v = _curve(alphas, values)
     chord = (1 - a) * v[0] + a * v[-1]
@@ -439,14 +445,16 @@ def random_perms(model: MLP, seed: int = 0) -> list[np.ndarray]:
     return [rng.permutation(l.weight.shape[0]) for l in _check_mlp("model", model).layers[:-1]]
 
 
-def weight_matching(a: MLP, b: MLP, max_iter: int = 100, seed: int = 0) -> list[np.ndarray]:
-    """Permutations that align ``b`` to ``a`` by weight matching (Git Re-Basin, Algorithm 1).
+def weight_matching(a: MLP, b: MLP, max_iter: int = 100,
+                    seed: int = 0) -> list[np.ndarray]:
+    """Permutations that align ``b`` to ``a`` by weight matching (Git Re-Basin, Alg. 1).
 
-    Maximizes ``sum_l <W_l^A, P_l W_l^B P_{l-1}^T> + <b_l^A, P_l b_l^B>`` over one permutation
-    ``P_l`` per hidden layer by coordinate descent: each pass visits the hidden layers in a random
-    order and solves the linear assignment problem of one layer (its incoming and outgoing weights)
-    with the others fixed, using :func:`scipy.optimize.linear_sum_assignment`. Stops when a pass
-    improves nothing or after ``max_iter`` passes. Apply the result with ``permute(b, perms)``.
+    Maximizes ``sum_l <W_l^A, P_l W_l^B P_{l-1}^T> + <b_l^A, P_l b_l^B>`` over one
+    permutation ``P_l`` per hidden layer by coordinate descent: each pass visits the hidden
+    layers in a random order and solves the linear assignment problem of one layer (its
+    incoming and outgoing weights) with the others fixed, using
+    :func:`scipy.optimize.linear_sum_assignment`. Stops when a pass improves nothing or
+    after ``max_iter`` passes. Apply the result with ``permute(b, perms)``.
     """
     _check_same_shape(a, b)
     if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
@@ -620,15 +628,16 @@ def weak_additivity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
 @torch.no_grad()
 def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
                  eps: float = 1e-6) -> BatchedMLP:
-    """REPAIR (Jordan et al., ICLR 2023): the interpolated networks with renormalized units.
+    """REPAIR (Jordan et al., ICLR 2023): interpolated networks with renormalized units.
 
     For every ``alpha`` and every hidden layer, in order from the input, each unit's
-    pre-activation in the interpolated network is rescaled and shifted so that its mean and
-    standard deviation over ``x`` become the interpolation of the endpoints' statistics,
-    ``mu = (1 - alpha) mu_A + alpha mu_B`` and ``sd = (1 - alpha) sd_A + alpha sd_B`` (the
-    "variance collapse" of the interpolated network is what REPAIR undoes). The correction is
-    folded into the layer's weights and bias, so the result is again a plain MLP per alpha.
-    ``x`` should be training inputs (the statistics are part of the repaired model).
+    pre-activation in the interpolated network is rescaled and shifted so that its mean
+    and standard deviation over ``x`` become the interpolation of the endpoints'
+    statistics, ``mu = (1 - alpha) mu_A + alpha mu_B`` and ``sd = (1 - alpha) sd_A +
+    alpha sd_B`` (REPAIR undoes the "variance collapse" of the interpolated network). The
+    correction is folded into the layer's weights and bias, so the result is again a
+    plain MLP per alpha. ``x`` should be training inputs (the statistics are part of the
+    repaired model).
     """
     _check_same_shape(a, b)
     if a.layers[0].bias is None:
@@ -828,7 +837,9 @@ class ConnectivityConfig(Config):
                 recipe=Recipe(lr=0.1, epochs=60, warmup=0.2),
                 spawn_width=512, spawn_pairs=3,
                 spawn_recipe=Recipe(lr=0.2, epochs=60, warmup=0.0),
-                ctl_width=1024, ft_recipe=Recipe(lr=0.05, epochs=20, warmup=0.0))
+                ctl_width=1024, ft_recipe=Recipe(lr=0.05, epochs=20, warmup=0.0),
+                epoch_width=512, epoch_snapshots=(0, 1, 2, 4, 8, 15, 30), depth_width=512,
+                bezier_width=512, n_pretrain=16000)
 
     n_train: int = param(4000, count())
     n_test: int = param(1000, count())
@@ -852,6 +863,15 @@ class ConnectivityConfig(Config):
                               factory=lambda: Recipe(lr=0.05, epochs=10, warmup=0.0))
     lambdas: tuple[float, ...] = param(tuple(round(0.1 * i, 1) for i in range(16)),
                                        tuple_of(Interval(float)))
+    n_pretrain: int = param(4000, count())
+    epoch_width: int = param(256, count())
+    epoch_snapshots: tuple[float, ...] = param((0, 1, 2, 4, 8, 15),
+                                               tuple_of(Interval(float, 0, None)))
+    depths: tuple[int, ...] = param((1, 2, 4, 6), tuple_of(count()))
+    depth_width: int = param(128, count())
+    bezier_width: int = param(128, count())
+    bezier_recipe: Recipe = param(constraint=InstanceOf(Recipe),
+                                  factory=lambda: Recipe(lr=0.1, epochs=30, warmup=0.0))
 
 
 def _seeds(seed: int, tag: int, k: int) -> list[int]:
@@ -859,14 +879,28 @@ def _seeds(seed: int, tag: int, k: int) -> list[int]:
     return [1_000_003 * int(seed) + 1_000 * tag + i for i in range(k)]
 
 
-def train_pairs(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed: int = 0
-                ) -> dict[int, tuple[MLP, MLP]]:
-    """Two independently initialized and trained MLPs per width of ``cfg.widths`` (one stack each)."""
+def train_pairs(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed: int = 0,
+                snapshots: dict | None = None) -> dict[int, tuple[MLP, MLP]]:
+    """Two independently initialized and trained MLPs per width of ``cfg.widths`` (one stack each).
+
+    If ``snapshots`` is a dict, it receives the pair of width ``cfg.epoch_width`` at the epochs
+    ``cfg.epoch_snapshots`` (``{global step: [net A, net B]}``), taken during the same training.
+    """
     cfg.validate()
     out = {}
+    C = int(y.max()) + 1
+    per_epoch = -(-x.shape[0] // cfg.recipe.batch_size)
     for j, w in enumerate(cfg.widths):
         s = _seeds(seed, 10 + j, 2)
-        out[int(w)] = tuple(train_nets(s, x, y, int(w), cfg.depth, int(y.max()) + 1, cfg.recipe))
+        model = BatchedMLP.init(s, x.shape[-1], int(w), cfg.depth, C, device=x.device)
+        snap = [int(e * per_epoch) for e in cfg.epoch_snapshots] if (
+            snapshots is not None and int(w) == cfg.epoch_width) else []
+        got = fit(model, x, y, cfg.recipe, seeds=[10_000 + int(v) for v in s],
+                  snapshot_steps=snap)
+        out[int(w)] = tuple(members(model))
+        if snap:
+            snapshots.update(got)
+            snapshots[cfg.recipe.steps(x.shape[0])] = list(out[int(w)])
     return out
 
 
@@ -898,7 +932,13 @@ def align(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor
 
 @dataclass
 class Spawning:
-    """Children spawned from one parent at several steps (Frankle et al. 2020, Figure 1)."""
+    """Children spawned from one parent at several steps (Frankle et al. 2020, Figure 1).
+
+    ``error_barrier`` is Frankle et al.'s instability: the largest test error along the path
+    minus the mean test error of the two children (:func:`barrier_mean`), in points (0-100).
+    ``independent`` holds the same barrier for a control pair that shares nothing: two networks
+    from two random initializations trained with the same recipe and width.
+    """
 
     steps: list[int]
     fractions: list[float]
@@ -906,21 +946,34 @@ class Spawning:
     children: dict[int, list[tuple[MLP, MLP]]]
     error_barrier: np.ndarray  # (len(steps), pairs), in accuracy points (0-100), on the test set
     loss_barrier: np.ndarray
+    independent: tuple[MLP, MLP] | None = None
+    independent_error_barrier: float = float("nan")
 
     @property
     def mean_error_barrier(self) -> np.ndarray:
         return self.error_barrier.mean(1)
 
+    @property
+    def first_stable(self) -> float | None:
+        """Fraction of training of the first spawn step from which every later step's mean error
+        barrier is at most 2 points (Frankle et al.'s threshold), or None."""
+        eb = self.mean_error_barrier
+        for i in range(len(eb)):
+            if np.all(eb[i:] <= 2.0):
+                return float(self.fractions[i])
+        return None
+
 
 def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
                      x_test: torch.Tensor, y_test: torch.Tensor, seed: int = 0,
-                     recipe: Recipe | None = None) -> Spawning:
+                     recipe: Recipe | None = None, control: bool = True) -> Spawning:
     """Instability analysis: train a parent, spawn ``2 * spawn_pairs`` children at each spawn step.
 
     The parent is trained with ``recipe`` (default ``cfg.spawn_recipe``) up to the latest spawn
     step; at step ``k`` its weights are copied into children that finish the same schedule, each
     with its own minibatch order. The error barrier of each pair of children is measured on the
-    test set (Frankle et al. call a network stable at ``k`` when it is at most 2 points).
+    test set (Frankle et al. call a network stable at ``k`` when it is at most 2 points). With
+    ``control``, two independently initialized networks are trained in the same stack.
     """
     cfg.validate()
     recipe = recipe or cfg.spawn_recipe
@@ -932,19 +985,74 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     snaps = fit(parent, x, y, recipe, seeds=_seeds(seed, 31, 1), stop_step=max(steps),
                 snapshot_steps=steps)
     per = 2 * cfg.spawn_pairs
-    kids = stack([snaps[k][0] for k in steps for _ in range(per)])
-    fit(kids, x, y, recipe, seeds=_seeds(seed, 32, per * len(steps)),
-        start_steps=[k for k in steps for _ in range(per)])
+    nets = [snaps[k][0] for k in steps for _ in range(per)]
+    seeds = _seeds(seed, 32, per * len(steps))
+    starts = [k for k in steps for _ in range(per)]
+    if control:
+        nets += [make_mlp(s, x.shape[1], cfg.spawn_width, cfg.depth, C).to(x.device)
+                 for s in _seeds(seed, 33, 2)]
+        seeds += _seeds(seed, 34, 2)
+        starts += [0, 0]
+    kids = stack(nets)
+    fit(kids, x, y, recipe, seeds=seeds, start_steps=starts)
     kids = members(kids)
     children, err, loss = {}, [], []
     for i, k in enumerate(steps):
         pairs = [(kids[per * i + 2 * j], kids[per * i + 2 * j + 1]) for j in range(cfg.spawn_pairs)]
         children[k] = pairs
         paths = [evaluate_path(a, b, x_test, y_test, cfg.alphas) for a, b in pairs]
-        err.append([100 * p.error_barrier for p in paths])
+        err.append([100 * p.error_barrier_mean for p in paths])
         loss.append([p.loss_barrier for p in paths])
+    ind, ind_err = None, float("nan")
+    if control:
+        ind = (kids[-2], kids[-1])
+        ind_err = 100 * evaluate_path(*ind, x_test, y_test, cfg.alphas).error_barrier_mean
     return Spawning(steps, [k / total for k in steps], total, children, np.array(err),
-                    np.array(loss))
+                    np.array(loss), ind, ind_err)
+
+
+@dataclass
+class SweepPoint:
+    """Naive and weight-matched barriers of one pair (on the training signals)."""
+
+    label: float
+    naive: Path
+    matched: Path
+
+
+def barrier_vs_epoch(snapshots: dict[int, list[MLP]], steps_per_epoch: int, x: torch.Tensor,
+                     y: torch.Tensor, alphas: int = 25, max_iter: int = 100, seed: int = 0
+                     ) -> list[SweepPoint]:
+    """Naive and matched training-loss paths between two runs' snapshots (Git Re-Basin, Fig. 5).
+
+    ``snapshots`` maps a global step to the two runs' networks at that step (as returned by
+    :func:`fit` with ``snapshot_steps``); each point is labelled by its epoch.
+    """
+    out = []
+    for k in sorted(snapshots):
+        a, b = snapshots[k][:2]
+        bm = permute(b, weight_matching(a, b, max_iter=max_iter, seed=seed))
+        out.append(SweepPoint(k / steps_per_epoch, evaluate_path(a, b, x, y, alphas),
+                              evaluate_path(a, bm, x, y, alphas)))
+    return out
+
+
+def depth_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed: int = 0
+                ) -> list[SweepPoint]:
+    """Naive and matched training-loss paths of two independent nets per depth in ``cfg.depths``.
+
+    Width ``cfg.depth_width``, recipe ``cfg.recipe``: Entezari et al. (2022) vary depth at a
+    fixed width and find the barrier grows with depth, where width shrinks it.
+    """
+    cfg.validate()
+    out = []
+    for j, dep in enumerate(cfg.depths):
+        a, b = train_nets(_seeds(seed, 50 + j, 2), x, y, cfg.depth_width, int(dep),
+                          int(y.max()) + 1, cfg.recipe)
+        bm = permute(b, weight_matching(a, b, max_iter=cfg.max_iter, seed=seed))
+        out.append(SweepPoint(int(dep), evaluate_path(a, b, x, y, cfg.alphas),
+                              evaluate_path(a, bm, x, y, cfg.alphas)))
+    return out
 
 
 def task_labels(y: torch.Tensor, task: int | str) -> torch.Tensor:
@@ -997,7 +1105,8 @@ class CrossTask:
     @staticmethod
     def _gain(acc, lam, best, start, end) -> list[float]:
         i = int(np.argmin(np.abs(lam - best)))
-        return [float((acc[i, t] - start[t]) / (end[t] - start[t])) for t in (0, 1)]
+        return [float((acc[i, t] - start[t]) / (end[t] - start[t])) if end[t] != start[t]
+                else float("nan") for t in (0, 1)]
 
     @property
     def gain_recovered(self) -> list[float]:
@@ -1103,29 +1212,56 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
 
 
 @torch.no_grad()
-def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed: int = 0,
-                              max_iter: int = 100) -> dict:
-    """Permute ``model``'s hidden units at random, then weight-match the copy back.
+def add_noise(model: MLP, scale: float, seed: int = 0) -> MLP:
+    """A copy of ``model`` with Gaussian noise added to every weight and bias.
 
-    Returns the largest logit change caused by the permutation (should be ~0: the symmetry), the
-    fraction of units recovered per layer, and the loss barrier between ``model`` and the aligned
-    copy on ``(x, y)`` (should be ~0), and the paths from ``model`` to the aligned copy (``path``)
-    and to the shuffled one (``unaligned_path``; it has a barrier although both ends compute the
-    same function). The logit change is computed in float64, so that it measures
-    the symmetry rather than float32 rounding (a permuted matrix product sums in another order,
-    which alone moves float32 logits by about 1e-6 relative).
+    The noise of a layer has standard deviation ``scale`` times the standard deviation of that
+    layer's weights (resp. biases), so ``scale = 0.1`` is a 10% perturbation at every layer.
+    """
+    _check_mlp("model", model)
+    if not (math.isfinite(scale) and scale >= 0):
+        raise ValueError(f"scale must be a finite number >= 0, got {scale}")
+    gen = torch.Generator().manual_seed(int(seed))
+    ws, bs = params(model)
+
+    def noisy(t):
+        z = torch.randn(t.shape, generator=gen).to(t.device)
+        return t + scale * float(t.std()) * z
+
+    return from_params([noisy(w) for w in ws], None if bs is None else [noisy(v) for v in bs],
+                       model.act_name)
+
+
+@torch.no_grad()
+def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed: int = 0,
+                              max_iter: int = 100, noise: float = 0.0) -> dict:
+    """Permute ``model``'s hidden units at random, perturb the copy, then weight-match it back.
+
+    Returns the largest logit change caused by the permutation alone (should be ~0: the symmetry;
+    computed in float64, so that it measures the symmetry rather than float32 rounding, which
+    alone moves logits by about 1e-6 relative), the fraction of units recovered per layer by
+    weight matching and, as the control, by no matching (the identity), and the loss barriers
+    from ``model`` to the aligned and to the unaligned copy on ``(x, y)``, with both paths
+    (``path``, ``unaligned_path``). With ``noise > 0`` the shuffled copy also gets Gaussian
+    weight noise of that relative size (:func:`add_noise`), so that matching has to find the
+    permutation among near-ties instead of reading off an exact copy.
     """
     planted = random_perms(model, seed)
     shuffled = permute(model, planted)
     x64 = x.double()
     logit_diff = float((copy.deepcopy(shuffled).double()(x64)
                         - copy.deepcopy(model).double()(x64)).abs().max())
+    if noise > 0:
+        shuffled = add_noise(shuffled, noise, seed + 1)
     found = weight_matching(model, shuffled, max_iter=max_iter, seed=seed)
     aligned = permute(shuffled, found)
     path = evaluate_path(model, aligned, x, y, 11)
+    unaligned = evaluate_path(model, shuffled, x, y, 11)
+    ident = [np.arange(len(p)) for p in planted]
     return {"max_logit_diff": logit_diff, "recovered": perm_recovery(found, planted),
-            "barrier": abs(path.loss_barrier), "path": path,
-            "unaligned_path": evaluate_path(model, shuffled, x, y, 11)}
+            "recovered_identity": perm_recovery(ident, planted),
+            "barrier": float(path.loss_barrier), "unaligned_barrier": float(unaligned.loss_barrier),
+            "path": path, "unaligned_path": unaligned}
 
 
 def llfc_profile(a: MLP, b: MLP, x: torch.Tensor, alphas: Sequence[float]) -> np.ndarray:

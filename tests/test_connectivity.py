@@ -188,3 +188,117 @@ def test_bad_inputs_raise():
         C.task_labels(X[:, 0], 0)
     with pytest.raises(TypeError, match="model must be a BatchedMLP"):
         C.fit(a, X, Y, C.Recipe(), seeds=[0])
+
+
+def test_barrier_mean_closed_forms():
+    a = np.linspace(0, 1, 5)
+    assert C.barrier_mean(a, 1 + a) == pytest.approx(0.5)     # max 2 minus mean 1.5
+    assert C.barrier_mean(a, a * (1 - a)) == pytest.approx(0.25)
+    v = 0.3 + a * (1 - a)                                      # equal endpoints: both forms agree
+    assert C.barrier_mean(a, v) == pytest.approx(C.barrier(a, v))
+    with pytest.raises(ValueError, match="alphas"):
+        C.barrier_mean([0.0, 0.5], [1.0, 2.0])
+
+
+def test_activation_matching_methods_and_bad_method():
+    m = make_mlp(0, 6, 12, 3, 4, act="tanh")
+    planted = C.random_perms(m, seed=4)
+    found = C.activation_matching(m, C.permute(m, planted), X, method="pearson")
+    assert C.perm_recovery(found, planted) == [1.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match="method"):
+        C.activation_matching(m, m, X, method="cosine")
+
+
+def test_endpoint_dissimilarity_and_weak_additivity():
+    m = net()
+    assert max(C.endpoint_dissimilarity(m, m, X)) < 1e-6
+    assert max(C.weak_additivity(m, m, X)) < 1e-6          # relu(2z) = 2 relu(z)
+    a, b = net(0), net(1)
+    za, zb = C.preactivations(a, X)[0], C.preactivations(b, X)[0]
+    want = C.cosine_dissimilarity(torch.relu(za) + torch.relu(zb), torch.relu(za + zb))
+    assert C.weak_additivity(a, b, X)[0] == pytest.approx(want)
+    assert C.weak_additivity(a, b, X)[0] > 0.01
+
+
+def test_repair_keeps_endpoints_and_matches_target_statistics():
+    a, b = net(0), net(1)
+    stk = C.repair_stack(a, b, [0.0, 0.5, 1.0], X)
+    out = stk(X)
+    assert torch.allclose(out[0], a(X), atol=1e-4) and torch.allclose(out[2], b(X), atol=1e-4)
+    mid = stk.member(1)
+    z = C.preactivations(mid, X)
+    za, zb = C.preactivations(a, X), C.preactivations(b, X)
+    for l in range(3):
+        live = (za[l].std(0) + zb[l].std(0)) > 1e-3
+        assert torch.allclose(z[l].mean(0), (za[l].mean(0) + zb[l].mean(0)) / 2, atol=1e-4)
+        assert torch.allclose(z[l].std(0)[live], ((za[l].std(0) + zb[l].std(0)) / 2)[live],
+                              rtol=1e-3, atol=1e-4)
+    with pytest.raises(ValueError, match="biases"):
+        C.repair_stack(net(bias=False), net(1, bias=False), [0.5], X)
+
+
+def test_bezier_curve_endpoints_and_straight_line_case():
+    a, b = net(0), net(1)
+    mid = C.lerp(a, b, 0.5)
+    ts = [0.0, 0.3, 1.0]
+    out = C.bezier_stack(a, mid, b, ts)(X)
+    assert torch.allclose(out[0], a(X), atol=1e-5) and torch.allclose(out[2], b(X), atol=1e-5)
+    assert torch.allclose(out[1], C.lerp(a, b, 0.3)(X), atol=1e-5)  # midpoint control = line
+    x = torch.randn(64, 6)
+    y = (x[:, 0] > 0).long()
+    a2, b2 = C.train_nets([0, 1], x, y, 8, 1, 2, C.Recipe(lr=0.1, epochs=3, batch_size=16))
+    m = C.fit_bezier(a2, b2, x, y, C.Recipe(lr=0.05, epochs=2, batch_size=16), seed=0)
+    assert not torch.equal(m.layers[0].weight, C.lerp(a2, b2, 0.5).layers[0].weight)
+    p = C.evaluate_bezier(a2, m, b2, x, y, 5)
+    assert len(p.loss) == 5 and np.all(np.isfinite(p.loss))
+    with pytest.raises(ValueError, match="samples"):
+        C.fit_bezier(a2, b2, x, y, C.Recipe(), samples=0)
+
+
+def test_add_noise_and_noisy_planted_check():
+    m = net(width=20)
+    assert all(torch.equal(u.weight, v.weight) for u, v in zip(C.add_noise(m, 0.0).layers,
+                                                               m.layers))
+    noisy = C.add_noise(m, 0.1, seed=3)
+    rel = (noisy.layers[1].weight - m.layers[1].weight).std() / m.layers[1].weight.std()
+    assert 0.05 < float(rel) < 0.2
+    r = C.planted_permutation_check(m, X, Y, seed=0, noise=0.05)
+    assert r["recovered"] == [1.0] * 3 and max(r["recovered_identity"]) < 0.5
+    with pytest.raises(ValueError, match="scale"):
+        C.add_noise(m, -1.0)
+
+
+def test_spawn_control_first_stable_and_sweeps():
+    x, y = torch.randn(60, 6), torch.randint(0, 3, (60,))
+    cfg = C.ConnectivityConfig(widths=(8, 16), spawn_width=8, spawn_pairs=1,
+                               spawn_fractions=(0.0, 0.5), alphas=5,
+                               spawn_recipe=C.Recipe(lr=0.05, epochs=2, batch_size=20),
+                               recipe=C.Recipe(lr=0.05, epochs=2, batch_size=20),
+                               depths=(1,), depth_width=8, epoch_width=8,
+                               epoch_snapshots=(0, 1))
+    sp = C.spawn_experiment(cfg, x, y, x, y, seed=0)
+    assert sp.independent is not None and np.isfinite(sp.independent_error_barrier)
+    assert sp.error_barrier.shape == (2, 1)
+    sp.error_barrier = np.array([[5.0], [1.0]])
+    assert sp.first_stable == pytest.approx(sp.fractions[1])
+    sp.error_barrier = np.array([[1.0], [5.0]])
+    assert sp.first_stable is None
+    snaps = {}
+    pairs = C.train_pairs(cfg, x, y, seed=0, snapshots=snaps)
+    assert sorted(snaps) == [0, 3, 6] and torch.equal(snaps[6][0].layers[0].weight,
+                                                     pairs[8][0].layers[0].weight)
+    ev = C.barrier_vs_epoch(snaps, 3, x, y, alphas=5)
+    assert [p.label for p in ev] == [0.0, 1.0, 2.0]
+    assert [p.label for p in C.depth_sweep(cfg, x, y)] == [1]
+
+
+def test_cross_task_experiment_tiny():
+    x, y = torch.randn(80, 6), torch.randint(0, 10, (80,))
+    r = C.Recipe(lr=0.05, epochs=1, batch_size=40, warmup=0.0)
+    cfg = C.ConnectivityConfig(ctl_width=8, depth=2, spawn_recipe=r, probe_recipe=r,
+                               ft_recipe=r, lambdas=(0.0, 0.5, 1.0))
+    ct = C.cross_task_experiment(cfg, x, y, x, y, seed=0, x_pre=x, y_pre=y)
+    assert len(ct.ctl) == len(ct.ctl_base) == len(ct.ctl_scratch) == 2
+    assert ct.arith_acc.shape == (3, 2) and ct.scratch_arith_acc.shape == (3, 2)
+    assert all(0 <= a <= 1 for a in ct.agreement + ct.single_agreement)
+    assert ct.best_lambda in (0.0, 0.5, 1.0) and len(ct.scratch_gain_recovered) == 2
