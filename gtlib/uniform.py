@@ -122,8 +122,8 @@ class CorruptionResult:
     x_train: torch.Tensor | None = None
 
 
-def corruption_experiment(cfg: CorruptionConfig, seed: int = 0,
-                          device: str | None = None) -> CorruptionResult:
+def corruption_experiment(cfg: CorruptionConfig, seed: int = 0, device: str | None = None,
+                          replicate: bool = True) -> CorruptionResult:
     """Train one MLP per corruption level (as one batched ensemble) and measure Zhang et al.'s curves.
 
     Reproduces the shape of Zhang et al. (2017), Figure 1a (training accuracy against steps for true,
@@ -131,15 +131,16 @@ def corruption_experiment(cfg: CorruptionConfig, seed: int = 0,
     The labels of level ``f`` come from :func:`gtlib.data.corrupt_labels` with the same seed, so
     the points corrupted at a smaller level are a subset of those at a larger one. One extra member
     (the *replicate*) is trained on the true labels from another initialization and batch order;
-    it is removed from ``model`` and reported in the ``replicate_*`` fields.
+    it is removed from ``model`` and reported in the ``replicate_*`` fields (``replicate=False``
+    skips it; those fields then stay NaN / -1).
     """
     cfg.validate()
     seed = _int("seed", seed, minimum=0)
     ds = mnist1d(cfg.n_train, cfg.n_test, device=device)
     ys = torch.stack([corrupt_labels(ds.y, float(f), ds.num_classes, seed=seed + 1000)
-                      for f in cfg.levels] + [ds.y])
+                      for f in cfg.levels] + ([ds.y] if replicate else []))
     E = len(cfg.levels)
-    seeds = [seed * 100 + i for i in range(E + 1)]
+    seeds = [seed * 100 + i for i in range(len(ys))]
     full = BatchedMLP.init(seeds, ds.dim, cfg.width, cfg.depth, ds.num_classes,
                            bias=False, device=ds.x.device)
     init_all = [w.detach().clone() for w in full.weights]
@@ -164,9 +165,11 @@ def corruption_experiment(cfg: CorruptionConfig, seed: int = 0,
                             reached_target=[bool(a >= cfg.target_train_acc) for a in train_acc[:E]],
                             curve_steps=list(hist.step), curve_train_acc=curve[:, :E],
                             init_test_error=(1 - init_acc[:E]).tolist(),
-                            replicate_test_error=float(1 - test_acc[E]),
-                            replicate_train_acc=float(train_acc[E]),
-                            replicate_stop_step=stop[E],
+                            replicate_test_error=float(1 - test_acc[E]) if replicate
+                            else float("nan"),
+                            replicate_train_acc=float(train_acc[E]) if replicate
+                            else float("nan"),
+                            replicate_stop_step=stop[E] if replicate else -1,
                             model=model, init=[w[:E] for w in init_all], x_train=ds.x)
 
 
