@@ -14,7 +14,7 @@
   Book 1) are dropped, so that pages load without console errors; the widget library is left
   out of pages that show no widget.
 * Accessibility repairs of the theme and of docutils' output (axe-core, WCAG 2 A/AA): the search
-  button's accessible name, citation list items.
+  button's accessible name, the colour-mode icons, citation list items.
 """
 from __future__ import annotations
 
