@@ -16,6 +16,11 @@ from build_config import STUDENT_BRANCH  # noqa: E402
 SOLUTION = re.compile(r"^\s*(`{3,}|:{3,})\{solution", re.M)
 
 
+def _first_code(nb: dict) -> str:
+    src = next(c["source"] for c in nb["cells"] if c["cell_type"] == "code")
+    return "".join(src) if isinstance(src, list) else src
+
+
 def test_student_edition_hides_every_solution(tmp_path):
     cfg = ROOT / "_config_student_test.yml"  # beside _config.yml: its relative paths stay valid
     py = Path(sys.executable)
@@ -47,4 +52,8 @@ def test_student_edition_hides_every_solution(tmp_path):
                  for c in nb["cells"]]
         assert not [c for c in cells if SOLUTION.search(c)], f"{download.name} has a solution"
         assert "{exercise}" in "".join(cells)
+        if '.git@main"' in _first_code(json.loads(source)):  # the set-up cell installs the
+            head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"],  # build's commit
+                                  capture_output=True, text=True).stdout.strip()
+            assert f'.git@{head}"' in _first_code(nb), f"{download.name}: not pinned"
     shutil.rmtree(tmp_path, ignore_errors=True)
