@@ -175,6 +175,34 @@ def fit_soft_polynomial(x, y, degree: int, gammas, noise_vars, prior_vars) -> di
     return {"w": w, "gamma": g, "noise_var": s2, "prior_var": t2, "log_evidence": ev}
 
 
+def evidence_decomposition(x, y, degree: int, gamma: float, noise_var: float,
+                           prior_var: float) -> dict:
+    """The log evidence of the Bayesian polynomial as data fit plus a (log) Occam factor.
+
+    For a linear-Gaussian model the identity ``log p(y) = log p(y | w*) + log p(w*) -
+    log p(w* | y)`` holds at any ``w``, in particular at the MAP ``w*``; the posterior is
+    ``N(w*, S)`` with ``S = (Phi^T Phi / sigma^2 + diag(gamma^j) / tau^2)^-1``, so
+    ``-log p(w* | y) = log sqrt(det(2 pi S))`` and
+
+    ``log p(y) = log p(y | w*)  +  [log p(w*) + log sqrt(det(2 pi S))]``
+                 (data fit)          (log Occam factor: posterior volume over prior volume)
+
+    (MacKay 1992). Returns ``data_fit``, ``occam``, their sum ``log_evidence`` and ``w``.
+    """
+    phi = legendre_features(x, degree)
+    y = _vec("y", y)
+    s2, t2 = _pos("noise_var", noise_var), _pos("prior_var", prior_var)
+    prec = order_penalty(degree, gamma) / t2
+    A = phi.T @ phi / s2 + np.diag(prec)
+    w = np.linalg.solve(A, phi.T @ y / s2)
+    n, d = phi.shape
+    fit = -0.5 * np.sum((y - phi @ w) ** 2) / s2 - 0.5 * n * np.log(2 * np.pi * s2)
+    log_prior = -0.5 * np.sum(prec * w ** 2) - 0.5 * np.sum(np.log(2 * np.pi / prec))
+    occam = log_prior + 0.5 * d * np.log(2 * np.pi) - 0.5 * np.linalg.slogdet(A)[1]
+    return {"data_fit": float(fit), "occam": float(occam), "log_evidence": float(fit + occam),
+            "w": w}
+
+
 def simple_target(x) -> np.ndarray:
     """The 'simple' structured target of the polynomial experiment (a gentle quadratic)."""
     x = np.asarray(x, dtype=np.float64)
@@ -208,6 +236,7 @@ class PolyConfig(Config):
     interpolate_noise_var: float = param(1e-6, positive())  # sigma^2 for an exact fit
     interpolate_gamma: float = param(1.1, Interval(float, 1))
     max_ls_degree: int | None = param(None, count(0, optional=True))  # default n - 1
+    restricted_degree: int = param(20, count(0))  # a hard restriction of the hypothesis space
 
     def _check_together(self) -> None:
         if self.max_ls_degree is not None and self.max_ls_degree > self.n - 1:
@@ -215,52 +244,97 @@ class PolyConfig(Config):
 
 
 def run_polynomial(cfg: PolyConfig, seed: int = 0) -> dict:
-    """Fit Wilson's three polynomial datasets (simple, complex, pure noise) and the comparison fits.
+    """Wilson's three polynomial datasets (simple, complex, pure noise) with one design and one model.
 
-    For each structured target (``simple``, ``complex``): ``n`` uniform inputs, Gaussian noise of
-    s.d. ``cfg.noise``; the soft-biased degree-``cfg.degree`` fit with hyperparameters chosen by
-    marginal likelihood; unregularized least squares at every degree ``0..n-1`` (the best one is
-    chosen with hindsight on the test set); and the unregularized degree-``cfg.degree`` min-norm
-    fit. Test MSE is measured on fresh noisy samples (the irreducible ``noise**2`` included).
-    For pure noise (``y ~ N(0, 1)`` at ``n`` equispaced inputs): the order-dependent prior with
-    ``gamma = cfg.interpolate_gamma`` and a likelihood that trusts the data
-    (``sigma^2 = cfg.interpolate_noise_var``), and its training MSE relative to the noise variance.
-    (Equispaced, because uniform random inputs include near-coincident pairs with unrelated noise
-    values, which a degree-150 polynomial can separate only with enormous coefficients:
-    Bernstein's inequality bounds its slope by ``150 max|f| / sqrt(1 - x^2)``.)
+    All three share the inputs (``n`` equispaced points on ``[-1, 1]``) and every fit below. The
+    structured targets get Gaussian noise of s.d. ``cfg.noise``; pure noise is ``y ~ N(0, 1)``
+    (target 0, noise variance 1). Per dataset, all of degree ``cfg.degree`` unless said:
+
+    * ``interpolant``: the order-regularized polynomial with ``gamma = cfg.interpolate_gamma`` and
+      a likelihood that trusts the data (``sigma^2 = cfg.interpolate_noise_var``, ``tau^2 = 1``):
+      one fixed configuration for every panel;
+    * ``evidence``: the same model with ``(gamma, sigma^2, tau^2)`` chosen by marginal likelihood;
+    * ``minnorm``: unregularized least squares, the minimum-norm interpolant;
+    * ``best_ls``: unregularized least squares at the degree ``0..max_ls_degree`` with the lowest
+      excess risk (chosen with hindsight: an oracle);
+    * ``restricted``: unregularized least squares of degree ``cfg.restricted_degree``.
+
+    Each fit reports its curve on a grid, its training MSE and its **excess risk**
+    ``E_x[(f_hat(x) - f(x))^2]`` on ``n_test`` uniform test inputs (the test MSE minus the noise
+    variance). Equispaced inputs, because uniform random inputs include near-coincident pairs
+    with unrelated noise values, which a degree-150 polynomial can separate only with enormous
+    coefficients (Bernstein's inequality bounds its slope by ``150 max|f| / sqrt(1 - x^2)``).
     """
     rng = np.random.default_rng(seed)
-    out = {"targets": {}}
+    x = np.linspace(-1, 1, cfg.n)
+    xt = rng.uniform(-1, 1, cfg.n_test)
     grid = np.linspace(-1, 1, 801)
     max_deg = cfg.n - 1 if cfg.max_ls_degree is None else cfg.max_ls_degree
-    for name, f in TARGETS.items():
-        x = rng.uniform(-1, 1, cfg.n)
-        y = f(x) + cfg.noise * rng.normal(size=cfg.n)
-        xt = rng.uniform(-1, 1, cfg.n_test)
-        yt = f(xt) + cfg.noise * rng.normal(size=cfg.n_test)
-        soft = fit_soft_polynomial(x, y, cfg.degree, cfg.gammas, cfg.noise_vars, cfg.prior_vars)
-        mse = lambda w: float(np.mean((predict_polynomial(w, xt) - yt) ** 2))  # noqa: E731
-        ls_mse = np.array([mse(fit_polynomial(x, y, d)) for d in range(max_deg + 1)])
-        w_mn = fit_polynomial(x, y, cfg.degree)
-        best_d = int(np.argmin(ls_mse))
-        w_low = fit_polynomial(x, y, best_d)
-        out["targets"][name] = {
-            "x": x, "y": y, "grid": grid, "truth": f(grid),
-            "soft_curve": predict_polynomial(soft["w"], grid),
-            "minnorm_curve": predict_polynomial(w_mn, grid),
-            "best_ls_curve": predict_polynomial(w_low, grid),
-            "soft_test_mse": mse(soft["w"]), "minnorm_test_mse": mse(w_mn),
-            "ls_test_mse": ls_mse, "best_ls_degree": best_d, "best_ls_test_mse": float(ls_mse[best_d]),
-            "soft_train_mse": float(np.mean((predict_polynomial(soft["w"], x) - y) ** 2)),
-            "hyper": {k: soft[k] for k in ("gamma", "noise_var", "prior_var", "log_evidence")},
-        }
-    x = np.linspace(-1, 1, cfg.n)  # equispaced: random inputs put near-duplicate x's under unrelated y's
-    y = rng.normal(size=cfg.n)
-    pen = order_penalty(cfg.degree, cfg.interpolate_gamma, cfg.interpolate_noise_var)
-    w = fit_polynomial(x, y, cfg.degree, pen)
-    out["noise"] = {"x": x, "y": y, "grid": grid, "curve": predict_polynomial(w, grid),
+    J = cfg.degree
+    out = {"x": x, "grid": grid, "targets": {}}
+    datasets = [(k, f, cfg.noise) for k, f in TARGETS.items()] + [("noise", np.zeros_like, 1.0)]
+    for name, f, sd in datasets:
+        y = f(x) + sd * rng.normal(size=cfg.n)
+        truth_t = f(xt)
+
+        def report(w, **extra):
+            return {"curve": predict_polynomial(w, grid),
                     "train_mse": float(np.mean((predict_polynomial(w, x) - y) ** 2)),
-                    "noise_var": 1.0}
+                    "excess": float(np.mean((predict_polynomial(w, xt) - truth_t) ** 2)), **extra}
+
+        pen = order_penalty(J, cfg.interpolate_gamma, cfg.interpolate_noise_var)
+        soft = fit_soft_polynomial(x, y, J, cfg.gammas, cfg.noise_vars, cfg.prior_vars)
+        ls = [report(fit_polynomial(x, y, d), degree=d) for d in range(max_deg + 1)]
+        best = min(ls, key=lambda r: r["excess"])
+        out["targets"][name] = {
+            "y": y, "truth": f(grid), "noise_var": sd ** 2,
+            "interpolant": report(fit_polynomial(x, y, J, pen)),
+            "evidence": report(soft["w"], **{k: soft[k] for k in
+                                             ("gamma", "noise_var", "prior_var", "log_evidence")}),
+            "minnorm": report(fit_polynomial(x, y, J)),
+            "best_ls": best,
+            "restricted": report(fit_polynomial(x, y, cfg.restricted_degree),
+                                 degree=cfg.restricted_degree),
+        }
+    return out
+
+
+def overfitting_taxonomy(n: int = 200, noise: float = 0.5, n_test: int = 2000, seed: int = 0,
+                         tail_dim: int = 20000, tail_var: float = 1e-3) -> dict:
+    """Benign, tempered and catastrophic overfitting in one model: min-norm linear regression.
+
+    ``y = x_1 + eps`` with ``eps ~ N(0, noise^2)``: the signal lives in the first coordinate
+    (variance 1). Three covariance spectra for the remaining coordinates (Bartlett et al. 2020;
+    Mallinar et al. 2022):
+
+    * ``benign``: ``tail_dim`` coordinates of variance ``tail_var``: a tail of high effective rank
+      ``R = (sum l)^2 / sum l^2 = tail_dim >> n`` with small total variance
+      ``r_0 = tail_dim tail_var``, which absorbs the noise harmlessly;
+    * ``tempered``: ``2n - 1`` more unit-variance coordinates (isotropic, ``d = 2n``);
+    * ``catastrophic``: ``n + 2`` more unit-variance coordinates (isotropic, ``d = n + 3``), just
+      past the interpolation threshold.
+
+    Every fit interpolates (training MSE about 0). Returns per spectrum the training MSE, the
+    excess risk ``E[(x^T (b_hat - b))^2]`` (exact, from the covariance) and the tail's effective
+    rank, and ``noise_var``.
+    """
+    n = _int("n", n, 2)
+    noise = _pos("noise", noise)
+    rng = np.random.default_rng(seed)
+    specs = {"benign": np.full(tail_dim, float(tail_var)), "tempered": np.ones(2 * n - 1),
+             "catastrophic": np.ones(n + 2)}
+    out = {"noise_var": noise ** 2, "n": n}
+    for name, tail in specs.items():
+        lam = np.concatenate([[1.0], tail])
+        x = rng.normal(size=(n, lam.size)) * np.sqrt(lam)
+        y = x[:, 0] + noise * rng.normal(size=n)
+        b = min_norm_lstsq(x, y)
+        err = b.copy()
+        err[0] -= 1.0
+        out[name] = {"train_mse": float(np.mean((x @ b - y) ** 2)),
+                     "excess": float(np.sum(lam * err ** 2)), "d": int(lam.size),
+                     "tail_rank": float(tail.sum() ** 2 / np.sum(tail ** 2)),
+                     "tail_r0": float(tail.sum())}
     return out
 
 
@@ -412,19 +486,26 @@ def rf_target(x: np.ndarray) -> np.ndarray:
 @dataclass
 class RFConfig(Config):
     """Random-feature double descent (after Belkin et al. 2019; Maddox et al. 2020's notebook);
-    ``FULL``: more draws and test points."""
+    ``FULL``: more draws and test points.
+
+    The target depends on two of the ``dim = 3`` input coordinates, so a few hundred random
+    features can learn it from ``n = 200`` points (with 10 input dimensions they cannot, and no
+    model beats the constant predictor by much). ``ridges`` is the grid over which the ridge
+    penalty is tuned on a separate validation set of ``n_val`` points."""
 
     FULL = dict(n_draws=30, n_test=10000)
 
     n: int = param(200, count())
-    dim: int = param(10, count())
-    noise: float = param(0.3, nonnegative())
+    dim: int = param(3, count(2))
+    noise: float = param(0.1, nonnegative())
     n_test: int = param(2000, count())
-    ps: tuple = param(tuple(sorted(set(np.unique(np.round(np.geomspace(10, 1600, 48)).astype(int))
-                                       .tolist() + [100, 200, 400, 800]))),
+    n_val: int = param(1000, count())
+    ps: tuple = param(tuple(sorted(set(np.unique(np.round(np.geomspace(5, 2000, 34)).astype(int))
+                                       .tolist() + [100, 200, 400]))),
                       tuple_of(count(), increasing="strict"))
     n_draws: int = param(5, count())
     alpha: float = param(1e-5, positive())
+    ridges: tuple = param(tuple(np.logspace(-8, 1, 19)), tuple_of(positive()))
 
 
 def rf_data(cfg: RFConfig, rng: np.random.Generator):
@@ -436,32 +517,80 @@ def rf_data(cfg: RFConfig, rng: np.random.Generator):
     return x, y, xt, yt
 
 
-def run_random_features(cfg: RFConfig, seed: int = 0) -> dict:
-    """Test MSE, ``N_eff`` and the poorly-determined count of min-norm random-feature regression.
+def ridge_path(phi: np.ndarray, y: np.ndarray, ridges, rcond: float = 1e-10):
+    """Ridge solutions ``(phi^T phi + lam I)^-1 phi^T y`` for every ``lam`` in ``ridges``, and the
+    minimum-norm solution (``lam -> 0``), from one thin SVD of ``phi``.
 
-    For each draw, one set of ``max(ps)`` random features is drawn and the models use its first
-    ``p`` (nested features, as in Belkin et al. 2019). The Hessian of the mean squared loss is
-    ``Phi^T Phi / n`` (up to a factor 2); its eigenvalues are ``s_i^2 / n``. Curves are averaged
-    over ``cfg.n_draws`` draws of data and features.
+    Singular values below ``rcond`` times the largest are dropped (as ``numpy.linalg.lstsq``
+    does). Returns ``(betas, beta_min_norm)`` with ``betas`` of shape ``(len(ridges), p)``.
+    """
+    if phi.ndim != 2 or y.ndim != 1 or phi.shape[0] != y.shape[0]:
+        raise ValueError("phi must be (n, p) and y (n,) with the same n")
+    lams = _vec("ridges", ridges)
+    if np.any(lams <= 0):
+        raise ValueError("ridges must be positive")
+    u, s, vt = np.linalg.svd(phi, full_matrices=False)
+    keep = s > rcond * s[0]
+    u, s, vt = u[:, keep], s[keep], vt[keep]
+    c = u.T @ y
+    betas = (s / (s ** 2 + lams[:, None]) * c) @ vt
+    return betas, (c / s) @ vt
+
+
+def run_random_features(cfg: RFConfig, seed: int = 0) -> dict:
+    """Test MSE of min-norm and of tuned-ridge random-feature regression, and ``N_eff``.
+
+    For each draw, one set of ``max(ps)`` random ReLU features is drawn and the models use its
+    first ``p`` (nested features, as in Belkin et al. 2019). Per ``p``: the minimum-norm
+    least-squares fit (it interpolates once ``p >= n``), and ridge regression with the penalty
+    chosen from ``cfg.ridges`` on a validation set (Nakkiran et al. 2021 tune it optimally). The
+    constant predictor (the training mean) is the null model. The Hessian of the mean squared
+    loss is ``Phi^T Phi / n`` (up to a factor 2); its eigenvalues are ``s_i^2 / n``. Errors are
+    medians over ``cfg.n_draws`` draws of data and features (near ``p = n`` one nearly singular
+    draw would dominate a mean); ``N_eff`` curves are means.
     """
     rng = np.random.default_rng(seed)
     P = max(cfg.ps)
-    test, neff, poor = (np.zeros((cfg.n_draws, len(cfg.ps))) for _ in range(3))
+    shape = (cfg.n_draws, len(cfg.ps))
+    test, ridge, neff, poor = (np.zeros(shape) for _ in range(4))
+    null = np.zeros(cfg.n_draws)
     for r in range(cfg.n_draws):
         x, y, xt, yt = rf_data(cfg, rng)
+        xv = rng.normal(size=(cfg.n_val, cfg.dim))
+        yv = rf_target(xv) + cfg.noise * rng.normal(size=cfg.n_val)
         w = rng.normal(size=(cfg.dim, P)) / np.sqrt(cfg.dim)
         b = rng.uniform(-1, 1, size=P)
-        phi_all, phit_all = relu_features(x, w, b) * np.sqrt(P), relu_features(xt, w, b) * np.sqrt(P)
+        feats = [relu_features(z, w, b) * np.sqrt(P) for z in (x, xt, xv)]
+        null[r] = np.mean((yt - y.mean()) ** 2)
         for j, p in enumerate(cfg.ps):
-            phi, phit = phi_all[:, :p] / np.sqrt(p), phit_all[:, :p] / np.sqrt(p)
-            beta = min_norm_lstsq(phi, y)
+            phi, phit, phiv = (f[:, :p] / np.sqrt(p) for f in feats)
+            betas, beta = ridge_path(phi, y, cfg.ridges)
             test[r, j] = np.mean((phit @ beta - yt) ** 2)
-            s = np.linalg.svd(phi, compute_uv=False)
-            eigs = s ** 2 / cfg.n
+            best = int(np.argmin(((phiv @ betas.T - yv[:, None]) ** 2).mean(0)))
+            ridge[r, j] = np.mean((phit @ betas[best] - yt) ** 2)
+            eigs = np.linalg.svd(phi, compute_uv=False) ** 2 / cfg.n
             neff[r, j] = effective_dimensionality(eigs, cfg.alpha)
             poor[r, j] = poorly_determined(eigs, cfg.alpha, min(cfg.n, p))
-    return {"ps": np.array(cfg.ps), "n": cfg.n, "test_mse": test.mean(0), "test_mse_draws": test,
-            "neff": neff.mean(0), "poor": poor.mean(0), "noise_var": cfg.noise ** 2}
+    return {"ps": np.array(cfg.ps), "n": cfg.n, "test_mse": np.median(test, 0), "test_mse_draws": test,
+            "ridge_mse": np.median(ridge, 0), "null_mse": float(np.median(null)), "neff": neff.mean(0),
+            "poor": poor.mean(0), "noise_var": cfg.noise ** 2}
+
+
+def double_descent_summary(ps, mse, n: int) -> dict:
+    """Belkin et al.'s comparison on one test-error curve: the best under-parameterized model
+    (``p < n``), the best over-parameterized one (``p > n``), the smallest model, the largest
+    error near the threshold (``n/2 <= p <= 2n``) and the largest relative rise between
+    consecutive ``p``."""
+    ps, mse = np.asarray(ps), np.asarray(mse, dtype=np.float64)
+    n = _int("n", n, 1)
+    under, over = mse[ps < n], mse[ps > n]
+    if under.size == 0 or over.size == 0:
+        raise ValueError("ps must include values below and above n")
+    near = mse[(ps >= n / 2) & (ps <= 2 * n)]
+    return {"first": float(mse[0]), "best_under": float(under.min()),
+            "best_under_p": int(ps[ps < n][under.argmin()]), "best_over": float(over.min()),
+            "best_over_p": int(ps[ps > n][over.argmin()]), "peak": float(near.max()),
+            "max_rise": float(np.max(mse[1:] / mse[:-1]) - 1)}
 
 
 def rf_spectrum(cfg: RFConfig, p: int, seed: int = 0) -> dict:
@@ -491,19 +620,19 @@ class MLPSweepConfig(Config):
     """2-hidden-layer MLPs of many widths on MNIST-1D with label noise (Nakkiran et al. 2020);
     ``FULL``: more data, epochs, replicates and widths."""
 
-    FULL = dict(n_train=4000, epochs=500, replicates=3,
+    FULL = dict(n_train=4000, epochs=500, replicates=4,
                 width_groups=((4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 47, 52, 56, 61),
                               (64, 72, 80, 96, 112, 128), (160, 200, 250, 300)))
 
     n_train: int = param(2000, count())
     label_noise: float = param(0.15, fraction())
-    width_groups: tuple = param(((4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 48), (56, 64, 80, 96),
-                                 (128, 192)), tuple_of(tuple_of(count())))
+    width_groups: tuple = param(((4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 48), (64, 96), (128,)),
+                                tuple_of(tuple_of(count())))
     epochs: int = param(300, count())
     lr: float = param(0.01, positive())
     momentum: float = param(0.9, fraction("left"))
     batch_size: int = param(100, count())
-    replicates: int = param(2, count())
+    replicates: int = param(4, count())
 
     @property
     def widths(self) -> list[int]:
@@ -576,6 +705,34 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds, seed: int = 0) -> dict:
             "nets": nets, "n_train": cfg.n_train}
 
 
+def width_peak_summary(widths, err_reps, threshold=None, keys_only: bool = False) -> dict:
+    """Where a width sweep's mean error peaks, and by how much it stands out from replicate noise.
+
+    ``err_reps`` is ``(replicates, widths)``. The peak is the largest mean error among widths
+    within a factor 2 of ``threshold`` (default: all widths but the first and last); ``left`` is
+    the lowest mean error at a smaller width, ``right`` the mean error of the widest network, and
+    ``se_diff`` the standard error of a difference of two widths' means,
+    ``sqrt(2) * median_w(sd_w) / sqrt(R)``. With ``keys_only`` only ``peak``, ``left``, ``right``
+    and ``se_diff`` are returned (for a claim's control).
+    """
+    widths = np.asarray(widths)
+    e = np.asarray(err_reps, dtype=np.float64)
+    if e.ndim != 2 or e.shape[1] != widths.size or e.shape[0] < 2:
+        raise ValueError("err_reps must be (replicates >= 2, len(widths))")
+    m = e.mean(0)
+    inner = np.arange(1, widths.size - 1)
+    if threshold is not None:
+        near = inner[(widths[inner] >= threshold / 2) & (widths[inner] <= 2 * threshold)]
+        inner = near if near.size else inner
+    i = int(inner[np.argmax(m[inner])])
+    j = int(np.argmin(m[:i]))
+    se = float(np.sqrt(2) * np.median(e.std(0, ddof=1)) / np.sqrt(e.shape[0]))
+    out = {"peak": float(m[i]), "left": float(m[j]), "right": float(m[-1]), "se_diff": se}
+    if not keys_only:
+        out.update(peak_width=int(widths[i]), left_width=int(widths[j]))
+    return out
+
+
 def interpolation_threshold(widths, train_err, tol: float = 0.01):
     """The smallest width whose training error is at most ``tol`` (None if no model interpolates)."""
     widths, train_err = np.asarray(widths), np.asarray(train_err)
@@ -633,10 +790,12 @@ def dense_hessian(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> n
 
 
 def lanczos_top_eigs(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, k: int,
-                     tol: float = 1e-6, seed: int = 0) -> np.ndarray:
+                     tol: float = 1e-6, seed: int = 0, vectors: bool = False):
     """The ``k`` largest (algebraic) Hessian eigenvalues by Lanczos (``scipy.sparse.linalg.eigsh``).
 
-    Descending order. ``k`` must be smaller than the number of parameters.
+    Descending order. ``k`` must be smaller than the number of parameters. With
+    ``vectors=True`` returns ``(eigenvalues, eigenvectors)``, the vectors as the columns of a
+    ``(P, k)`` array.
     """
     from scipy.sparse.linalg import LinearOperator, eigsh
 
@@ -646,31 +805,67 @@ def lanczos_top_eigs(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, k
         raise ValueError(f"k must be < the number of parameters ({P}), got {k}")
     op = LinearOperator((P, P), matvec=matvec, dtype=np.float64)
     v0 = np.random.default_rng(seed).normal(size=P)
-    vals = eigsh(op, k=k, which="LA", tol=tol, v0=v0, return_eigenvectors=False)
-    return np.sort(vals)[::-1]
+    if not vectors:
+        vals = eigsh(op, k=k, which="LA", tol=tol, v0=v0, return_eigenvectors=False)
+        return np.sort(vals)[::-1]
+    vals, vecs = eigsh(op, k=k, which="LA", tol=tol, v0=v0)
+    order = np.argsort(vals)[::-1]
+    return vals[order], vecs[:, order]
+
+
+def tail_trace(matvec, q: np.ndarray, probes: int = 20, seed: int = 0) -> tuple[float, float]:
+    """Hutchinson estimate of ``tr H - sum(top eigenvalues)``: the trace of ``H`` on the orthogonal
+    complement of the computed eigenvectors ``q`` (columns), with Rademacher probes projected off
+    ``q``. Returns ``(estimate, standard error)``.
+
+    Deflating the top of the spectrum before probing (as Hutch++ does) removes the large
+    eigenvalues from the estimator's variance.
+    """
+    probes = _int("probes", probes, 2)
+    rng = np.random.default_rng(seed)
+    vals = []
+    for _ in range(probes):
+        z = rng.choice([-1.0, 1.0], size=q.shape[0])
+        z -= q @ (q.T @ z)
+        vals.append(float(z @ matvec(z)))
+    vals = np.asarray(vals)
+    return float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(probes))
 
 
 def effective_parameters(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, alpha: float,
-                         k: int = 32, max_k: int = 256, weight_tol: float = 0.05, seed: int = 0) -> dict:
+                         k: int = 32, max_k: int = 256, weight_tol: float = 0.05, seed: int = 0,
+                         probes: int = 0) -> dict:
     """``N_eff`` of the loss Hessian from its top eigenvalues, with a coverage check.
 
     Lanczos computes the top ``k`` eigenvalues; if the smallest of them still counts for more than
     ``weight_tol`` (``lambda_k / (lambda_k + alpha) > weight_tol``), an uncomputed eigenvalue might
-    matter, so ``k`` is doubled (up to ``max_k``). When the check passes, every eigenvalue left out
-    counts for less than ``weight_tol`` each. Returns ``neff``, ``eigs``, ``k``, ``covered`` and
-    ``n_params``.
+    matter, so ``k`` is doubled (up to ``max_k``). This certifies each left-out eigenvalue, not
+    their sum. With ``probes > 0`` the sum is bounded too: every left-out eigenvalue adds at most
+    ``lambda / alpha`` to ``N_eff``, so ``N_eff <= neff + tail / alpha`` with ``tail`` the trace
+    left after the top ``k`` (:func:`tail_trace`; exact only if no left-out eigenvalue is
+    negative). Returns ``neff`` (a lower bound: the top ``k`` terms), ``eigs``, ``k``,
+    ``covered``, ``n_params``, ``train_loss`` (mean cross-entropy on ``x, y``) and, with probes, ``tail``, ``tail_se`` and ``neff_upper``
+    (``neff + max(tail + 2 tail_se, 0) / alpha``).
     """
     alpha = _pos("alpha", alpha)
     P = sum(p.numel() for p in model.parameters())
     while True:
         k_eff = min(k, P - 1)
-        eigs = lanczos_top_eigs(model, x, y, k_eff, seed=seed)
+        eigs, vecs = lanczos_top_eigs(model, x, y, k_eff, seed=seed, vectors=True)
         last = max(eigs[-1], 0.0)
         covered = last / (last + alpha) <= weight_tol
         if covered or k_eff >= min(max_k, P - 1):
-            return {"neff": effective_dimensionality(eigs, alpha), "eigs": eigs, "k": k_eff,
-                    "covered": bool(covered), "n_params": P}
+            break
         k *= 2
+    with torch.no_grad():
+        train_loss = float(F.cross_entropy(model(x), y))
+    out = {"neff": effective_dimensionality(eigs, alpha), "eigs": eigs, "k": k_eff,
+           "covered": bool(covered), "n_params": P, "train_loss": train_loss}
+    if probes:
+        matvec, _ = hessian_matvec(model, x.cpu(), y.cpu())
+        t, se = tail_trace(matvec, vecs, probes, seed)
+        out.update(tail=t, tail_se=se, neff_upper=out["neff"] + max(t + 2 * se, 0.0) / alpha)
+    return out
 
 
 # ================================================================================================
@@ -872,6 +1067,49 @@ def counting_bound(train_error: float, n_params: int, n: int, bits_per_param: in
     return countable_bound(train_error, bits_per_param * n_params, n, delta)
 
 
+def kl_bernoulli(q: float, p: float) -> float:
+    """``kl(q || p) = q ln(q/p) + (1-q) ln((1-q)/(1-p))`` between Bernoulli means (nats)."""
+    if not (0 <= q <= 1 and 0 <= p <= 1):
+        raise ValueError(f"q and p must lie in [0, 1], got {q}, {p}")
+    out = 0.0
+    for a, b in ((q, p), (1 - q, 1 - p)):
+        if a > 0:
+            out += math.inf if b == 0 else a * math.log(a / b)
+    return out
+
+
+def kl_inverse(q: float, c: float, tol: float = 1e-12) -> float:
+    """The largest ``p`` in ``[q, 1]`` with ``kl(q || p) <= c`` (bisection)."""
+    c = _pos("c", c, allow_zero=True)
+    if not 0 <= q <= 1:
+        raise ValueError(f"q must lie in [0, 1], got {q}")
+    lo, hi = q, 1.0
+    if kl_bernoulli(q, hi) <= c:
+        return 1.0
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if kl_bernoulli(q, mid) <= c else (lo, mid)
+    return hi
+
+
+def pac_bayes_kl_bound(train_error: float, kl: float, n: int, delta: float = 0.05) -> float:
+    """The McAllester/Maurer PAC-Bayes bound in its kl form (Maurer 2004; Seeger 2002).
+
+    With probability ``1 - delta`` over the sample, for every posterior ``Q`` at once,
+    ``kl(R_hat(Q) || R(Q)) <= (KL(Q || P) + ln(2 sqrt(n) / delta)) / n``; the bound is the
+    largest ``R(Q)`` allowed. A point mass on ``h`` with a prior ``P(h) = 2^-K(h)`` has
+    ``KL = K ln 2``: pass ``kl = K * ln 2`` for the countable-hypothesis bound in kl form.
+    """
+    if not 0 <= train_error <= 1:
+        raise ValueError(f"train_error must lie in [0, 1], got {train_error}")
+    kl = _pos("kl", kl, allow_zero=True)
+    n = _int("n", n, 1)
+    delta = _pos("delta", delta)
+    if delta >= 1:
+        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+    return kl_inverse(train_error, (kl + math.log(2 * math.sqrt(n) / delta)) / n)
+
+
 class ConvNet1D(torch.nn.Module):
     """A small 1-D CNN for MNIST-1D: three stride-2 convolutions (ReLU) and a linear read-out.
 
@@ -902,7 +1140,8 @@ class SubspaceNet(torch.nn.Module):
     """A network whose weights are ``theta_0 + P z``, trained only through ``z`` in R^d (Li et al. 2018).
 
     ``theta_0`` (PyTorch's default initialization of ``ConvNet1D``) and the dense Gaussian projection
-    ``P`` (columns of unit expected norm) are fixed by ``seed``, so a decoder that knows the seed
+    ``P`` (entries ``N(0, 1/d)``, so each row has unit expected squared norm and a unit
+    step in ``z`` moves every weight by about one unit of that coordinate's direction) are fixed by ``seed``, so a decoder that knows the seed
     and the architecture rebuilds the network from ``z`` alone: only ``z`` must be coded.
     """
 
@@ -938,25 +1177,44 @@ class CompressionConfig(Config):
     """Subspace training + quantization + arithmetic coding (after Lotfi et al. 2022); ``FULL``:
     more data, channels, subspace dimensions and steps."""
 
-    FULL = dict(n_train=40000, channels=32, dim=400, steps=3000)
+    FULL = dict(n_train=40000, channels=32, sizes=(8, 16, 32), dim=2000, steps=6000)
 
     n_train: int = param(8000, count())
-    channels: int = param(16, count())
-    dim: int = param(300, count())
+    channels: int = param(16, count())          # the network of the random-label control
+    sizes: tuple = param((4, 8, 16), tuple_of(count()))  # channels of the size sweep
+    dim: int = param(1000, count())
     levels: tuple = param((7, 11, 15), tuple_of(count(2)))
-    steps: int = param(300, count())
+    steps: int = param(1500, count())
+    batch_size: int = param(256, count())
     tune_steps: int = param(30, count(0))
-    lr: float = param(0.05, positive())
+    lr: float = param(0.02, positive())
     delta: float = param(0.05, fraction("neither"))
 
 
-def train_subspace(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, steps: int, lr: float) -> None:
-    """Full-batch Adam on the subspace coordinates ``z`` (cross-entropy)."""
+def train_subspace(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, steps: int, lr: float,
+                   batch_size: int | None = None, seed: int = 0) -> None:
+    """Adam on the subspace coordinates ``z`` (cross-entropy), the learning rate decayed to 0
+    along a cosine; full batch when ``batch_size`` is None, else minibatches drawn without
+    replacement (reshuffled each epoch) from a generator seeded by ``seed``."""
+    steps = _int("steps", steps, 1)
     opt = torch.optim.Adam([model.z], lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    n = x.shape[0]
+    g = torch.Generator().manual_seed(int(seed))
+    order, pos = torch.randperm(n, generator=g), 0
     for _ in range(steps):
+        if batch_size is None or batch_size >= n:
+            xb, yb = x, y
+        else:
+            if pos + batch_size > n:
+                order, pos = torch.randperm(n, generator=g), 0
+            idx = order[pos:pos + batch_size].to(x.device)
+            pos += batch_size
+            xb, yb = x[idx], y[idx]
         opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x), y).backward()
+        F.cross_entropy(model(xb), yb).backward()
         opt.step()
+        sched.step()
 
 
 def tune_centres(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, centres, symbols,
@@ -1004,20 +1262,26 @@ def compress_and_bound(model: SubspaceNet, x, y, levels, delta: float = 0.05, tu
     return best
 
 
-def run_compression(cfg: CompressionConfig, ds, labels: str, seed: int = 0) -> dict:
-    """Train a subspace MLP on true or random labels, compress it, and bound its error.
+def run_compression(cfg: CompressionConfig, ds, labels: str, seed: int = 0,
+                    channels: int | None = None) -> dict:
+    """Train a subspace CNN on true or random labels, compress it, and bound its error.
 
-    ``labels`` is ``"true"`` or ``"random"`` (``corrupt_labels(..., 1.0)``). Returns the
-    compression bound, the parameter-counting bounds (all ``n_params`` float32 weights, and the
-    ``dim`` float32 subspace coordinates), the code length, train/test errors of the quantized
-    model, and whether the code decodes back to the same quantized weights.
+    ``labels`` is ``"true"`` or ``"random"`` (``corrupt_labels(..., 1.0)``); ``channels``
+    (default ``cfg.channels``) sets the CNN's width. Training is minibatch Adam on the
+    ``cfg.dim`` subspace coordinates (:func:`train_subspace`). Returns the training error before
+    and after quantization, the quantized model's test error, the code length, the chosen
+    number of levels, the countable-hypothesis bound (:func:`countable_bound`), its kl form
+    (:func:`pac_bayes_kl_bound` with ``KL = bits ln 2``), the parameter-counting bounds (all
+    ``n_params`` float32 weights, and the ``dim`` float32 subspace coordinates), and whether the
+    code decodes back to the same quantized weights.
     """
     if labels not in ("true", "random"):
         raise ValueError(f"labels must be 'true' or 'random', got {labels!r}")
+    channels = cfg.channels if channels is None else _int("channels", channels, 1)
     ds = ds.subset(torch.arange(cfg.n_train))
     y = ds.y if labels == "true" else corrupt_labels(ds.y, 1.0, ds.num_classes, seed=seed + 1)
-    model = SubspaceNet(ds.dim, ds.num_classes, cfg.dim, cfg.channels, seed=seed).to(ds.x.device)
-    train_subspace(model, ds.x, y, cfg.steps, cfg.lr)
+    model = SubspaceNet(ds.dim, ds.num_classes, cfg.dim, channels, seed=seed).to(ds.x.device)
+    train_subspace(model, ds.x, y, cfg.steps, cfg.lr, cfg.batch_size, seed=seed)
     with torch.no_grad():
         train_err = float((model(ds.x).argmax(1) != y).float().mean())
     best = compress_and_bound(model, ds.x, y, cfg.levels, cfg.delta, cfg.tune_steps)
@@ -1026,11 +1290,13 @@ def run_compression(cfg: CompressionConfig, ds, labels: str, seed: int = 0) -> d
     with torch.no_grad():
         zq = torch.as_tensor(centres[sym], dtype=model.z.dtype, device=ds.x.device)
         test_err = float((model(ds.x_test, zq).argmax(1) != ds.y_test).float().mean())
-    return {"labels": labels, "n": cfg.n_train, "n_params": model.n_params, "dim": cfg.dim,
-            "train_err": train_err, "train_err_q": best["train_err_q"], "test_err_q": test_err,
+    err_q = best["train_err_q"]
+    return {"labels": labels, "channels": channels, "n": cfg.n_train, "n_params": model.n_params,
+            "dim": cfg.dim, "train_err": train_err, "train_err_q": err_q, "test_err_q": test_err,
             "bits": best["bits"], "levels": best["levels"], "bound": best["bound"],
-            "counting_bound": counting_bound(best["train_err_q"], model.n_params, cfg.n_train,
-                                             delta=cfg.delta),
-            "counting_bound_subspace": counting_bound(best["train_err_q"], cfg.dim, cfg.n_train,
+            "kl_bound": pac_bayes_kl_bound(err_q, best["bits"] * math.log(2), cfg.n_train,
+                                           cfg.delta),
+            "counting_bound": counting_bound(err_q, model.n_params, cfg.n_train, delta=cfg.delta),
+            "counting_bound_subspace": counting_bound(err_q, cfg.dim, cfg.n_train,
                                                       delta=cfg.delta),
             "roundtrip": roundtrip}

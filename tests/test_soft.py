@@ -209,3 +209,82 @@ def test_subspace_net_starts_at_init_and_configs_construct():
     assert soft.MLPSweepConfig.full().widths[-1] == 300
     with pytest.raises(ValueError, match="labels"):
         soft.run_compression(soft.CompressionConfig.quick(), None, "noisy")
+
+
+# -- fidelity pass: ridge path, double-descent summary, taxonomy, evidence split, PAC-Bayes ------
+def test_ridge_path_matches_direct_solves_and_min_norm():
+    rng = np.random.default_rng(5)
+    phi, y = rng.normal(size=(6, 9)), rng.normal(size=6)
+    lams = [1e-3, 0.5, 10.0]
+    betas, beta0 = soft.ridge_path(phi, y, lams)
+    for lam, b in zip(lams, betas):
+        assert np.allclose(b, np.linalg.solve(phi.T @ phi + lam * np.eye(9), phi.T @ y))
+    assert np.allclose(beta0, np.linalg.pinv(phi) @ y)
+    with pytest.raises(ValueError, match="ridges"):
+        soft.ridge_path(phi, y, [0.0])
+
+
+def test_double_descent_summary_by_hand():
+    ps = np.array([2, 4, 8, 10, 16, 40])
+    mse = np.array([1.0, 0.5, 0.8, 9.0, 0.6, 0.3])
+    d = soft.double_descent_summary(ps, mse, 10)
+    assert (d["first"], d["best_under"], d["best_under_p"]) == (1.0, 0.5, 4)
+    assert (d["best_over"], d["best_over_p"], d["peak"]) == (0.3, 40, 9.0)
+    assert d["max_rise"] == pytest.approx(9.0 / 0.8 - 1)
+    with pytest.raises(ValueError, match="below and above"):
+        soft.double_descent_summary(ps[:3], mse[:3], 10)
+
+
+def test_overfitting_taxonomy_interpolates_and_orders_excess_risk():
+    tx = soft.overfitting_taxonomy(n=40, noise=0.5, tail_dim=4000, tail_var=1e-3, seed=1)
+    for k in ("benign", "tempered", "catastrophic"):
+        assert tx[k]["train_mse"] < 1e-12
+    assert tx["benign"]["excess"] < tx["tempered"]["excess"] < tx["catastrophic"]["excess"]
+    assert tx["tempered"]["d"] == 80 and tx["catastrophic"]["d"] == 43
+
+
+def test_evidence_decomposition_sums_to_the_log_evidence():
+    rng = np.random.default_rng(6)
+    x, y = rng.uniform(-1, 1, 15), rng.normal(size=15)
+    d = soft.evidence_decomposition(x, y, 20, 1.2, 0.3, 2.0)
+    assert d["log_evidence"] == pytest.approx(
+        soft.poly_log_evidence(x, y, 20, 1.2, [0.3], [2.0])[0, 0], abs=1e-8)
+    assert np.allclose(d["w"], soft.fit_polynomial(x, y, 20, soft.order_penalty(20, 1.2, 0.15)))
+
+
+def test_pac_bayes_kl_bound_inverts_kl_and_beats_the_square_root_form():
+    q, c = 0.1, 0.05
+    p = soft.kl_inverse(q, c)
+    assert p > q and soft.kl_bernoulli(q, p) == pytest.approx(c, abs=1e-9)
+    assert soft.kl_inverse(0.3, 0.0) == pytest.approx(0.3)
+    n, K = 8000, 3000
+    kl = soft.pac_bayes_kl_bound(0.1, K * math.log(2), n)
+    assert kl == pytest.approx(soft.kl_inverse(0.1, (K * math.log(2) + math.log(2 * math.sqrt(n)
+                                                                                 / 0.05)) / n))
+    assert 0.1 < kl < soft.countable_bound(0.1, K, n)
+    with pytest.raises(ValueError, match="q and p"):
+        soft.kl_bernoulli(1.5, 0.2)
+
+
+def test_tail_trace_certifies_neff_against_the_dense_hessian():
+    torch.manual_seed(1)
+    model = soft.MLP(3, 5, 1, 2)
+    x, y = torch.randn(30, 3), torch.randint(2, (30,))
+    H = soft.dense_hessian(model, x, y)
+    exact = np.linalg.eigvalsh(H)
+    res = soft.effective_parameters(model, x, y, alpha=0.05, k=4, max_k=4, probes=200)
+    tail_exact = exact.sum() - res["eigs"].sum()
+    assert res["tail"] == pytest.approx(tail_exact, abs=4 * res["tail_se"] + 1e-9)
+    assert res["neff"] <= soft.effective_dimensionality(exact, 0.05) + 1e-9
+    assert res["train_loss"] > 0
+
+
+def test_width_peak_summary_by_hand():
+    w = np.array([4, 8, 16, 32, 64])
+    reps = np.array([[0.5, 0.4, 0.6, 0.45, 0.42], [0.5, 0.42, 0.62, 0.47, 0.4]])
+    d = soft.width_peak_summary(w, reps, threshold=16)
+    assert (d["peak_width"], d["left_width"]) == (16, 8)
+    assert d["peak"] == pytest.approx(0.61) and d["left"] == pytest.approx(0.41)
+    assert d["right"] == pytest.approx(0.41)
+    assert set(soft.width_peak_summary(w, reps, keys_only=True)) == {"peak", "left", "right",
+                                                                      "se_diff"}
