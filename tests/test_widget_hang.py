@@ -1,0 +1,19 @@
+"""Widget cells executed many times, the way the build executes chapters, never hang (issue 19).
+
+The full loop (more kernels and repeats, nbclient, or the chapters themselves) is
+``python tests/widget_hang_loop.py --help``; this test is its cheap CI part (about 30 s).
+"""
+import subprocess
+import sys
+from pathlib import Path
+
+LOOP = Path(__file__).with_name("widget_hang_loop.py")
+
+
+def test_interact_cells_in_a_loop_under_nbval_do_not_stall():
+    r = subprocess.run([sys.executable, str(LOOP), "nbval", "--kernels", "1", "--repeats", "8",
+                        "--cell-timeout", "30"], capture_output=True, text=True, timeout=300)
+    summary = [line for line in r.stdout.splitlines() if "cell executions" in line]
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert summary and " 0 stall(s)" in summary[-1] and " 0 hang(s)" in summary[-1], r.stdout
+    assert int(summary[-1].split()[0]) >= 41  # every cell ran: 1 + 8 x 5
