@@ -208,12 +208,13 @@ def sample_toy(n: int, emb: Embedding, kind: str = "theory", seed: int = 0,
     return ToyData(x=emb.embed(z_c, z_b), y=y, core=z_c, background=z_b)
 
 
-def shift_background(x: torch.Tensor, emb: Embedding, magnitude: float = 1.0) -> torch.Tensor:
+def shift_background(x: torch.Tensor, emb: Embedding,
+                     magnitude: float = 1.0) -> torch.Tensor:
     """The OOD shift: subtract ``magnitude`` from every background coordinate of ``x``.
 
     ``x - magnitude * P_b 1``. The core coordinates ``P_c^T x`` are unchanged, and at
-    ``magnitude = 1`` a ``U[0,1]`` background becomes ``U[-1,0]``, distributed as the paper's
-    test-time background ``-U[0,1]``.
+    ``magnitude = 1`` a ``U[0,1]`` background becomes ``U[-1,0]``, distributed as the
+    paper's test-time background ``-U[0,1]``.
     """
     _tensor("x", x, (2, 3))
     if not isinstance(emb, Embedding):
@@ -447,23 +448,25 @@ def projection_norms(W: torch.Tensor, emb: Embedding) -> tuple[torch.Tensor, tor
     return (W @ emb.core).norm(dim=-1), (W @ emb.background).norm(dim=-1)
 
 
-def mean_direction_components(W: torch.Tensor, emb: Embedding) -> tuple[torch.Tensor, torch.Tensor]:
-    """Split each neuron's background weights ``P_b^T w_j`` along the background mean direction.
+def mean_direction_components(W: torch.Tensor,
+                              emb: Embedding) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split each neuron's background weights ``P_b^T w_j`` along the mean direction.
 
-    With ``u = 1 / sqrt(k_b)`` (the unit vector of the ``k_b`` background coordinates), returns
-    the signed components ``u . P_b^T w_j`` and the norms of the orthogonal remainders
-    ``||P_b^T w_j - (u . P_b^T w_j) u||``, each ``(h,)`` or ``(E, h)``. A shift of every
+    With ``e = 1 / sqrt(k_b)`` (the unit vector along all ``k_b`` background coordinates),
+    returns the signed components ``e . P_b^T w_j`` and the norms of the remainders
+    ``||P_b^T w_j - (e . P_b^T w_j) e||``, each ``(h,)`` or ``(E, h)``. A shift of every
     background coordinate by ``-m`` moves neuron ``j``'s pre-activation by
-    ``-m sqrt(k_b) (u . P_b^T w_j)``: only the first part is seen by the shift.
+    ``-m sqrt(k_b) (e . P_b^T w_j)``: the shift sees only the first part.
     """
     _tensor("W", W, (2, 3))
     if not isinstance(emb, Embedding):
         raise TypeError(f"emb must be an Embedding, got {type(emb).__name__}")
     if W.shape[-1] != emb.dim:
         raise ValueError(f"W must have {emb.dim} columns, got {W.shape[-1]}")
-    v = W @ emb.background
-    along = v.sum(-1) / np.sqrt(v.shape[-1])
-    orth = (v - along[..., None] / np.sqrt(v.shape[-1])).norm(dim=-1)
+    v = W @ emb.background                       # P_b^T w_j, (..., h, k_b)
+    k = v.shape[-1]
+    along = v.sum(-1) / np.sqrt(k)               # e . P_b^T w_j
+    orth = (v - along[..., None] / np.sqrt(k)).norm(dim=-1)
     return along, orth
 
 
@@ -489,19 +492,21 @@ def signed_asymmetry(pre: torch.Tensor, y: torch.Tensor, a: torch.Tensor,
     """Per-neuron ``sign(a_j) (E[act'(pre_j) | y=+1] - E[act'(pre_j) | y=-1])``.
 
     For ReLU, ``act'`` is 1 on active units and 0 elsewhere, so this is
-    ``sign(a_j) (P(active | y=+1) - P(active | y=-1))``: positive when neuron ``j`` fires mostly
-    on the class its output weight ``a_j`` votes for (its "positive" class, Theorem 4.1), negative
-    when it fires mostly on the other class. For another activation it is the same class
-    asymmetry of the gate ``act'`` through which the neuron's gradient flows. ``pre`` is
-    ``(n, h)`` or ``(E, n, h)``, ``a`` is ``(h,)`` or ``(E, h)``.
+    ``sign(a_j) (P(active | y=+1) - P(active | y=-1))``: positive when neuron ``j`` fires
+    mostly on the class its output weight ``a_j`` votes for (its "positive" class,
+    Theorem 4.1), negative when it fires mostly on the other class. For another activation
+    it is the same class asymmetry of the gate ``act'`` through which the neuron's gradient
+    flows. ``pre`` is ``(n, h)`` or ``(E, n, h)``, ``a`` is ``(h,)`` or ``(E, h)``.
     """
     _tensor("a", a, (1, 2))
     _tensor("pre", pre, (2, 3))
     _tensor("y", y, 1)
     if a.shape[-1] != pre.shape[-1]:
-        raise ValueError(f"a must have one entry per neuron ({pre.shape[-1]}), got {a.shape[-1]}")
+        raise ValueError(f"a must have one entry per neuron ({pre.shape[-1]}), "
+                         f"got {a.shape[-1]}")
     if pre.shape[-2] != y.shape[0]:
-        raise ValueError(f"pre must have one row per label ({y.shape[0]}), got {pre.shape[-2]}")
+        raise ValueError(f"pre must have one row per label ({y.shape[0]}), "
+                         f"got {pre.shape[-2]}")
     pos, neg = y > 0, y < 0
     if not pos.any() or not neg.any():
         raise ValueError("y must contain both classes -1 and +1")
