@@ -1101,6 +1101,8 @@ class CrossTask:
     best_lambda: float
     scratch_arith_acc: np.ndarray  # the same task addition from ``init`` with the control's vectors
     scratch_best_lambda: float
+    scratch_arith_train_acc: np.ndarray = None
+    train_ends: dict = None      # training accuracy of "pre", "ft", "init", "scratch" per task
 
     @staticmethod
     def _gain(acc, lam, best, start, end) -> list[float]:
@@ -1113,6 +1115,21 @@ class CrossTask:
         """Per task: (merged - pretrained) / (fine-tuned - pretrained) test accuracy, at best_lambda."""
         return self._gain(self.arith_acc, self.lambdas, self.best_lambda, self.acc_pre,
                           [a[0] for a in self.acc_ft])
+
+    @property
+    def train_gain_recovered(self) -> list[float]:
+        """Per task, on the training signals: (merged - pretrained) / (fine-tuned - pretrained)
+        at best_lambda (the gains are large there, so the ratio is stable; on the test signals
+        a fine-tuning gain of a few points makes it noisy)."""
+        e = self.train_ends
+        return self._gain(self.arith_train_acc, self.lambdas, self.best_lambda, e["pre"], e["ft"])
+
+    @property
+    def scratch_train_gain_recovered(self) -> list[float]:
+        """The same on the training signals for the control (from ``init`` to the scratch models)."""
+        e = self.train_ends
+        return self._gain(self.scratch_arith_train_acc, self.lambdas, self.scratch_best_lambda,
+                          e["init"], e["scratch"])
 
     @property
     def scratch_gain_recovered(self) -> list[float]:
@@ -1136,7 +1153,7 @@ def _task_arithmetic(base: MLP, ends: Sequence[MLP], lam: np.ndarray, tr, te):
           for t in (0, 1)]
     hi = [accuracy(ends[t], *tr[t]) for t in (0, 1)]
     norm = np.stack([(acc_tr[:, t] - lo[t]) / max(1e-9, hi[t] - lo[t]) for t in (0, 1)], 1)
-    return acc_te, acc_tr, float(lam[int(np.argmax(norm.min(1)))])
+    return acc_te, acc_tr, float(lam[int(np.argmax(norm.min(1)))]), lo, hi
 
 
 def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
@@ -1204,11 +1221,13 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
             agree.append(float((la == le).float().mean()))
             single.append(max(float((r.argmax(-1) == le).float().mean()) for r in runs))
     lam = np.asarray(cfg.lambdas, dtype=float)
-    acc_te, acc_tr, best = _task_arithmetic(pre, [ft[0][0], ft[1][0]], lam, tr, te)
-    sc_te, _, sc_best = _task_arithmetic(init, sc, lam, tr, te)
+    acc_te, acc_tr, best, pre_tr, ft_tr = _task_arithmetic(pre, [ft[0][0], ft[1][0]], lam, tr,
+                                                           te)
+    sc_te, sc_tr, sc_best, init_tr, sc_end_tr = _task_arithmetic(init, sc, lam, tr, te)
+    ends = {"pre": pre_tr, "ft": ft_tr, "init": init_tr, "scratch": sc_end_tr}
     return CrossTask(pre, probes, ft, init, sc, acc_pre, acc_ft, acc_sc, acc_init, ctl, ctl_base,
                      ctl_sc, ctl_sc_base, avg_acc, ens_acc, agree, single, lam, acc_te, acc_tr,
-                     best, sc_te, sc_best)
+                     best, sc_te, sc_best, sc_tr, ends)
 
 
 @torch.no_grad()

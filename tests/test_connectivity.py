@@ -302,3 +302,9 @@ def test_cross_task_experiment_tiny():
     assert ct.arith_acc.shape == (3, 2) and ct.scratch_arith_acc.shape == (3, 2)
     assert all(0 <= a <= 1 for a in ct.agreement + ct.single_agreement)
     assert ct.best_lambda in (0.0, 0.5, 1.0) and len(ct.scratch_gain_recovered) == 2
+    assert sorted(ct.train_ends) == ["ft", "init", "pre", "scratch"]
+    i = list(ct.lambdas).index(ct.best_lambda)
+    e = ct.train_ends
+    want = (ct.arith_train_acc[i, 0] - e["pre"][0]) / (e["ft"][0] - e["pre"][0])
+    got = ct.train_gain_recovered[0]
+    assert (np.isnan(got) and e["ft"][0] == e["pre"][0]) or got == pytest.approx(want)
