@@ -442,6 +442,9 @@ def preset(cls, scale: str | None = None, **overrides):
     scale = _scale(scale)
     if isinstance(cls, type) and issubclass(cls, Config):
         return getattr(cls, scale)(**overrides)
+    if not callable(getattr(cls, scale, None)):
+        raise TypeError(f"cls must be a config class with quick()/full() (a gtlib.config.Config), "
+                        f"got {cls!r}")
     out = getattr(cls, scale)()
     if overrides:
         from dataclasses import replace

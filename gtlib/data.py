@@ -91,6 +91,11 @@ class Dataset:
 
     def to(self, device: str | torch.device) -> "Dataset":
         """Move every tensor to ``device``."""
+        try:
+            device = torch.device(device)
+        except (RuntimeError, TypeError) as e:
+            raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda', got "
+                             f"{device!r}") from e
         return replace(self, x=self.x.to(device), y=self.y.to(device),
                        x_test=self.x_test.to(device), y_test=self.y_test.to(device))
 

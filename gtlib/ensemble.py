@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_seeds
+from .checks import check_int, check_labels, check_seed, check_seeds
 from .models import MLP, activation
 from .train import (LOSSES, History, TrainConfig, _check_cfg, accuracy, check_data, make_optimizer,
                     margins, total_steps)
@@ -31,6 +31,7 @@ from .train import (LOSSES, History, TrainConfig, _check_cfg, accuracy, check_da
 def make_mlp(seed: int, in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
              act: str = "relu") -> MLP:
     """An :class:`~gtlib.models.MLP` whose initialization is fixed by ``seed`` alone."""
+    seed = check_seed("seed", seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return MLP(in_dim, width, depth, out_dim, bias=bias, activation=act)
@@ -71,6 +72,8 @@ class BatchedMLP(nn.Module):
             if hidden_mask.shape != (E, width):
                 raise ValueError(f"hidden_mask must have shape ({E}, {width}), got "
                                  f"{tuple(hidden_mask.shape)}")
+            if not bool(((hidden_mask == 0) | (hidden_mask == 1)).all()):
+                raise ValueError("hidden_mask must hold only 0s and 1s")
             hidden_mask = hidden_mask.to(weights[0].dtype)
         self.register_buffer("hidden_mask", hidden_mask)
 
@@ -103,7 +106,8 @@ class BatchedMLP(nn.Module):
 
     def member(self, i: int) -> MLP:
         """Member ``i`` as a stand-alone :class:`MLP` (a copy)."""
-        if not 0 <= i < self.size:
+        i = check_int("i", i, minimum=0)
+        if i >= self.size:
             raise ValueError(f"i must lie in [0, {self.size}), got {i}")
         w0 = self.weights[0]
         depth = len(self.weights) - 1
@@ -163,13 +167,19 @@ def ensemble_loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Ten
         raise ValueError(f"loss must be one of {LOSSES}, got {name!r}")
     if not isinstance(logits, torch.Tensor) or logits.ndim != 3:
         raise ValueError(f"logits must have shape (E, n, C), got {tuple(getattr(logits, 'shape', ()))}")
+    check_labels("y", y, logits.shape[-1], n=logits.shape[1])
+    return _ensemble_loss(name, logits, y)
+
+
+def _ensemble_loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """:func:`ensemble_loss` without the checks (the training loop checked its data once)."""
     E, n, C = logits.shape
     y = y.expand(E, n)
     if name == "cross_entropy":
         return F.cross_entropy(logits.reshape(-1, C), y.reshape(-1), reduction="none").view(E, n).mean(1)
     if name == "mse":
         return ((logits - F.one_hot(y, C).to(logits.dtype)) ** 2).sum(-1).mean(1)
-    raise AssertionError(name)  # unreachable: checked above
+    raise ValueError(f"loss must be one of {LOSSES}, got {name!r}")
 
 
 def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
@@ -211,7 +221,7 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
     def check(step: int) -> bool:
         with torch.no_grad():
             logits = model(x)
-            losses = ensemble_loss(cfg.loss, logits, y_full)
+            losses = _ensemble_loss(cfg.loss, logits, y_full)
             acc = accuracy(logits, y_full)
             hist.step.append(step)
             hist.loss.append(losses.cpu())
@@ -242,7 +252,7 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
                     epoch_order = torch.stack([torch.randperm(n, generator=g) for g in gens]).to(x.device)
                 idx = epoch_order[:, start:start + cfg.batch_size]  # (E, b)
                 xb, yb = x[idx], y_full.gather(1, idx)
-            loss = ensemble_loss(cfg.loss, model(xb), yb).sum()
+            loss = _ensemble_loss(cfg.loss, model(xb), yb).sum()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

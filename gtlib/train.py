@@ -67,24 +67,47 @@ def margins(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
     Works on ``(n, C)`` logits, or ``(E, n, C)`` for an ensemble.
     """
-    if logits.ndim not in (2, 3):
-        raise ValueError(f"logits must have shape (n, C) or (E, n, C), got {tuple(logits.shape)}")
-    if y.shape[-1] != logits.shape[-2]:
-        raise ValueError("y must have one label per row of logits")
+    _check_logits(logits, y)
     yy = y.expand(logits.shape[:-1]) if logits.ndim == 3 and y.ndim == 1 else y
     true = logits.gather(-1, yy.unsqueeze(-1)).squeeze(-1)
     other = logits.scatter(-1, yy.unsqueeze(-1), float("-inf")).amax(-1)
     return true - other
 
 
+def _check_logits(logits, y, finite: bool = False) -> None:
+    """Public entry points: logits ``(n, C)`` or ``(E, n, C)`` (finite if asked; a diverged
+    member's NaN logits are its accuracy's business, not an error); labels in ``[0, C)``."""
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+        raise TypeError(f"logits must be a floating-point torch.Tensor, got "
+                        f"{getattr(logits, 'dtype', type(logits).__name__)}")
+    if logits.ndim not in (2, 3):
+        raise ValueError(f"logits must have shape (n, C) or (E, n, C), got {tuple(logits.shape)}")
+    if finite:
+        check_finite("logits", logits)
+    check_labels("y", y, logits.shape[-1], n=logits.shape[-2])
+    if y.ndim == 2 and (logits.ndim != 3 or y.shape[0] != logits.shape[0]):
+        raise ValueError(f"y must have shape ({logits.shape[-2]},) or "
+                         f"(E, {logits.shape[-2]}) matching (E, n, C) logits, got {tuple(y.shape)}")
+
+
 def accuracy(logits: torch.Tensor, y: torch.Tensor) -> float | torch.Tensor:
     """Fraction of rows whose arg-max equals the label (per member for ``(E, n, C)`` logits)."""
+    _check_logits(logits, y)
     correct = (logits.argmax(-1) == y).float()
     return correct.mean().item() if logits.ndim == 2 else correct.mean(-1)
 
 
 def loss_fn(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Mean loss over the last-but-one axis: cross-entropy, or MSE to one-hot targets."""
+    """Mean loss over the last-but-one axis: cross-entropy, or MSE to one-hot targets (summed over
+    the classes)."""
+    if name not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {name!r}")
+    _check_logits(logits, y, finite=True)
+    return _loss(name, logits, y)
+
+
+def _loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """:func:`loss_fn` without the checks (the training loop checked its data once)."""
     if name == "cross_entropy":
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
     if name == "mse":
@@ -197,6 +220,11 @@ def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
         in ``[0, C)`` for the model's ``C`` outputs, or ``cfg`` not a :class:`TrainConfig`.
     """
     _check_cfg(cfg)
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if probes is not None and (not isinstance(probes, dict) or not all(
+            isinstance(k, str) and callable(f) for k, f in probes.items())):
+        raise TypeError("probes must map names (str) to functions of the model")
     if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.ndim == 2 \
             and y.ndim == 1 and x.shape[0] != y.shape[0]:
         raise ValueError(f"x must be (n, d) and y (n,) with the same n; got {tuple(x.shape)}, "
@@ -213,7 +241,7 @@ def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
         with torch.no_grad():
             logits = model(x)
             hist.step.append(step)
-            hist.loss.append(loss_fn(cfg.loss, logits, y).item())
+            hist.loss.append(_loss(cfg.loss, logits, y).item())
             hist.train_acc.append(accuracy(logits, y))
             for name, fn in probes.items():
                 hist.probes[name].append(fn(model))
@@ -224,7 +252,7 @@ def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
         return hist
     for step in range(1, n_steps + 1):
         idx = next(batches)
-        loss = loss_fn(cfg.loss, model(x[idx]), y[idx])
+        loss = _loss(cfg.loss, model(x[idx]), y[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

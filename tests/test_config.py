@@ -230,3 +230,8 @@ def test_seed_everything_seeds_every_generator():
     config.seed_everything(6)
     assert all(a != b for a, b in zip(draws[0], (random.random(), float(np.random.rand()),
                                                  float(torch.rand(1)))))
+
+
+def test_preset_refuses_a_non_config():
+    with pytest.raises(TypeError, match="cls must be a config class"):
+        config.preset(int, "quick")

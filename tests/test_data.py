@@ -314,3 +314,9 @@ def test_corrupt_labels_resamples_exactly_the_fraction():
 def test_digits_split_sizes():
     d = data.digits(test_fraction=0.25, device="cpu")
     assert len(d.y_test) == round(0.25 * 1797) and d.n == 1797 - round(0.25 * 1797)
+
+
+def test_dataset_to_names_a_bad_device():
+    x, y = _tiny()
+    with pytest.raises(ValueError, match="device must name a torch device"):
+        data.Dataset(x, y, x, y, num_classes=3).to("nonsense")

@@ -190,3 +190,16 @@ def test_stop_step_is_the_first_check_that_met_the_rule():
         assert stop == first
     with torch.no_grad():  # the stopped member keeps the weights it had at its stop step
         assert torch.all((b(x).argmax(-1) == labels).double().mean(-1) >= 0.9)
+
+
+def test_more_bad_input_names_the_argument():
+    with pytest.raises(ValueError, match="seed"):
+        make_mlp(-1, 3, 4, 1, 2)
+    with pytest.raises(TypeError, match="seed"):
+        make_mlp(1.5, 3, 4, 1, 2)
+    with pytest.raises(ValueError, match="hidden_mask must hold only 0s and 1s"):
+        BatchedMLP.init([0], 3, 4, 1, 2, hidden_mask=torch.full((1, 4), 0.5))
+    with pytest.raises(TypeError, match="i must be an int"):
+        BatchedMLP.init([0], 3, 4, 1, 2).member(0.5)
+    with pytest.raises(ValueError, match=r"y must hold labels in \[0, 2\)"):
+        ensemble_loss("mse", torch.randn(1, 6, 2), torch.full((6,), 3))

@@ -203,3 +203,30 @@ def test_margin_stop_rule_against_hand_margins():
     assert stop_reason(logits, y, TrainConfig(margin_gamma=0.5, margin_fraction=1.0)) == "margin"
     assert stop_reason(logits, y, TrainConfig(margin_gamma=1.0, margin_fraction=0.5)) is None
     assert stop_reason(logits, y, TrainConfig(margin_gamma=1.0, margin_fraction=0.3)) == "margin"
+
+
+@pytest.mark.parametrize("fn", [accuracy, margins, lambda lg, y: loss_fn("mse", lg, y),
+                                lambda lg, y: loss_fn("cross_entropy", lg, y)])
+def test_metrics_refuse_bad_labels_naming_them(fn):
+    logits = torch.randn(4, 3)
+    with pytest.raises(ValueError, match=r"y must hold labels in \[0, 3\)"):
+        fn(logits, torch.tensor([0, 1, 2, 3]))
+    with pytest.raises(TypeError, match="y must hold integer"):
+        fn(logits, torch.zeros(4))
+    with pytest.raises(ValueError, match="y must have 4 labels"):
+        fn(logits, torch.zeros(5, dtype=torch.int64))
+
+
+def test_loss_fn_refuses_non_finite_logits_and_unknown_losses():
+    with pytest.raises(ValueError, match="logits must hold finite"):
+        loss_fn("mse", torch.full((2, 2), math.nan), torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match="loss must be one of"):
+        loss_fn("hinge", torch.zeros(2, 2), torch.tensor([0, 1]))
+
+
+def test_train_refuses_bad_model_and_probes():
+    x, y = blobs(10)
+    with pytest.raises(TypeError, match="model"):
+        train("net", x, y, TrainConfig(epochs=1))
+    with pytest.raises(TypeError, match="probes"):
+        train(MLP(2, 4, 1, 2), x, y, TrainConfig(epochs=1), probes={"a": 3})
