@@ -9,7 +9,8 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .claims import ClaimFailed, Claims  # noqa: F401
-from .config import Settings, by_scale, preset, seed_everything, settings, setup  # noqa: F401
+from .config import (Config, Result, Settings, by_scale, param, preset,  # noqa: F401
+                     seed_everything, settings, setup)
 
 
 def setup_chapter(seed_offset: int = 0) -> Settings:
