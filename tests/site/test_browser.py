@@ -50,18 +50,10 @@ def open_page(browser, server, rel: str, width: int = 1280):
     """Open ``rel`` offline at ``width`` px; returns (context, page, log of the load)."""
     ctx = browser.new_context(viewport={"width": width, "height": 900})
     page = ctx.new_page()
-    log = {"errors": [], "failed": [], "external": [], "bytes": 0}
+    log = {"errors": [], "failed": [], "external": []}
     page.on("console", lambda m: log["errors"].append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: log["errors"].append(str(e)))
     page.on("requestfailed", lambda r: log["failed"].append(r.url))
-
-    def count(response):
-        try:
-            log["bytes"] += len(response.body())
-        except Exception:  # redirects and aborted requests have no body
-            pass
-
-    page.on("response", count)
 
     def route(r):
         url = r.request.url
@@ -78,6 +70,12 @@ def open_page(browser, server, rel: str, width: int = 1280):
     page.wait_for_function("() => !window.MathJax || !MathJax.startup || !MathJax.startup.promise"
                            " || MathJax.startup.promise.then(() => true)", timeout=30000)
     page.wait_for_timeout(300)
+    # the page weight: every byte the page loaded (decoded), once fonts and MathJax are in
+    log["bytes"] = page.evaluate("""async () => {
+        await document.fonts.ready;
+        const nav = performance.getEntriesByType('navigation')[0];
+        return (nav ? nav.decodedBodySize : 0) + performance.getEntriesByType('resource')
+            .reduce((s, r) => s + (r.decodedBodySize || 0), 0); }""")
     return ctx, page, log
 
 
