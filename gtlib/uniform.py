@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from .checks import check_int, check_positive, count, fraction, positive, tuple_of
-from .config import Config, param
+from .config import Config, Result, param
 from .data import corrupt_labels, mnist1d
 from .ensemble import BatchedMLP, ensemble_loss, train_ensemble
 from .models import activation
@@ -98,7 +98,7 @@ class CorruptionConfig(Config):
 
 
 @dataclass
-class CorruptionResult:
+class CorruptionResult(Result):
     """What :func:`corruption_experiment` measured, one entry per corruption level.
 
     The ``replicate_*`` fields describe one more network trained on the true labels from another
@@ -242,7 +242,7 @@ class BatchedCNN1d(torch.nn.Module):
 
 
 @dataclass
-class CNNRandomizationResult:
+class CNNRandomizationResult(Result):
     """Per member (true labels, random labels, true-label replicate) of :func:`cnn_randomization`."""
 
     names: list[str]
@@ -362,7 +362,7 @@ def distance_from_init(weights: Sequence[torch.Tensor], init: Sequence[torch.Ten
 
 
 @dataclass
-class NetworkMeasures:
+class NetworkMeasures(Result):
     """Norms and bounds of one trained network (see :func:`network_measures`)."""
 
     spectral: list[float]            # ||W_l||_2 per layer
@@ -452,7 +452,7 @@ def network_measures(weights: Sequence[torch.Tensor], init: Sequence[torch.Tenso
 # 3. power-law fits
 # ---------------------------------------------------------------------------------------------
 @dataclass
-class PowerLawFit:
+class PowerLawFit(Result):
     """``y ~ C x^slope`` fitted by least squares on ``log y`` against ``log x``."""
 
     slope: float
@@ -502,7 +502,7 @@ def power_law_fit(x, y) -> PowerLawFit:
 # 4. one network per training-set size, trained to a fixed margin
 # ---------------------------------------------------------------------------------------------
 @dataclass
-class SubsetTraining:
+class SubsetTraining(Result):
     """What :func:`train_on_subsets` did: per member, the step it stopped at and whether by its rule."""
 
     stop_step: list[int]
@@ -680,7 +680,7 @@ class MarginSweepConfig(Config):
 
 
 @dataclass
-class MarginSweepResult:
+class MarginSweepResult(Result):
     """Per training-set size: test error, norms, bounds; plus the log-log fits against n.
 
     ``init_test_error`` and ``init_spectral_product`` are the same members' values at
@@ -818,7 +818,7 @@ def linear_predict(w1, w2, x1, x2) -> torch.Tensor:
 
 
 @dataclass
-class LinearErrors:
+class LinearErrors(Result):
     train: float
     test: float          # exact given the learned w (see linear_errors)
     sprime: float
@@ -871,7 +871,7 @@ def _exact_test_error(cfg: LinearConstruction, w1: torch.Tensor, w2: torch.Tenso
 
 
 @dataclass
-class EscapeResult:
+class EscapeResult(Result):
     """What :func:`one_sided_escape` measured (errors are fractions)."""
 
     test_error: list[float]      # L_D(h_S) of each output, exact
@@ -999,7 +999,7 @@ class SpheresConfig(Config):
 
 
 @dataclass
-class SpheresResult:
+class SpheresResult(Result):
     sizes: list[int]
     test_error: list[float]
     sprime_error: list[float]
