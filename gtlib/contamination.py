@@ -48,7 +48,7 @@ import torch.nn.functional as F
 
 from .checks import (Boolean, InstanceOf, Interval, Options, check_int, count, fraction,
                      nonnegative, positive, tuple_of)
-from .config import Config, param
+from .config import Config, Result, param
 from .models import ACTIVATIONS, activation
 
 KINDS = ("theory", "default")
@@ -582,7 +582,7 @@ class MemberOptimizer:
 
 
 @dataclass
-class ToyHistory:
+class ToyHistory(Result):
     """Curves recorded during :func:`train_two_layer`, one row per record step, one column per member."""
 
     step: list[int] = field(default_factory=list)
@@ -780,7 +780,7 @@ def theory_specs(cfg: TheoryConfig) -> list[NetSpec]:
 
 
 @dataclass
-class ToyResult:
+class ToyResult(Result):
     """What a toy experiment returns: the data, the trained stack and its history."""
 
     cfg: object
@@ -966,7 +966,7 @@ class DistillConfig(Config):
 
 
 @dataclass
-class DistillResult:
+class DistillResult(Result):
     """Outcome of :func:`run_distillation` (errors are relative, see :func:`relative_error`).
 
     ``student_background_norm`` is the paper's metric, the mean of ``||P_b^T w_j||`` over the
