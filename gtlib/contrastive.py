@@ -41,7 +41,7 @@ import torch.nn.functional as F
 
 from .checks import (Interval, check_fraction, count, fraction, nonnegative, positive,
                      tuple_of)
-from .config import Config, param
+from .config import Config, Result, param
 from .data import long_tailed, mnist1d
 
 # ------------------------------------------------------------------------------------------------
@@ -445,7 +445,7 @@ def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
 
 
 @dataclass
-class EncoderRun:
+class EncoderRun(Result):
     """The outcome of :func:`train_encoders`: E models trained side by side.
 
     ``ratios`` and ``fractions`` (length E) say each model's imbalance ratio and pruning fraction;
