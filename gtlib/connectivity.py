@@ -45,7 +45,7 @@ import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
 
 from .checks import InstanceOf, Interval, count, fraction, nonnegative, positive, tuple_of
-from .config import Config, param
+from .config import Config, Result, param
 from .ensemble import BatchedMLP, make_mlp
 from .models import MLP
 
@@ -905,7 +905,7 @@ def train_pairs(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed:
 
 
 @dataclass
-class Alignment:
+class Alignment(Result):
     """Two networks, ``b`` aligned to ``a`` by weight matching, and their paths on train and test."""
 
     a: MLP
@@ -931,7 +931,7 @@ def align(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor
 
 
 @dataclass
-class Spawning:
+class Spawning(Result):
     """Children spawned from one parent at several steps (Frankle et al. 2020, Figure 1).
 
     ``error_barrier`` is Frankle et al.'s instability: the largest test error along the path
@@ -1075,7 +1075,7 @@ def task_labels(y: torch.Tensor, task: int | str) -> torch.Tensor:
 
 
 @dataclass
-class CrossTask:
+class CrossTask(Result):
     """Pretraining, two fine-tuned tasks, a same-initialization control, averaging, task arithmetic."""
 
     pretrained: MLP
