@@ -65,7 +65,7 @@ def open_page(browser, server, rel: str, width: int = 1280):
 
     page.route("**/*", route)
     page.goto(f"{server}/{rel}", wait_until="load")
-    page.wait_for_load_state("networkidle")
+    page.wait_for_load_state("networkidle", timeout=90000)  # a loaded CI machine is slow
     # MathJax typesets asynchronously: wait for it when the page loads it
     page.wait_for_function("() => !window.MathJax || !MathJax.startup || !MathJax.startup.promise"
                            " || MathJax.startup.promise.then(() => true)", timeout=30000)
