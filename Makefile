@@ -10,7 +10,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 JOBS ?= 2
-# The jupyter-cache the executions go to and the site build reads (tools/nbval_record.py).
+# The jupyter-cache the executions go to and the site build reads (tests/tools/nbval_record.py).
 CACHE := $(CURDIR)/_build/.jupyter_cache
 
 # One torch thread per process: on a small shared machine more threads are much slower.
@@ -52,18 +52,18 @@ vendor: book/_vendor/.vendored
 # notebook into $(CACHE). `make book student` executes once for both editions.
 execute: setup
 	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --nbval-lax -p no:cacheprovider \
-	  -p tools.nbval_record --nbval-record=$(CACHE) book
+	  -p tests.tools.nbval_record --nbval-record=$(CACHE) book
 
 # The site, built from this run's executions (nothing is executed twice; a notebook that is not in
 # the cache would be executed by the build itself).
 book: execute
-	$(BIN)/python tools/build_config.py --cache $(CACHE) --output _config_build.yml
+	$(BIN)/python tests/tools/build_config.py --cache $(CACHE) --output _config_build.yml
 	$(BIN)/jupyter-book build . --all -W -n --keep-going --config _config_build.yml
 
 # The student edition: the same site without the exercises' solutions, into
 # _build/student/_build/html; its notebooks (download and launch buttons) have no solutions.
 student: execute
-	$(BIN)/python tools/build_config.py --cache $(CACHE) --student --output _config_student.yml
+	$(BIN)/python tests/tools/build_config.py --cache $(CACHE) --student --output _config_student.yml
 	$(BIN)/jupyter-book build . --all -W -n --keep-going \
 	  --path-output _build/student --config _config_student.yml
 

@@ -1,4 +1,4 @@
-"""tools/nbval_record.py: the notebooks nbval executes are recorded as a forced build would execute
+"""tests/tools/nbval_record.py: the notebooks nbval executes are recorded as a forced build would execute
 them (outputs, display updates, cleared output, widget state, Output widgets, a trailing ";"), and
 the site build finds them in its jupyter-cache."""
 import json
@@ -43,7 +43,7 @@ def test_recorded_notebook_matches_a_forced_execution(tmp_path):
     cache = tmp_path / "cache"
     env = dict(os.environ, PYTHONPATH=str(ROOT), GTLIB_RESULTS_DIR=str(tmp_path / "results"))
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "--rootdir", str(tmp_path), "--nbval-lax", "-p", "tools.nbval_record",
+                        "--rootdir", str(tmp_path), "--nbval-lax", "-p", "tests.tools.nbval_record",
                         f"--nbval-record={cache}", str(path)],
                        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
@@ -75,7 +75,7 @@ def test_a_failing_notebook_is_not_recorded(tmp_path):
     cache = tmp_path / "cache"
     env = dict(os.environ, PYTHONPATH=str(ROOT), GTLIB_RESULTS_DIR=str(tmp_path / "results"))
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "--rootdir", str(tmp_path), "--nbval-lax", "-p", "tools.nbval_record",
+                        "--rootdir", str(tmp_path), "--nbval-lax", "-p", "tests.tools.nbval_record",
                         f"--nbval-record={cache}", str(path)],
                        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     assert r.returncode != 0 and "ZeroDivisionError" in r.stdout

@@ -15,9 +15,9 @@ notebook:
 
 Everything from the cell's ``import gtlib`` line on is kept as it is. Usage::
 
-    python tools/apply_install_cell.py            # rewrite book/*.ipynb
-    python tools/apply_install_cell.py --check    # exit 1 if a notebook is not up to date
-    python tools/apply_install_cell.py path/to/copy.ipynb ...
+    python tests/tools/apply_install_cell.py            # rewrite book/*.ipynb
+    python tests/tools/apply_install_cell.py --check    # exit 1 if a notebook is not up to date
+    python tests/tools/apply_install_cell.py path/to/copy.ipynb ...
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REF = "main"
 
 HEADER = '''\
