@@ -44,7 +44,8 @@ import torch
 import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
 
-from .checks import InstanceOf, Interval, count, fraction, nonnegative, positive, tuple_of
+from .checks import (InstanceOf, Interval, check_seeds, count, fraction, nonnegative, positive,
+                     tuple_of)
 from .config import Config, Result, param
 from .ensemble import BatchedMLP, make_mlp
 from .models import MLP
@@ -198,6 +199,10 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
             raise ValueError(f"y must have shape ({E}, {n}), got {tuple(y.shape)}")
     else:
         raise ValueError(f"x must have shape (n, d) or ({E}, n, d), got {tuple(x.shape)}")
+    if n == 0:
+        raise ValueError("x must hold at least one training signal, got n = 0")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("x must be finite (it holds NaN or inf)")
     total = recipe.steps(n)
     last = total if stop_step is None else int(stop_step)
     if not 0 <= last <= total:
@@ -259,7 +264,8 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
 def train_nets(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, width: int, depth: int,
                num_classes: int, recipe: Recipe) -> list[MLP]:
     """Train one MLP per seed (its initialization and its SGD noise), all in one stack."""
-    model = BatchedMLP.init(list(seeds), x.shape[-1], width, depth, num_classes,
+    seeds = check_seeds("seeds", seeds)
+    model = BatchedMLP.init(seeds, x.shape[-1], width, depth, num_classes,
                             device=x.device)
     fit(model, x, y, recipe, seeds=[10_000 + int(s) for s in seeds])
     return members(model)

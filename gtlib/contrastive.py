@@ -39,8 +39,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .checks import (Interval, check_fraction, count, fraction, nonnegative, positive,
-                     tuple_of)
+from .checks import (Interval, check_fraction, check_int, check_positive, count, fraction,
+                     nonnegative, positive, tuple_of)
 from .config import Config, Result, param
 from .data import long_tailed, mnist1d
 
@@ -136,8 +136,9 @@ def feature_frequencies(n_features: int, n_minority: int, base_freq: float, rati
     ValueError
         If ``ratio < 1``, ``base_freq`` is not in (0, 1) or ``n_minority`` is not in (0, n_features).
     """
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float, np.number)) or ratio < 1:
-        raise ValueError(f"ratio must be a number >= 1, got {ratio!r}")
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float, np.number)) \
+            or not np.isfinite(ratio) or ratio < 1:
+        raise ValueError(f"ratio must be a finite number >= 1, got {ratio!r}")
     check_fraction("base_freq", base_freq, open_interval=True)
     if not 0 < n_minority < n_features:
         raise ValueError(f"n_minority must lie strictly between 0 and n_features, got {n_minority}")
@@ -689,6 +690,11 @@ def augment_1d(x: torch.Tensor, generator: torch.Generator, shift: int, scale: f
     """MNIST-1D-style augmentation: random circular shift, amplitude scaling and Gaussian noise."""
     if x.ndim != 2:
         raise ValueError("x must have shape (n, length)")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("x must be finite (it holds NaN or inf)")
+    check_int("shift", shift, 0)
+    check_positive("scale", scale, allow_zero=True)
+    check_positive("jitter", jitter, allow_zero=True)
     n, L = x.shape
     s = torch.randint(-shift, shift + 1, (n,), generator=generator)
     idx = (torch.arange(L)[None, :] - s[:, None]) % L

@@ -104,8 +104,10 @@ def sample_signals(corr_noise_scale: float = 0.25, iid_noise_scale: float = 2e-2
     from mnist1d.data import get_dataset_args, get_templates
     from mnist1d.transform import transform
 
-    if corr_noise_scale < 0 or iid_noise_scale < 0:
-        raise ValueError("noise scales must be >= 0")
+    for name, v in (("corr_noise_scale", corr_noise_scale), ("iid_noise_scale", iid_noise_scale)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) \
+                or not np.isfinite(v) or v < 0:
+            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
     if not isinstance(max_translation, (int, np.integer)) or max_translation < 0:
         raise ValueError(f"max_translation must be a non-negative int, got {max_translation!r}")
     args = get_dataset_args()
