@@ -504,7 +504,7 @@ def _one_table(claims: list[dict], chapter_col: bool, effects: bool,
                          + STATUS_LABEL.get(f.get("status", ""), html.escape(str(f.get("status")))))
         rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in heads)
-    return (f'<div class="gtlib-table-wrap"><table class="gtlib-claims"><thead><tr>{head}</tr></thead>'
+    return (f'<div class="gtlib-table-wrap" tabindex="0" role="region" aria-label="table (scrolls sideways)"><table class="gtlib-claims"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 

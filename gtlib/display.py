@@ -49,7 +49,7 @@ def table_html(rows: Iterable[Mapping[str, Any]] | Iterable[Sequence[Any]],
     Returns
     -------
     str
-        ``<div class="gtlib-table-wrap"><table class="gtlib-table">...</table></div>``.
+        ``<div class="gtlib-table-wrap" tabindex="0" role="region" aria-label="table (scrolls sideways)"><table class="gtlib-table">...</table></div>``.
     """
     rows = list(rows)
     if not rows:
@@ -74,7 +74,7 @@ def table_html(rows: Iterable[Mapping[str, Any]] | Iterable[Sequence[Any]],
     trs = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(v, digits))}</td>" for v in r) + "</tr>"
                   for r in body)
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    return (f'<div class="gtlib-table-wrap"><table class="gtlib-table">{cap}<thead><tr>{head}</tr>'
+    return (f'<div class="gtlib-table-wrap" tabindex="0" role="region" aria-label="table (scrolls sideways)"><table class="gtlib-table">{cap}<thead><tr>{head}</tr>'
             f"</thead><tbody>{trs}</tbody></table></div>")
 
 
