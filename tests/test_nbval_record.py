@@ -33,12 +33,14 @@ def _normal(outputs) -> str:
     return re.sub(r'"image/png": "[^"]*"', '"image/png": "PNG"', s)
 
 
-def test_recorded_notebook_matches_a_forced_execution(tmp_path):
+def _record(tmp_path, name, sources):
+    """Write a notebook of ``sources`` and run it under nbval with the recorder; return
+    (notebook path, cache folder, the pytest run)."""
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
-    path = tmp_path / "toy.ipynb"
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in sources]
+    path = tmp_path / f"{name}.ipynb"
     nbformat.write(nb, path)
     cache = tmp_path / "cache"
     env = dict(os.environ, PYTHONPATH=str(ROOT), GTLIB_RESULTS_DIR=str(tmp_path / "results"))
@@ -46,6 +48,11 @@ def test_recorded_notebook_matches_a_forced_execution(tmp_path):
                         "--rootdir", str(tmp_path), "--nbval-lax", "-p", "tests.tools.nbval_record",
                         f"--nbval-record={cache}", str(path)],
                        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    return path, cache, r
+
+
+def test_recorded_notebook_matches_a_forced_execution(tmp_path):
+    path, cache, r = _record(tmp_path, "toy", CELLS)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
 
     forced = nbformat.read(path, as_version=4)
@@ -66,18 +73,7 @@ def test_recorded_notebook_matches_a_forced_execution(tmp_path):
 
 
 def test_a_failing_notebook_is_not_recorded(tmp_path):
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("1 / 0")]
-    path = tmp_path / "bad.ipynb"
-    nbformat.write(nb, path)
-    cache = tmp_path / "cache"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), GTLIB_RESULTS_DIR=str(tmp_path / "results"))
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "--rootdir", str(tmp_path), "--nbval-lax", "-p", "tests.tools.nbval_record",
-                        f"--nbval-record={cache}", str(path)],
-                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    path, cache, r = _record(tmp_path, "bad", ["x = 1", "1 / 0"])
     assert r.returncode != 0 and "ZeroDivisionError" in r.stdout
     assert not list(cache.parent.glob("cache-executed/**/*.ipynb"))
     assert not (cache / "global.db").exists() or not get_cache(str(cache)).list_cache_records()
