@@ -24,8 +24,8 @@ from torch import nn
 
 from .checks import check_int, check_labels, check_seed, check_seeds
 from .models import MLP, activation
-from .train import (LOSSES, History, TrainConfig, _check_cfg, accuracy, check_data, make_optimizer,
-                    margins, total_steps)
+from .engine import EpochBatches, StackedOptimizer, fit, stop_rule
+from .train import (LOSSES, History, TrainConfig, _check_cfg, accuracy, check_data, total_steps)
 
 
 def make_mlp(seed: int, in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
@@ -143,9 +143,11 @@ class BatchedMLP(nn.Module):
         out = []
         h = x
         for l, w in enumerate(self.weights):
-            h = torch.matmul(h, w.transpose(1, 2))
-            if self.has_bias:
-                h = h + self.biases[l].unsqueeze(1)
+            if self.has_bias:  # one fused kernel: b + h W^T
+                h = torch.baddbmm(self.biases[l].unsqueeze(1), h.expand(w.shape[0], -1, -1),
+                                  w.transpose(1, 2))
+            else:
+                h = torch.matmul(h, w.transpose(1, 2))
             if l < len(self.weights) - 1:
                 h = self.act(h)
                 if self.hidden_mask is not None:
@@ -210,62 +212,32 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
     y_full = y.expand(E, n)
     probes = probes or {}
     hist = History(probes={k: [] for k in probes})
-    opt = make_optimizer(model.parameters(), cfg)
-    gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
-    epoch_order: torch.Tensor | None = None  # (E, n): this epoch's permutation for every member
-    n_steps = total_steps(n, cfg)
-    done = torch.zeros(E, dtype=torch.bool, device=x.device)
-    stop_step = torch.full((E,), n_steps, dtype=torch.int64)
-    frozen = [p.detach().clone() for p in model.parameters()]
+    opt = StackedOptimizer(model.parameters(), cfg.optimizer, cfg.lr, cfg.momentum,
+                           cfg.weight_decay, members=E)
+    # the same draws as gtlib.train.train makes for each member alone
+    batches = None if cfg.batch_size is None else EpochBatches(n, cfg.batch_size, seeds, x.device)
 
-    def check(step: int) -> bool:
+    def loss(step: int, idx: torch.Tensor | None) -> torch.Tensor:
+        if idx is None:
+            return _ensemble_loss(cfg.loss, model(x), y_full)
+        return _ensemble_loss(cfg.loss, model(x[idx]), y_full.gather(1, idx))
+
+    def check(step: int, due: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
             logits = model(x)
-            losses = _ensemble_loss(cfg.loss, logits, y_full)
-            acc = accuracy(logits, y_full)
             hist.step.append(step)
-            hist.loss.append(losses.cpu())
+            hist.loss.append(_ensemble_loss(cfg.loss, logits, y_full).cpu())
+            acc = accuracy(logits, y_full)
             hist.train_acc.append(acc.cpu())
             for name, fn in probes.items():
                 hist.probes[name].append(fn(model))
-            newly = torch.zeros(E, dtype=torch.bool, device=x.device)
-            if cfg.target_train_acc is not None:
-                newly |= acc >= cfg.target_train_acc
-            if cfg.margin_gamma is not None:
-                frac = (margins(logits, y_full) >= cfg.margin_gamma).float().mean(-1)
-                newly |= frac >= cfg.margin_fraction
-            newly &= ~done
-            if newly.any():
-                for p, f in zip(model.parameters(), frozen):
-                    f[newly] = p.detach()[newly]
-                stop_step[newly.cpu()] = step
-                done.logical_or_(newly)
-            return bool(done.all())
+            return stop_rule(cfg.target_train_acc, cfg.margin_gamma, cfg.margin_fraction)(
+                logits, y_full)
 
-    if not check(0):
-        for step in range(1, n_steps + 1):
-            if cfg.batch_size is None:
-                xb, yb = x, y_full
-            else:  # the same draws as gtlib.train.batch_indices makes for each member alone
-                start = ((step - 1) * cfg.batch_size) % (-(-n // cfg.batch_size) * cfg.batch_size)
-                if start == 0:
-                    epoch_order = torch.stack([torch.randperm(n, generator=g) for g in gens]).to(x.device)
-                idx = epoch_order[:, start:start + cfg.batch_size]  # (E, b)
-                xb, yb = x[idx], y_full.gather(1, idx)
-            loss = _ensemble_loss(cfg.loss, model(xb), yb).sum()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            if step % cfg.check_every == 0 or step == n_steps:
-                if check(step):
-                    break
-    with torch.no_grad():  # members that stopped early get their frozen weights back
-        for p, f in zip(model.parameters(), frozen):
-            shape = (E,) + (1,) * (p.ndim - 1)
-            p.copy_(torch.where(done.view(shape), f, p))
-    hist.probes["stop_step"] = stop_step.tolist()
+    done = fit(loss, opt, total_steps(n, cfg), batches, check, every=cfg.check_every)
+    hist.probes["stop_step"] = done.stop_step
     if cfg.target_train_acc is not None or cfg.margin_gamma is not None:
-        hist.stopped_by = "all members met the stop rule" if bool(done.all()) else "epochs"
+        hist.stopped_by = "all members met the stop rule" if all(done.met_rule) else "epochs"
     return hist
 
 

@@ -17,6 +17,7 @@ from torch import nn
 
 from .checks import SEED, Interval, Options, check_finite, check_int, check_labels
 from .config import Config, Result, param
+from .engine import EpochBatches, StackedOptimizer, fit, member_margins
 
 OPTIMIZERS = ("sgd", "adamw")
 LOSSES = ("cross_entropy", "mse")
@@ -68,10 +69,7 @@ def margins(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     Works on ``(n, C)`` logits, or ``(E, n, C)`` for an ensemble.
     """
     _check_logits(logits, y)
-    yy = y.expand(logits.shape[:-1]) if logits.ndim == 3 and y.ndim == 1 else y
-    true = logits.gather(-1, yy.unsqueeze(-1)).squeeze(-1)
-    other = logits.scatter(-1, yy.unsqueeze(-1), float("-inf")).amax(-1)
-    return true - other
+    return member_margins(logits, y)
 
 
 def _check_logits(logits, y, finite: bool = False) -> None:
@@ -232,12 +230,17 @@ def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
     check_data(x, y, _out_features(model))
     probes = probes or {}
     hist = History(probes={k: [] for k in probes})
-    opt = make_optimizer(model.parameters(), cfg)
-    gen = torch.Generator().manual_seed(cfg.seed)
-    batches = batch_indices(len(y), cfg, gen, x.device)
-    n_steps = total_steps(len(y), cfg)
+    opt = StackedOptimizer(model.parameters(), cfg.optimizer, cfg.lr, cfg.momentum,
+                           cfg.weight_decay)
+    batches = None if cfg.batch_size is None else EpochBatches(len(y), cfg.batch_size, [cfg.seed],
+                                                                x.device)
 
-    def check(step: int) -> str | None:
+    def loss(step: int, idx: torch.Tensor | None) -> torch.Tensor:
+        if idx is None:
+            return _loss(cfg.loss, model(x), y)
+        return _loss(cfg.loss, model(x[idx[0]]), y[idx[0]])
+
+    def check(step: int, due: torch.Tensor) -> bool:
         with torch.no_grad():
             logits = model(x)
             hist.step.append(step)
@@ -245,19 +248,10 @@ def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
             hist.train_acc.append(accuracy(logits, y))
             for name, fn in probes.items():
                 hist.probes[name].append(fn(model))
-            return stop_reason(logits, y, cfg)
-
-    if (reason := check(0)) is not None:
-        hist.stopped_by = reason
-        return hist
-    for step in range(1, n_steps + 1):
-        idx = next(batches)
-        loss = _loss(cfg.loss, model(x[idx]), y[idx])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if step % cfg.check_every == 0 or step == n_steps:
-            if (reason := check(step)) is not None:
+            reason = stop_reason(logits, y, cfg)
+            if reason is not None:
                 hist.stopped_by = reason
-                return hist
+            return torch.tensor([reason is not None])
+
+    fit(loss, opt, total_steps(len(y), cfg), batches, check, every=cfg.check_every)
     return hist
