@@ -363,7 +363,8 @@ def _per_member_steps(name: str, value, E: int, minimum: int) -> torch.Tensor:
 def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: StackedOptimizer,
         steps, batches: Iterator[torch.Tensor] | None = None,
         check: Callable[[int, torch.Tensor], torch.Tensor | None] | None = None, every=1,
-        start=None, schedule: Callable[[int], float] | None = None) -> Fit:
+        start=None, schedule: Callable[[int], float] | None = None,
+        active_only: bool = False) -> Fit:
     """Train the optimizer's parameters: every member takes at most ``steps`` optimizer steps.
 
     Parameters
@@ -388,6 +389,10 @@ def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: Sta
         Member ``e`` is frozen until ``start[e]`` updates have been made (spawning a child later).
     schedule : function ``step -> factor``, optional
         Multiplies every learning rate at update ``step`` (0-based).
+    active_only : bool
+        Call ``loss(step, batch, active)`` with the ``(E,)`` bool mask of the members that update
+        at this step, so that the loss can compute only theirs (and return 0 for the others):
+        worth it when members stop at very different times.
 
     Returns
     -------
@@ -425,7 +430,7 @@ def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: Sta
         active = ~done & (start_e <= step)
         step += 1
         if bool(active.any()):
-            losses = loss(step - 1, batch)
+            losses = loss(step - 1, batch, active) if active_only else loss(step - 1, batch)
             if not isinstance(losses, torch.Tensor) or losses.shape != shape:
                 raise ValueError(f"loss must return a tensor of shape {tuple(shape)} (one loss per "
                                  f"member), got {getattr(losses, 'shape', type(losses).__name__)}")

@@ -236,3 +236,17 @@ def test_train_ensemble_gives_the_old_loops_numbers(cfg):
         assert torch.equal(u[live], v[live])
     for p, q in zip(a.parameters(), b.parameters()):
         assert torch.equal(p, q)
+
+
+def test_fit_can_hand_the_loss_the_active_members():
+    w = torch.zeros(3, 1, requires_grad=True)
+    opt = StackedOptimizer([w], "sgd", 1.0, members=3)
+    seen = []
+
+    def loss(step, batch, active):
+        seen.append(active.tolist())
+        return -(w[:, 0] * active)
+
+    fit(loss, opt, [1, 2, 3], active_only=True)
+    assert seen == [[True, True, True], [False, True, True], [False, False, True]]
+    assert w.detach()[:, 0].tolist() == [1.0, 2.0, 3.0]
