@@ -360,6 +360,12 @@ def _per_member_steps(name: str, value, E: int, minimum: int) -> torch.Tensor:
     return torch.full((E,), check_int(name, value, minimum), dtype=torch.int64)
 
 
+def _check_losses(losses, shape: torch.Size) -> None:
+    if not isinstance(losses, torch.Tensor) or losses.shape != shape:
+        raise ValueError(f"loss must return a tensor of shape {tuple(shape)} (one loss per "
+                         f"member), got {getattr(losses, 'shape', type(losses).__name__)}")
+
+
 def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: StackedOptimizer,
         steps, batches: Iterator[torch.Tensor] | None = None,
         check: Callable[[int, torch.Tensor], torch.Tensor | None] | None = None, every=1,
@@ -431,9 +437,7 @@ def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: Sta
         step += 1
         if bool(active.any()):
             losses = loss(step - 1, batch, active) if active_only else loss(step - 1, batch)
-            if not isinstance(losses, torch.Tensor) or losses.shape != shape:
-                raise ValueError(f"loss must return a tensor of shape {tuple(shape)} (one loss per "
-                                 f"member), got {getattr(losses, 'shape', type(losses).__name__)}")
+            _check_losses(losses, shape)
             total = losses.sum()  # member e's gradient is the gradient of its own loss
             grads = torch.autograd.grad(total, optimizer.params, allow_unused=True)
             optimizer.step(grads, None if bool(active.all()) else active,

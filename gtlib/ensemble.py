@@ -15,7 +15,6 @@ gradient and contributes nothing).
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Callable, Sequence
 
 import torch
@@ -25,7 +24,8 @@ from torch import nn
 from .checks import check_int, check_labels, check_seed, check_seeds
 from .models import MLP, activation
 from .engine import EpochBatches, StackedOptimizer, fit, stop_rule
-from .train import (LOSSES, History, TrainConfig, _check_cfg, accuracy, check_data, total_steps)
+from .train import (LOSSES, History, TrainConfig, _check_cfg, accuracy, batch_indices, check_data,
+                    make_optimizer, total_steps)
 
 
 def make_mlp(seed: int, in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
@@ -244,12 +244,31 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
 def train_sequentially(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
                        in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
                        act: str = "relu") -> list[MLP]:
-    """The reference: train ``make_mlp(seed, ...)`` one after another with ``cfg.seed = seed``."""
-    from .train import train
+    """The reference the engine is checked against: the loop a reader would write with PyTorch
+    alone, one model after another (``torch.optim``, ``loss.backward()``).
 
+    Model ``i`` is ``make_mlp(seeds[i], ...)`` trained for the full length of ``cfg`` on the
+    minibatches :func:`gtlib.train.batch_indices` draws from seed ``seeds[i]``: the
+    initialization and the order :func:`train_ensemble` gives member ``i``. It shares no code with
+    :mod:`gtlib.engine`, so the two agreeing is evidence for both. Stop rules are not applied
+    (``cfg`` must not set them).
+    """
+    _check_cfg(cfg)
+    if cfg.target_train_acc is not None or cfg.margin_gamma is not None:
+        raise ValueError("cfg must not set a stop rule (target_train_acc, margin_gamma): "
+                         "train_sequentially is the fixed-length reference")
+    check_data(x, y, out_dim)
     models = []
     for s in check_seeds("seeds", seeds):
         m = make_mlp(int(s), in_dim, width, depth, out_dim, bias, act).to(x.device, x.dtype)
-        train(m, x, y, replace(cfg, seed=int(s)))
+        opt = make_optimizer(m.parameters(), cfg)
+        batches = batch_indices(len(y), cfg, torch.Generator().manual_seed(int(s)), x.device)
+        for _ in range(total_steps(len(y), cfg)):
+            idx = next(batches)
+            loss = F.cross_entropy(m(x[idx]), y[idx]) if cfg.loss == "cross_entropy" else \
+                ((m(x[idx]) - F.one_hot(y[idx], out_dim).to(x.dtype)) ** 2).sum(-1).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
         models.append(m)
     return models

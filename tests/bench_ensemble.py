@@ -34,13 +34,16 @@ ROWS = [  # (label, E, width, depth, batch, steps, optimizer)
 
 
 def one_by_one(E, width, depth, batch, steps, optimizer):
-    """The per-member loop: E separate models, optimizers and backward passes."""
+    """The per-member loop: E separate models, optimizers and backward passes; like the engine, it
+    measures each model on the whole training set before and after training."""
     for s in range(E):
         m = make_mlp(s, 40, width, depth, 10)
         opt = (torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9) if optimizer == "sgd"
                else torch.optim.AdamW(m.parameters(), lr=1e-3))
         g = torch.Generator().manual_seed(s)
         per_epoch = -(-len(ds.y) // batch)
+        with torch.no_grad():
+            F.cross_entropy(m(ds.x), ds.y)
         for t in range(steps):
             if t % per_epoch == 0:
                 order = torch.randperm(len(ds.y), generator=g)
@@ -49,6 +52,8 @@ def one_by_one(E, width, depth, batch, steps, optimizer):
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+        with torch.no_grad():
+            F.cross_entropy(m(ds.x), ds.y)
 
 
 def floor(E, width, depth, batch, steps):
