@@ -43,6 +43,7 @@ from .checks import (Interval, check_fraction, check_int, check_positive, count,
                      nonnegative, positive, tuple_of)
 from .config import Config, Result, param
 from .data import long_tailed, mnist1d
+from .engine import ReplacementBatches, StackedOptimizer, fit
 
 # ------------------------------------------------------------------------------------------------
 # configuration
@@ -484,9 +485,13 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
 
     Each model sees fresh population samples every step (common random numbers across models);
     replicate ``j`` of every condition starts from the same initialization (seed ``seed*1000+j``),
-    so a pruned and an unpruned model differ only in pruning. SGD with weight decay; the target
+    so a pruned and an unpruned model differ only in pruning. SGD with weight decay
+    (:class:`gtlib.engine.StackedOptimizer`, trained by :func:`gtlib.engine.fit`); the target
     branch is the unpruned model under stop-gradient; the online branch is masked by
-    :func:`magnitude_mask` every ``prune_every`` steps with the straight-through rule.
+    :func:`magnitude_mask` every ``prune_every`` steps with the straight-through rule, the
+    pruning remedy of Liao et al. (ICLR 2026). The history is recorded every ``log_every``
+    updates and after the last one; the entry for step ``t`` holds the weights after ``t``
+    updates.
 
     ``hard_mask=True`` is the ablation that the chapter argues against: the mask is applied to
     both branches and without the straight-through rule, so a masked neuron outputs zero in
@@ -513,22 +518,14 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     g = torch.Generator().manual_seed(seed * 1000 + 999)
     fr = [f for _, f, _ in conds]
     hist = {k: [] for k in ("step", "noise", "top", "second", "ratio", "proj", "neuron_noise")}
+    opt = StackedOptimizer([W, A], "sgd", cfg.lr, weight_decay=cfg.weight_decay, members=E)
     mask = None
-    for t in range(cfg.steps + 1):
-        if t % cfg.log_every == 0 or t == cfg.steps:
-            with torch.no_grad():
-                a = alignment(W, M)
-            hist["step"].append(t)
-            hist["noise"].append(a["noise"].mean(1).numpy())
-            hist["top"].append(a["top"].mean(1).numpy())
-            hist["second"].append(a["second"].mean(1).numpy())
-            hist["ratio"].append(a["ratio"].median(1).values.numpy())
-            hist["proj"].append(a["proj"].numpy())
-            hist["neuron_noise"].append(a["noise"].numpy())
-        if t == cfg.steps:
-            break
-        beta = bias_schedule(t, cfg)
-        if t % cfg.prune_every == 0 and max(fr) > 0:
+
+    def loss(step: int, _batch) -> torch.Tensor:
+        """This step's InfoNCE per model, on fresh samples drawn from ``g``."""
+        nonlocal mask
+        beta = bias_schedule(step, cfg)
+        if step % cfg.prune_every == 0 and max(fr) > 0:
             mask = magnitude_mask(W, fr)
         z = sample_codes(freqs, cfg.batch, g)
         X1 = make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
@@ -541,11 +538,21 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
             f1 = encode(X1, W, A, beta, mask)
             with torch.no_grad():
                 f2 = encode(X2, W, A, beta)
-        loss = infonce(f1, f2, cfg.tau).sum()
-        gW, gA = torch.autograd.grad(loss, [W, A])
+        return infonce(f1, f2, cfg.tau)
+
+    def record(step: int, _due) -> None:
+        """The neuron metrics after ``step`` updates."""
         with torch.no_grad():
-            W.mul_(1 - cfg.lr * cfg.weight_decay).sub_(cfg.lr * gW)
-            A.mul_(1 - cfg.lr * cfg.weight_decay).sub_(cfg.lr * gA)
+            a = alignment(W, M)
+        hist["step"].append(step)
+        hist["noise"].append(a["noise"].mean(1).numpy())
+        hist["top"].append(a["top"].mean(1).numpy())
+        hist["second"].append(a["second"].mean(1).numpy())
+        hist["ratio"].append(a["ratio"].median(1).values.numpy())
+        hist["proj"].append(a["proj"].numpy())
+        hist["neuron_noise"].append(a["noise"].numpy())
+
+    fit(loss, opt, cfg.steps, check=record, every=cfg.log_every)
     history = {k: np.array(v) for k, v in hist.items()}
     return EncoderRun(config=cfg, M=M, W=W.detach(), A=A.detach(), ratios=[c[0] for c in conds],
                       fractions=fr, seeds=[seed * 1000 + c[2] for c in conds], history=history)
@@ -711,6 +718,11 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     balanced test split. Returns ``{"acc": (E, 10), "acc_random": (10,), "counts": per-class
     pretraining counts, "fractions"}``; ``acc_random`` is the same probe on the randomly
     initialized encoder (the shared starting point): the control that pretraining must beat.
+
+    Training is SGD with momentum and weight decay (:class:`gtlib.engine.StackedOptimizer`, one
+    member per pruning fraction) for ``steps`` updates of :func:`gtlib.engine.fit`; each step draws
+    a minibatch with replacement and its two augmented views from one generator, and the
+    magnitude mask of Liao et al. (ICLR 2026) is refreshed every ``prune_every`` steps.
     """
     ds = mnist1d(cfg.n_train, cfg.n_test, device="cpu")
     lt = long_tailed(ds, cfg.imbalance, seed=seed)
@@ -720,7 +732,7 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     W1 = (torch.randn(h, ds.dim, generator=g) / math.sqrt(ds.dim)).expand(E, h, ds.dim).clone()
     W2 = (torch.randn(o, h, generator=g) / math.sqrt(h)).expand(E, o, h).clone()
     params = [W1.requires_grad_(), torch.zeros(E, h, requires_grad=True), W2.requires_grad_()]
-    opt = torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    opt = StackedOptimizer(params, "sgd", cfg.lr, cfg.momentum, cfg.weight_decay, members=E)
 
     def hidden(x, mask=None):
         hid = F.relu(torch.einsum("end,ehd->enh", x, params[0]) + params[1][:, None, :])
@@ -729,21 +741,26 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     with torch.no_grad():
         acc_random = _probe_per_class(hidden(ds.x[None]), hidden(ds.x_test[None]), ds)[0]
     mask = None
-    eye = torch.arange(cfg.batch)
-    for t in range(cfg.steps):
-        if t % cfg.prune_every == 0:
+    eye = torch.arange(cfg.batch).repeat(E)
+    # one minibatch for all E encoders, drawn with replacement from g (one row)
+    batches = ReplacementBatches(lt.n, cfg.batch, [g])
+
+    def loss(step: int, idx: torch.Tensor) -> torch.Tensor:
+        """Each encoder's InfoNCE on two augmented views of this step's minibatch."""
+        nonlocal mask
+        if step % cfg.prune_every == 0:
             mask = magnitude_mask(params[0], fr)
-        xb = lt.x[torch.randint(0, lt.n, (cfg.batch,), generator=g)]
+        xb = lt.x[idx[0]]
         x1 = augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
         x2 = augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
         z1 = F.normalize(hidden(x1, mask) @ params[2].transpose(1, 2), dim=-1)
         with torch.no_grad():
             z2 = F.normalize(hidden(x2) @ params[2].transpose(1, 2), dim=-1)
         logits = z1 @ z2.transpose(1, 2) / cfg.tau
-        loss = F.cross_entropy(logits.reshape(-1, cfg.batch), eye.repeat(E), reduction="sum") / cfg.batch
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        ce = F.cross_entropy(logits.reshape(-1, cfg.batch), eye, reduction="none")
+        return ce.view(E, cfg.batch).sum(1) / cfg.batch
+
+    fit(loss, opt, cfg.steps, batches)
     with torch.no_grad():
         ftr = hidden(ds.x[None].expand(E, -1, -1))
         fte = hidden(ds.x_test[None].expand(E, -1, -1))
