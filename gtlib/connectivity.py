@@ -22,10 +22,11 @@ The chapter *Mode connectivity* re-runs, on MNIST-1D MLPs, the results of
   pretrained model on different tasks are layerwise linear in the same sense (their Definition 3.1),
   which explains weight averaging (model soups) and task arithmetic (Ilharco et al., ICLR 2023).
 
-The module reads top to bottom: (1) stacking and training networks, (2) interpolation and barriers,
-(3) permutations and matching, (4) feature-level metrics (LLFC, weak additivity, commutativity),
-(4b) REPAIR and Bezier curves, (5) fine-tuning, averaging and task vectors, (6) the chapter's
-experiments, each a function of a config dataclass.
+The module reads top to bottom: (1) stacking and training networks (compositions of
+:mod:`gtlib.engine`), (2) interpolation and barriers, (3) permutations and matching, (4)
+feature-level metrics (LLFC, weak additivity, commutativity), (4b) REPAIR and Bezier curves, (5)
+fine-tuning, averaging and task vectors, (6) the chapter's experiments, each a function of a
+config dataclass.
 
 Conventions. A network is a :class:`gtlib.models.MLP` (for one net) or a
 :class:`gtlib.ensemble.BatchedMLP` (for a stack). ``theta(alpha) = (1 - alpha) theta_A + alpha
@@ -47,6 +48,8 @@ from scipy.optimize import linear_sum_assignment
 from .checks import (InstanceOf, Interval, check_seeds, count, fraction, nonnegative, positive,
                      tuple_of)
 from .config import Config, Result, param
+from . import engine
+from .engine import EpochBatches, StackedOptimizer, member_batch
 from .ensemble import BatchedMLP, make_mlp
 from .models import MLP
 
@@ -136,12 +139,17 @@ class Recipe(Config):
         """Number of SGD steps on ``n`` training points."""
         return self.epochs * -(-n // self.batch_size)
 
-    def lr_at(self, step: int, total: int) -> float:
-        """Learning rate of update number ``step`` (0-based) out of ``total``."""
+    def lr_factor(self, step: int, total: int) -> float:
+        """The schedule's factor at update number ``step`` (0-based) out of ``total``: the
+        learning rate is ``lr * lr_factor(step, total)``, bit for bit :meth:`lr_at`."""
         w = int(round(self.warmup * total))
         if step < w:
-            return self.lr * (self.start_factor + (1 - self.start_factor) * step / w)
-        return self.lr * max(0.0, (total - step) / max(1, total - w))
+            return self.start_factor + (1 - self.start_factor) * step / w
+        return max(0.0, (total - step) / max(1, total - w))
+
+    def lr_at(self, step: int, total: int) -> float:
+        """Learning rate of update number ``step`` (0-based) out of ``total``."""
+        return self.lr * self.lr_factor(step, total)
 
 
 def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
@@ -181,6 +189,15 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     -------
     dict
         ``{step: [member MLPs]}`` for every step of ``snapshot_steps`` that was reached.
+
+    Notes
+    -----
+    A composition of :mod:`gtlib.engine`: a :class:`~gtlib.engine.StackedOptimizer` (SGD with
+    the recipe's momentum and coupled weight decay, member by member as ``torch.optim.SGD``; a
+    member that has not started is not updated, not decayed, and keeps an empty momentum buffer)
+    over the trainable layers, :class:`~gtlib.engine.EpochBatches` (member ``i``'s permutations
+    from ``seeds[i]``), and :func:`gtlib.engine.fit` with ``start=start_steps``, the schedule
+    :meth:`Recipe.lr_factor` and, for the snapshots, a check at every step.
     """
     if not isinstance(model, BatchedMLP):
         raise TypeError(f"model must be a BatchedMLP, got {type(model).__name__}")
@@ -220,44 +237,26 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
         trainable = [p for p in model.parameters() if all(p is not h for h in head)]
     else:
         trainable = list(model.parameters())
-    # weight decay is added to the gradients by hand, so that frozen members are not decayed
-    opt = torch.optim.SGD(trainable, lr=recipe.lr, momentum=recipe.momentum)
-    gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
-    per_epoch = -(-n // recipe.batch_size)
-    rows = torch.arange(E, device=x.device).unsqueeze(1)
-    perms = None
+    # the engine leaves a member that has not started yet untouched (no step, no weight decay)
+    opt = StackedOptimizer(trainable, "sgd", lr=recipe.lr, momentum=recipe.momentum,
+                           weight_decay=recipe.weight_decay, members=E)
+    batches = EpochBatches(n, recipe.batch_size, seeds, device=x.device)
+
+    def loss(step: int, idx: torch.Tensor) -> torch.Tensor:
+        xb, yb = member_batch(x, y, idx)
+        logits = model(xb)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.reshape(-1),
+                               reduction="none").view(E, -1).mean(1)
+
     snaps = {int(k) for k in snapshot_steps}
     out: dict[int, list[MLP]] = {}
-    for step in range(last + 1):
-        if step in snaps:
+
+    def snapshot(step: int, due: torch.Tensor) -> None:
+        if step in snaps:  # ``step`` updates made: the members before update number ``step``
             out[step] = members(model)
-        if step == last:
-            break
-        pos = step % per_epoch
-        if pos == 0:
-            perms = torch.stack([torch.randperm(n, generator=g) for g in gens]).to(x.device)
-        idx = perms[:, pos * recipe.batch_size:(pos + 1) * recipe.batch_size]
-        active = (start <= step).to(x.device)
-        if not bool(active.any()):
-            continue
-        if x.ndim == 2:
-            xb, yb = x[idx], (y[idx] if y.ndim == 1 else y[rows, idx])
-        else:
-            xb, yb = x[rows, idx], y[rows, idx]
-        logits = model(xb)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.reshape(-1),
-                               reduction="none").view(E, -1).mean(1)
-        opt.zero_grad(set_to_none=True)
-        (loss * active).sum().backward()
-        for g in opt.param_groups:
-            g["lr"] = recipe.lr_at(step, total)
-        if recipe.weight_decay > 0:
-            for p in trainable:
-                p.grad.add_(p.detach(), alpha=recipe.weight_decay)
-        if not bool(active.all()):  # frozen members: no gradient, no weight decay
-            for p in trainable:
-                p.grad.mul_(active.view((E,) + (1,) * (p.ndim - 1)))
-        opt.step()
+
+    engine.fit(loss, opt, last, batches, check=snapshot if snaps else None, every=1,
+               start=start.tolist(), schedule=lambda step: recipe.lr_factor(step, total))
     return out
 
 
@@ -702,6 +701,10 @@ def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     minimizes the training loss averaged over the curve, ``E_{t ~ U(0,1)} L(theta(t))``, with
     ``samples`` values of ``t`` drawn afresh for every minibatch (Garipov et al. draw one; a few
     per step average the same objective with less noise). Returns the control point as an MLP.
+
+    The control point is trained by :func:`gtlib.engine.fit` with SGD as ``recipe`` says
+    (momentum, weight decay, the warm-up-then-decay schedule); one generator seeded with ``seed``
+    draws each epoch's minibatch order and, at every step after it, the ``samples`` values of t.
     """
     _check_same_shape(a, b)
     recipe.validate()
@@ -712,18 +715,16 @@ def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     wm = [w.clone().requires_grad_(True) for w in params(mid)[0]]
     bm = None if pa[1] is None else [v.clone().requires_grad_(True) for v in params(mid)[1]]
     trainable = wm + (bm or [])
-    opt = torch.optim.SGD(trainable, lr=recipe.lr, momentum=recipe.momentum,
-                          weight_decay=recipe.weight_decay)
+    opt = StackedOptimizer(trainable, "sgd", lr=recipe.lr, momentum=recipe.momentum,
+                           weight_decay=recipe.weight_decay)
+    # one generator draws each epoch's order (in the batches) and each step's t (in the loss),
+    # in that order
     gen = torch.Generator().manual_seed(int(seed))
     n = x.shape[0]
     total = recipe.steps(n)
-    per_epoch = -(-n // recipe.batch_size)
-    perm = None
-    for step in range(total):
-        pos = step % per_epoch
-        if pos == 0:
-            perm = torch.randperm(n, generator=gen).to(x.device)
-        idx = perm[pos * recipe.batch_size:(pos + 1) * recipe.batch_size]
+
+    def loss(step: int, batch: torch.Tensor) -> torch.Tensor:
+        idx = batch[0]
         t = torch.rand(samples, generator=gen).to(x.device)
         ws, bs = _bezier_params([pa, (wm, bm), pb], t)
         h = x[idx].unsqueeze(0)
@@ -733,12 +734,10 @@ def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
                 h = h + bs[l].unsqueeze(1)
             if l < len(ws) - 1:
                 h = a.act(h)
-        loss = F.cross_entropy(h.reshape(-1, h.shape[-1]), y[idx].repeat(samples))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        for g in opt.param_groups:
-            g["lr"] = recipe.lr_at(step, total)
-        opt.step()
+        return F.cross_entropy(h.reshape(-1, h.shape[-1]), y[idx].repeat(samples))
+
+    engine.fit(loss, opt, total, EpochBatches(n, recipe.batch_size, [gen], device=x.device),
+               schedule=lambda step: recipe.lr_factor(step, total))
     return from_params([w.detach() for w in wm], None if bm is None else [v.detach() for v in bm],
                        a.act_name)
 
