@@ -39,6 +39,7 @@ from .checks import (Interval, check_int, check_positive, count, fraction, nonne
                      tuple_of)
 from .config import Config, param
 from .data import corrupt_labels, mnist1d
+from .engine import StackedOptimizer, StreamBatches, fit
 from .ensemble import BatchedMLP, train_ensemble
 from .models import MLP
 from .train import TrainConfig
@@ -1193,28 +1194,29 @@ class CompressionConfig(Config):
 
 def train_subspace(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, steps: int, lr: float,
                    batch_size: int | None = None, seed: int = 0) -> None:
-    """Adam on the subspace coordinates ``z`` (cross-entropy), the learning rate decayed to 0
-    along a cosine; full batch when ``batch_size`` is None, else minibatches drawn without
-    replacement (reshuffled each epoch) from a generator seeded by ``seed``."""
+    """Train the subspace coordinates ``z`` of ``model`` in place (Li et al. 2018).
+
+    Adam (Kingma and Ba 2015) on the cross-entropy, the learning rate decayed from ``lr`` to 0
+    along a cosine over ``steps`` updates (Loshchilov and Hutter 2017): update ``t`` uses
+    ``lr (1 + cos(pi t / steps)) / 2``. Full batch when ``batch_size`` is None or at least the
+    number of points; otherwise minibatches drawn without replacement from a permutation seeded by
+    ``seed``, a new permutation whenever fewer than ``batch_size`` points are left in the current
+    one. A composition of :mod:`gtlib.engine` with one model (no member axis).
+    """
     steps = _int("steps", steps, 1)
-    opt = torch.optim.Adam([model.z], lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     n = x.shape[0]
-    g = torch.Generator().manual_seed(int(seed))
-    order, pos = torch.randperm(n, generator=g), 0
-    for _ in range(steps):
-        if batch_size is None or batch_size >= n:
-            xb, yb = x, y
-        else:
-            if pos + batch_size > n:
-                order, pos = torch.randperm(n, generator=g), 0
-            idx = order[pos:pos + batch_size].to(x.device)
-            pos += batch_size
-            xb, yb = x[idx], y[idx]
-        opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(xb), yb).backward()
-        opt.step()
-        sched.step()
+    opt = StackedOptimizer([model.z], "adam", lr)
+    batches = None
+    if batch_size is not None and batch_size < n:
+        batches = StreamBatches([n], batch_size, [seed], device=x.device, drop_remainder=True)
+
+    def loss(step, batch):
+        if batch is None:
+            return F.cross_entropy(model(x), y)
+        idx = batch[0]
+        return F.cross_entropy(model(x[idx]), y[idx])
+
+    fit(loss, opt, steps, batches, schedule=lambda t: (1 + math.cos(math.pi * t / steps)) / 2)
 
 
 def tune_centres(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, centres, symbols,
@@ -1223,15 +1225,15 @@ def tune_centres(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, centres, 
 
     A learned codebook (as in Lotfi et al. 2022's quantization-aware training): only ``L`` numbers
     move, so the code length is unchanged while the quantized network's training error drops.
-    Returns the new centres as float32.
+    ``steps`` full-batch Adam updates (Kingma and Ba 2015) of the centres, through
+    :mod:`gtlib.engine`. Returns the new centres as float32.
     """
-    c = torch.nn.Parameter(torch.as_tensor(np.asarray(centres, dtype=np.float32), device=x.device))
+    steps = _int("steps", steps, 0)
+    # a copy: the caller's centres stay as they were
+    c = torch.nn.Parameter(torch.tensor(np.asarray(centres, dtype=np.float32), device=x.device))
     sym = torch.as_tensor(np.asarray(symbols), dtype=torch.int64, device=x.device)
-    opt = torch.optim.Adam([c], lr=lr)
-    for _ in range(int(steps)):
-        opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x, c[sym]), y).backward()
-        opt.step()
+    opt = StackedOptimizer([c], "adam", lr)
+    fit(lambda step, batch: F.cross_entropy(model(x, c[sym]), y), opt, steps)
     return c.detach().cpu().numpy().astype(np.float32)
 
 
