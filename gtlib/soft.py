@@ -37,7 +37,7 @@ from numpy.polynomial import legendre as _leg
 
 from .checks import (Interval, check_int, check_positive, count, fraction, nonnegative, positive,
                      tuple_of)
-from .config import Config, param
+from .config import Config, Result, param
 from .data import corrupt_labels, mnist1d
 from .engine import StackedOptimizer, StreamBatches, fit
 from .ensemble import BatchedMLP, train_ensemble
@@ -48,10 +48,6 @@ from .train import TrainConfig
 # ------------------------------------------------------------------------------------------------
 # small validation helpers
 # ------------------------------------------------------------------------------------------------
-def _int(name: str, value, minimum: int = 0) -> int:
-    return check_int(name, value, minimum)
-
-
 _pos = check_positive
 
 
@@ -80,7 +76,7 @@ def legendre_features(x, degree: int) -> np.ndarray:
         If ``x`` is not a finite 1-D array inside ``[-1, 1]`` or ``degree < 0``.
     """
     x = _vec("x", x)
-    degree = _int("degree", degree, 0)
+    degree = check_int("degree", degree, 0)
     if np.any(np.abs(x) > 1 + 1e-12):
         raise ValueError("x must lie in [-1, 1] (rescale the inputs first)")
     return _leg.legvander(x, degree) * np.sqrt(2 * np.arange(degree + 1) + 1.0)
@@ -92,7 +88,7 @@ def order_penalty(degree: int, gamma: float, scale: float = 1.0) -> np.ndarray:
     ``gamma > 1`` makes high orders expensive without forbidding them: the soft inductive bias.
     ``gamma = 1`` is ordinary ridge regression.
     """
-    degree = _int("degree", degree, 0)
+    degree = check_int("degree", degree, 0)
     gamma = _pos("gamma", gamma)
     scale = _pos("scale", scale, allow_zero=True)
     if gamma < 1:
@@ -244,7 +240,46 @@ class PolyConfig(Config):
             self._refuse("max_ls_degree", f"<= n - 1 = {self.n - 1} or None")
 
 
-def run_polynomial(cfg: PolyConfig, seed: int = 0) -> dict:
+@dataclass
+class PolyFit(Result):
+    """One fit of :func:`run_polynomial`: its curve on the grid, its training MSE and its excess
+    risk; ``degree`` where the fit has its own degree, and the hyperparameters chosen by the
+    marginal likelihood (``gamma``, ``noise_var``, ``prior_var``, ``log_evidence``) for the
+    evidence fit (None elsewhere)."""
+
+    curve: np.ndarray
+    train_mse: float
+    excess: float
+    degree: int | None = None
+    gamma: float | None = None
+    noise_var: float | None = None
+    prior_var: float | None = None
+    log_evidence: float | None = None
+
+
+@dataclass
+class PolyDataset(Result):
+    """One dataset of :func:`run_polynomial`: its training targets ``y``, the true function on the
+    grid (``truth``), its noise variance and its fits by name (``interpolant``, ``evidence``,
+    ``minnorm``, ``best_ls``, ``restricted``)."""
+
+    y: np.ndarray
+    truth: np.ndarray
+    noise_var: float
+    fits: dict[str, PolyFit]
+
+
+@dataclass
+class PolyResult(Result):
+    """What :func:`run_polynomial` measured: the training inputs ``x``, the plotting ``grid`` and
+    the datasets by name (``simple``, ``complex``, ``noise``)."""
+
+    x: np.ndarray
+    grid: np.ndarray
+    targets: dict[str, PolyDataset]
+
+
+def run_polynomial(cfg: PolyConfig, seed: int = 0) -> PolyResult:
     """Wilson's three polynomial datasets (simple, complex, pure noise) with one design and one model.
 
     All three share the inputs (``n`` equispaced points on ``[-1, 1]``) and every fit below. The
@@ -260,11 +295,12 @@ def run_polynomial(cfg: PolyConfig, seed: int = 0) -> dict:
       excess risk (chosen with hindsight: an oracle);
     * ``restricted``: unregularized least squares of degree ``cfg.restricted_degree``.
 
-    Each fit reports its curve on a grid, its training MSE and its **excess risk**
-    ``E_x[(f_hat(x) - f(x))^2]`` on ``n_test`` uniform test inputs (the test MSE minus the noise
-    variance). Equispaced inputs, because uniform random inputs include near-coincident pairs
-    with unrelated noise values, which a degree-150 polynomial can separate only with enormous
-    coefficients (Bernstein's inequality bounds its slope by ``150 max|f| / sqrt(1 - x^2)``).
+    Each fit (a :class:`PolyFit`) reports its curve on a grid, its training MSE and its **excess
+    risk** ``E_x[(f_hat(x) - f(x))^2]`` on ``n_test`` uniform test inputs (the test MSE minus
+    the noise variance). Equispaced inputs, because uniform random inputs include
+    near-coincident pairs with unrelated noise values, which a degree-150 polynomial can
+    separate only with enormous coefficients (Bernstein's inequality bounds its slope by ``150
+    max|f| / sqrt(1 - x^2)``).
     """
     rng = np.random.default_rng(seed)
     x = np.linspace(-1, 1, cfg.n)
@@ -272,23 +308,23 @@ def run_polynomial(cfg: PolyConfig, seed: int = 0) -> dict:
     grid = np.linspace(-1, 1, 801)
     max_deg = cfg.n - 1 if cfg.max_ls_degree is None else cfg.max_ls_degree
     J = cfg.degree
-    out = {"x": x, "grid": grid, "targets": {}}
+    targets = {}
     datasets = [(k, f, cfg.noise) for k, f in TARGETS.items()] + [("noise", np.zeros_like, 1.0)]
     for name, f, sd in datasets:
         y = f(x) + sd * rng.normal(size=cfg.n)
         truth_t = f(xt)
 
         def report(w, **extra):
-            return {"curve": predict_polynomial(w, grid),
-                    "train_mse": float(np.mean((predict_polynomial(w, x) - y) ** 2)),
-                    "excess": float(np.mean((predict_polynomial(w, xt) - truth_t) ** 2)), **extra}
+            return PolyFit(curve=predict_polynomial(w, grid),
+                           train_mse=float(np.mean((predict_polynomial(w, x) - y) ** 2)),
+                           excess=float(np.mean((predict_polynomial(w, xt) - truth_t) ** 2)),
+                           **extra)
 
         pen = order_penalty(J, cfg.interpolate_gamma, cfg.interpolate_noise_var)
         soft = fit_soft_polynomial(x, y, J, cfg.gammas, cfg.noise_vars, cfg.prior_vars)
         ls = [report(fit_polynomial(x, y, d), degree=d) for d in range(max_deg + 1)]
-        best = min(ls, key=lambda r: r["excess"])
-        out["targets"][name] = {
-            "y": y, "truth": f(grid), "noise_var": sd ** 2,
+        best = min(ls, key=lambda r: r.excess)
+        fits = {
             "interpolant": report(fit_polynomial(x, y, J, pen)),
             "evidence": report(soft["w"], **{k: soft[k] for k in
                                              ("gamma", "noise_var", "prior_var", "log_evidence")}),
@@ -297,7 +333,8 @@ def run_polynomial(cfg: PolyConfig, seed: int = 0) -> dict:
             "restricted": report(fit_polynomial(x, y, cfg.restricted_degree),
                                  degree=cfg.restricted_degree),
         }
-    return out
+        targets[name] = PolyDataset(y=y, truth=f(grid), noise_var=sd ** 2, fits=fits)
+    return PolyResult(x=x, grid=grid, targets=targets)
 
 
 def overfitting_taxonomy(n: int = 200, noise: float = 0.5, n_test: int = 2000, seed: int = 0,
@@ -319,7 +356,7 @@ def overfitting_taxonomy(n: int = 200, noise: float = 0.5, n_test: int = 2000, s
     excess risk ``E[(x^T (b_hat - b))^2]`` (exact, from the covariance) and the tail's effective
     rank, and ``noise_var``.
     """
-    n = _int("n", n, 2)
+    n = check_int("n", n, 2)
     noise = _pos("noise", noise)
     rng = np.random.default_rng(seed)
     specs = {"benign": np.full(tail_dim, float(tail_var)), "tempered": np.ones(2 * n - 1),
@@ -420,7 +457,21 @@ class GPConfig(Config):
                                        tuple_of(positive()))
 
 
-def run_gp_corruption(cfg: GPConfig, ds, seed: int = 0) -> dict:
+@dataclass
+class GPCorruptionResult(Result):
+    """What :func:`run_gp_corruption` measured, one entry per corruption level: training accuracy
+    (on the corrupted labels), test accuracy (on the clean test labels), log marginal likelihood
+    per training point (nats) and the chosen lengthscale; ``chance`` is ``1 / classes``."""
+
+    corruption: list[float]
+    train_acc: list[float]
+    test_acc: list[float]
+    log_ml: list[float]
+    lengthscale: list[float]
+    chance: float
+
+
+def run_gp_corruption(cfg: GPConfig, ds, seed: int = 0) -> GPCorruptionResult:
     """Train accuracy, test accuracy and log marginal likelihood (per training point) by corruption.
 
     ``ds`` is a :class:`gtlib.data.Dataset`; its first ``cfg.n_train`` training and ``cfg.n_test``
@@ -430,14 +481,16 @@ def run_gp_corruption(cfg: GPConfig, ds, seed: int = 0) -> dict:
     x, y0 = ds.x[:cfg.n_train].cpu(), ds.y[:cfg.n_train].cpu()
     xt, yt = ds.x_test[:cfg.n_test].cpu(), ds.y_test[:cfg.n_test].cpu()
     ells = np.asarray(cfg.lengthscale_factors) * median_lengthscale(x)
-    rows = []
+    out = GPCorruptionResult([], [], [], [], [], chance=1.0 / ds.num_classes)
     for frac in cfg.corruptions:
         y = corrupt_labels(y0, float(frac), ds.num_classes, seed=seed)
         r = gp_label_regression(x, y, xt, ds.num_classes, ells, cfg.noise_ratio)
-        rows.append({"corruption": float(frac), "train_acc": float((r["train_pred"] == y).double().mean()),
-                     "test_acc": float((r["test_pred"] == yt).double().mean()),
-                     "log_ml": r["log_ml"] / cfg.n_train, "lengthscale": r["lengthscale"]})
-    return {"rows": rows, "chance": 1.0 / ds.num_classes}
+        out.corruption.append(float(frac))
+        out.train_acc.append(float((r["train_pred"] == y).double().mean()))
+        out.test_acc.append(float((r["test_pred"] == yt).double().mean()))
+        out.log_ml.append(r["log_ml"] / cfg.n_train)
+        out.lengthscale.append(r["lengthscale"])
+    return out
 
 
 # ================================================================================================
@@ -461,7 +514,7 @@ def poorly_determined(eigs, alpha: float, k: int) -> float:
     ``min(n, d) - sum s^2 / (s^2 + lambda n)``). Only the ``k`` largest eigenvalues are used.
     """
     eigs = np.sort(np.clip(_vec("eigs", eigs), 0, None))[::-1]
-    k = _int("k", k, 1)
+    k = check_int("k", k, 1)
     if k > eigs.size:
         raise ValueError(f"k must be <= the number of eigenvalues ({eigs.size}), got {k}")
     return float(k - effective_dimensionality(eigs[:k], alpha))
@@ -538,7 +591,25 @@ def ridge_path(phi: np.ndarray, y: np.ndarray, ridges, rcond: float = 1e-10):
     return betas, (c / s) @ vt
 
 
-def run_random_features(cfg: RFConfig, seed: int = 0) -> dict:
+@dataclass
+class RandomFeaturesResult(Result):
+    """What :func:`run_random_features` measured, per number of features ``ps``: the min-norm
+    fit's median test MSE (``test_mse``; every draw in ``test_mse_draws``, shape
+    ``(n_draws, len(ps))``), the tuned ridge's (``ridge_mse``), the mean ``N_eff`` and poorly
+    determined count; the constant predictor's median test MSE, ``n`` and the noise variance."""
+
+    ps: np.ndarray
+    n: int
+    test_mse: np.ndarray
+    test_mse_draws: np.ndarray
+    ridge_mse: np.ndarray
+    null_mse: float
+    neff: np.ndarray
+    poor: np.ndarray
+    noise_var: float
+
+
+def run_random_features(cfg: RFConfig, seed: int = 0) -> RandomFeaturesResult:
     """Test MSE of min-norm and of tuned-ridge random-feature regression, and ``N_eff``.
 
     For each draw, one set of ``max(ps)`` random ReLU features is drawn and the models use its
@@ -572,9 +643,10 @@ def run_random_features(cfg: RFConfig, seed: int = 0) -> dict:
             eigs = np.linalg.svd(phi, compute_uv=False) ** 2 / cfg.n
             neff[r, j] = effective_dimensionality(eigs, cfg.alpha)
             poor[r, j] = poorly_determined(eigs, cfg.alpha, min(cfg.n, p))
-    return {"ps": np.array(cfg.ps), "n": cfg.n, "test_mse": np.median(test, 0), "test_mse_draws": test,
-            "ridge_mse": np.median(ridge, 0), "null_mse": float(np.median(null)), "neff": neff.mean(0),
-            "poor": poor.mean(0), "noise_var": cfg.noise ** 2}
+    return RandomFeaturesResult(ps=np.array(cfg.ps), n=cfg.n, test_mse=np.median(test, 0),
+                                test_mse_draws=test, ridge_mse=np.median(ridge, 0),
+                                null_mse=float(np.median(null)), neff=neff.mean(0),
+                                poor=poor.mean(0), noise_var=cfg.noise ** 2)
 
 
 def double_descent_summary(ps, mse, n: int) -> dict:
@@ -583,7 +655,7 @@ def double_descent_summary(ps, mse, n: int) -> dict:
     error near the threshold (``n/2 <= p <= 2n``) and the largest relative rise between
     consecutive ``p``."""
     ps, mse = np.asarray(ps), np.asarray(mse, dtype=np.float64)
-    n = _int("n", n, 1)
+    n = check_int("n", n, 1)
     under, over = mse[ps < n], mse[ps > n]
     if under.size == 0 or over.size == 0:
         raise ValueError("ps must include values below and above n")
@@ -600,7 +672,7 @@ def rf_spectrum(cfg: RFConfig, p: int, seed: int = 0) -> dict:
     Returns the eigenvalues of ``Phi^T Phi / n`` within the data's span (descending), the test MSE of
     the min-norm fit, ``N_eff`` and the poorly determined count at ``cfg.alpha`` (for the widget).
     """
-    p = _int("p", p, 1)
+    p = check_int("p", p, 1)
     rng = np.random.default_rng(seed)
     x, y, xt, yt = rf_data(cfg, rng)
     w = rng.normal(size=(cfg.dim, p)) / np.sqrt(cfg.dim)
@@ -642,7 +714,7 @@ class MLPSweepConfig(Config):
 
 def masked_ensemble(widths, seeds, in_dim: int, out_dim: int, depth: int = 2) -> BatchedMLP:
     """A :class:`BatchedMLP` of common width ``max(widths)`` whose member ``i`` uses ``widths[i]`` units."""
-    widths = [_int("widths[i]", w, 1) for w in widths]
+    widths = [check_int("widths[i]", w, 1) for w in widths]
     if len(seeds) != len(widths):
         raise ValueError("seeds must have one entry per width")
     W = max(widths)
@@ -658,7 +730,7 @@ def member_at_width(model: BatchedMLP, i: int, width: int) -> MLP:
     Unlike :meth:`BatchedMLP.member`, the masked units are cut out, so the parameter count (and the
     Hessian) is that of a ``width``-unit network.
     """
-    width = _int("width", width, 1)
+    width = check_int("width", width, 1)
     full = model.member(i)
     depth = full.depth
     m = MLP(full.layers[0].in_features, width, depth, full.layers[-1].out_features,
@@ -673,7 +745,25 @@ def member_at_width(model: BatchedMLP, i: int, width: int) -> MLP:
     return m
 
 
-def run_mlp_sweep(cfg: MLPSweepConfig, ds, seed: int = 0) -> dict:
+@dataclass
+class MLPSweepResult(Result):
+    """What :func:`run_mlp_sweep` measured, per width: the parameter count, the train error (on the
+    noisy labels) and test error (on the clean test labels) averaged over replicates, and per
+    replicate (``(replicates, widths)``); the noisy labels ``y_noisy``, the first replicate's
+    trained networks ``nets`` (stand-alone MLPs at their true widths) and ``n_train``."""
+
+    widths: np.ndarray
+    params: np.ndarray
+    train_err: np.ndarray
+    test_err: np.ndarray
+    test_err_reps: np.ndarray
+    train_err_reps: np.ndarray
+    y_noisy: torch.Tensor
+    nets: list
+    n_train: int
+
+
+def run_mlp_sweep(cfg: MLPSweepConfig, ds, seed: int = 0) -> MLPSweepResult:
     """Train ``cfg.replicates`` MLPs per width on ``ds`` with ``cfg.label_noise`` of its labels corrupted.
 
     Each group of widths (times the replicates) is one masked :class:`BatchedMLP` whose members
@@ -687,7 +777,7 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds, seed: int = 0) -> dict:
     y = corrupt_labels(ds.y, cfg.label_noise, ds.num_classes, seed=seed)
     tcfg = TrainConfig(lr=cfg.lr, momentum=cfg.momentum, batch_size=cfg.batch_size,
                        epochs=cfg.epochs, check_every=10 ** 9, seed=seed)
-    R = _int("replicates", cfg.replicates, 1)
+    R = check_int("replicates", cfg.replicates, 1)
     widths, tr, te, nets = [], [], [], []
     for g in cfg.width_groups:
         ws = [w for _ in range(R) for w in g]
@@ -701,9 +791,9 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds, seed: int = 0) -> dict:
         widths += list(g)
     tr, te = torch.cat(tr, 1).numpy(), torch.cat(te, 1).numpy()
     params = [sum(p.numel() for p in m.parameters()) for m in nets]
-    return {"widths": np.array(widths), "params": np.array(params), "train_err": tr.mean(0),
-            "test_err": te.mean(0), "test_err_reps": te, "train_err_reps": tr, "y_noisy": y,
-            "nets": nets, "n_train": cfg.n_train}
+    return MLPSweepResult(widths=np.array(widths), params=np.array(params), train_err=tr.mean(0),
+                          test_err=te.mean(0), test_err_reps=te, train_err_reps=tr, y_noisy=y,
+                          nets=nets, n_train=cfg.n_train)
 
 
 def width_peak_summary(widths, err_reps, threshold=None, keys_only: bool = False) -> dict:
@@ -801,7 +891,7 @@ def lanczos_top_eigs(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, k
     from scipy.sparse.linalg import LinearOperator, eigsh
 
     matvec, P = hessian_matvec(model, x.cpu(), y.cpu())
-    k = _int("k", k, 1)
+    k = check_int("k", k, 1)
     if k >= P:
         raise ValueError(f"k must be < the number of parameters ({P}), got {k}")
     op = LinearOperator((P, P), matvec=matvec, dtype=np.float64)
@@ -822,7 +912,7 @@ def tail_trace(matvec, q: np.ndarray, probes: int = 20, seed: int = 0) -> tuple[
     Deflating the top of the spectrum before probing (as Hutch++ does) removes the large
     eigenvalues from the estimator's variance.
     """
-    probes = _int("probes", probes, 2)
+    probes = check_int("probes", probes, 2)
     rng = np.random.default_rng(seed)
     vals = []
     for _ in range(probes):
@@ -874,7 +964,7 @@ def effective_parameters(model: torch.nn.Module, x: torch.Tensor, y: torch.Tenso
 # ================================================================================================
 def elias_gamma(n: int) -> list[int]:
     """The Elias gamma code of a positive integer: a prefix-free code of ``2 floor(log2 n) + 1`` bits."""
-    n = _int("n", n, 1)
+    n = check_int("n", n, 1)
     b = bin(n)[2:]
     return [0] * (len(b) - 1) + [int(c) for c in b]
 
@@ -904,7 +994,7 @@ def arithmetic_encode(symbols, alphabet_size: int) -> list[int]:
     Integer arithmetic with 32-bit registers; the code length is within a few bits of
     ``-sum log2 p(s_t)``.
     """
-    A = _int("alphabet_size", alphabet_size, 1)
+    A = check_int("alphabet_size", alphabet_size, 1)
     symbols = [int(s) for s in symbols]
     if any(s < 0 or s >= A for s in symbols):
         raise ValueError(f"symbols must lie in [0, {A})")
@@ -946,8 +1036,8 @@ def arithmetic_encode(symbols, alphabet_size: int) -> list[int]:
 
 def arithmetic_decode(bits, n_symbols: int, alphabet_size: int) -> list[int]:
     """Invert :func:`arithmetic_encode` given the number of symbols and the alphabet size."""
-    A = _int("alphabet_size", alphabet_size, 1)
-    n_symbols = _int("n_symbols", n_symbols, 0)
+    A = check_int("alphabet_size", alphabet_size, 1)
+    n_symbols = check_int("n_symbols", n_symbols, 0)
     bits = list(bits)
     pos = 0
 
@@ -999,7 +1089,7 @@ def quantize(z, levels: int, iters: int = 30) -> tuple[np.ndarray, np.ndarray]:
     evenly spaced quantiles; empty clusters keep their previous centre.
     """
     z = _vec("z", z)
-    levels = _int("levels", levels, 1)
+    levels = check_int("levels", levels, 1)
     c = np.quantile(z, (np.arange(levels) + 0.5) / levels)
     for _ in range(iters):
         sym = np.abs(z[:, None] - c[None, :]).argmin(1)
@@ -1053,7 +1143,7 @@ def countable_bound(train_error: float, bits: float, n: int, delta: float = 0.05
     if not 0 <= train_error <= 1:
         raise ValueError(f"train_error must lie in [0, 1], got {train_error}")
     bits = _pos("bits", bits, allow_zero=True)
-    n = _int("n", n, 1)
+    n = check_int("n", n, 1)
     delta = _pos("delta", delta)
     if delta >= 1:
         raise ValueError(f"delta must lie in (0, 1), got {delta}")
@@ -1063,8 +1153,8 @@ def countable_bound(train_error: float, bits: float, n: int, delta: float = 0.05
 def counting_bound(train_error: float, n_params: int, n: int, bits_per_param: int = 32,
                    delta: float = 0.05) -> float:
     """The same bound with ``K = bits_per_param * n_params``: counting all float32 networks alike."""
-    n_params = _int("n_params", n_params, 1)
-    bits_per_param = _int("bits_per_param", bits_per_param, 1)
+    n_params = check_int("n_params", n_params, 1)
+    bits_per_param = check_int("bits_per_param", bits_per_param, 1)
     return countable_bound(train_error, bits_per_param * n_params, n, delta)
 
 
@@ -1104,7 +1194,7 @@ def pac_bayes_kl_bound(train_error: float, kl: float, n: int, delta: float = 0.0
     if not 0 <= train_error <= 1:
         raise ValueError(f"train_error must lie in [0, 1], got {train_error}")
     kl = _pos("kl", kl, allow_zero=True)
-    n = _int("n", n, 1)
+    n = check_int("n", n, 1)
     delta = _pos("delta", delta)
     if delta >= 1:
         raise ValueError(f"delta must lie in (0, 1), got {delta}")
@@ -1120,8 +1210,8 @@ class ConvNet1D(torch.nn.Module):
 
     def __init__(self, length: int = 40, channels: int = 16, out_dim: int = 10):
         super().__init__()
-        length = _int("length", length, 8)
-        channels = _int("channels", channels, 1)
+        length = check_int("length", length, 8)
+        channels = check_int("channels", channels, 1)
         self.c1 = torch.nn.Conv1d(1, channels, 5, stride=2, padding=2)
         self.c2 = torch.nn.Conv1d(channels, channels, 3, stride=2, padding=1)
         self.c3 = torch.nn.Conv1d(channels, channels, 3, stride=2, padding=1)
@@ -1148,7 +1238,7 @@ class SubspaceNet(torch.nn.Module):
 
     def __init__(self, length: int, out_dim: int, dim: int, channels: int = 16, seed: int = 0):
         super().__init__()
-        dim = _int("dim", dim, 1)
+        dim = check_int("dim", dim, 1)
         g = torch.Generator().manual_seed(int(seed))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
@@ -1203,7 +1293,7 @@ def train_subspace(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, steps: 
     ``seed``, a new permutation whenever fewer than ``batch_size`` points are left in the current
     one. A composition of :mod:`gtlib.engine` with one model (no member axis).
     """
-    steps = _int("steps", steps, 1)
+    steps = check_int("steps", steps, 1)
     n = x.shape[0]
     opt = StackedOptimizer([model.z], "adam", lr)
     batches = None
@@ -1228,7 +1318,7 @@ def tune_centres(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, centres, 
     ``steps`` full-batch Adam updates (Kingma and Ba 2015) of the centres, through
     :mod:`gtlib.engine`. Returns the new centres as float32.
     """
-    steps = _int("steps", steps, 0)
+    steps = check_int("steps", steps, 0)
     # a copy: the caller's centres stay as they were
     c = torch.nn.Parameter(torch.tensor(np.asarray(centres, dtype=np.float32), device=x.device))
     sym = torch.as_tensor(np.asarray(symbols), dtype=torch.int64, device=x.device)
@@ -1264,8 +1354,34 @@ def compress_and_bound(model: SubspaceNet, x, y, levels, delta: float = 0.05, tu
     return best
 
 
+@dataclass
+class CompressionResult(Result):
+    """What :func:`run_compression` measured for one network: its labels (``"true"`` or
+    ``"random"``), channels, training-set size ``n``, weights ``n_params`` and subspace ``dim``;
+    its training error before (``train_err``) and after quantization (``train_err_q``), the
+    quantized network's test error, the code length in ``bits`` and the chosen ``levels``; the
+    countable-hypothesis ``bound``, its ``kl_bound`` form, the parameter-counting bounds over all
+    weights and over the subspace coordinates; whether the code decodes (``roundtrip``)."""
+
+    labels: str
+    channels: int
+    n: int
+    n_params: int
+    dim: int
+    train_err: float
+    train_err_q: float
+    test_err_q: float
+    bits: int
+    levels: int
+    bound: float
+    kl_bound: float
+    counting_bound: float
+    counting_bound_subspace: float
+    roundtrip: bool
+
+
 def run_compression(cfg: CompressionConfig, ds, labels: str, seed: int = 0,
-                    channels: int | None = None) -> dict:
+                    channels: int | None = None) -> CompressionResult:
     """Train a subspace CNN on true or random labels, compress it, and bound its error.
 
     ``labels`` is ``"true"`` or ``"random"`` (``corrupt_labels(..., 1.0)``); ``channels``
@@ -1279,7 +1395,7 @@ def run_compression(cfg: CompressionConfig, ds, labels: str, seed: int = 0,
     """
     if labels not in ("true", "random"):
         raise ValueError(f"labels must be 'true' or 'random', got {labels!r}")
-    channels = cfg.channels if channels is None else _int("channels", channels, 1)
+    channels = cfg.channels if channels is None else check_int("channels", channels, 1)
     ds = ds.subset(torch.arange(cfg.n_train))
     y = ds.y if labels == "true" else corrupt_labels(ds.y, 1.0, ds.num_classes, seed=seed + 1)
     model = SubspaceNet(ds.dim, ds.num_classes, cfg.dim, channels, seed=seed).to(ds.x.device)
@@ -1293,12 +1409,11 @@ def run_compression(cfg: CompressionConfig, ds, labels: str, seed: int = 0,
         zq = torch.as_tensor(centres[sym], dtype=model.z.dtype, device=ds.x.device)
         test_err = float((model(ds.x_test, zq).argmax(1) != ds.y_test).float().mean())
     err_q = best["train_err_q"]
-    return {"labels": labels, "channels": channels, "n": cfg.n_train, "n_params": model.n_params,
-            "dim": cfg.dim, "train_err": train_err, "train_err_q": err_q, "test_err_q": test_err,
-            "bits": best["bits"], "levels": best["levels"], "bound": best["bound"],
-            "kl_bound": pac_bayes_kl_bound(err_q, best["bits"] * math.log(2), cfg.n_train,
-                                           cfg.delta),
-            "counting_bound": counting_bound(err_q, model.n_params, cfg.n_train, delta=cfg.delta),
-            "counting_bound_subspace": counting_bound(err_q, cfg.dim, cfg.n_train,
-                                                      delta=cfg.delta),
-            "roundtrip": roundtrip}
+    return CompressionResult(
+        labels=labels, channels=channels, n=cfg.n_train, n_params=model.n_params, dim=cfg.dim,
+        train_err=train_err, train_err_q=err_q, test_err_q=test_err, bits=best["bits"],
+        levels=best["levels"], bound=best["bound"],
+        kl_bound=pac_bayes_kl_bound(err_q, best["bits"] * math.log(2), cfg.n_train, cfg.delta),
+        counting_bound=counting_bound(err_q, model.n_params, cfg.n_train, delta=cfg.delta),
+        counting_bound_subspace=counting_bound(err_q, cfg.dim, cfg.n_train, delta=cfg.delta),
+        roundtrip=roundtrip)

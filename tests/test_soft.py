@@ -288,3 +288,75 @@ def test_width_peak_summary_by_hand():
     assert d["right"] == pytest.approx(0.41)
     assert set(soft.width_peak_summary(w, reps, keys_only=True)) == {"peak", "left", "right",
                                                                       "se_diff"}
+
+
+# -- results are dataclasses with one to_dict (issue 19) -----------------------------------------
+def _tiny_dataset(n=80, n_test=40, seed=0):
+    from gtlib.data import Dataset
+
+    g = torch.Generator().manual_seed(seed)
+    return Dataset(torch.randn(n, 40, generator=g), torch.randint(0, 10, (n,), generator=g),
+                   torch.randn(n_test, 40, generator=g),
+                   torch.randint(0, 10, (n_test,), generator=g), 10)
+
+
+def _json_ready(res, leave_out=()):
+    import json
+
+    from gtlib.config import Result
+
+    assert isinstance(res, Result)
+    d = res.to_dict()
+    json.dumps({k: v for k, v in d.items() if k not in leave_out})
+    return d
+
+
+def test_run_functions_return_results():
+    poly = soft.run_polynomial(soft.PolyConfig.quick(n=20, degree=30, n_test=50,
+                                                     restricted_degree=5), seed=1)
+    assert isinstance(poly, soft.PolyResult)
+    assert set(poly.targets) == {"simple", "complex", "noise"}
+    fits = poly.targets["complex"].fits
+    assert set(fits) == {"interpolant", "evidence", "minnorm", "best_ls", "restricted"}
+    assert fits["restricted"].degree == 5 and fits["evidence"].gamma in soft.PolyConfig().gammas
+    assert fits["interpolant"].gamma is None and fits["minnorm"].excess >= 0
+    d = _json_ready(poly)
+    best = poly.targets["noise"].fits["best_ls"]
+    assert d["targets"]["noise"]["fits"]["best_ls"]["degree"] == best.degree
+    assert d["targets"]["noise"]["fits"]["best_ls"]["curve"] == best.curve.tolist()
+
+    ds = _tiny_dataset()
+    gp = soft.run_gp_corruption(soft.GPConfig.quick(n_train=60, n_test=30,
+                                                    corruptions=(0.0, 1.0)), ds)
+    assert isinstance(gp, soft.GPCorruptionResult) and gp.corruption == [0.0, 1.0]
+    assert len(gp.train_acc) == len(gp.test_acc) == len(gp.log_ml) == 2 and gp.chance == 0.1
+    _json_ready(gp)
+
+    rf = soft.run_random_features(soft.RFConfig.quick(n=20, n_test=30, n_val=20, ps=(5, 40),
+                                                      n_draws=2))
+    assert isinstance(rf, soft.RandomFeaturesResult) and rf.test_mse_draws.shape == (2, 2)
+    _json_ready(rf)
+
+    sweep = soft.run_mlp_sweep(soft.MLPSweepConfig.quick(n_train=60, width_groups=((4, 8),),
+                                                         epochs=2, batch_size=20,
+                                                         replicates=2), ds)
+    assert isinstance(sweep, soft.MLPSweepResult) and sweep.test_err_reps.shape == (2, 2)
+    assert [m.layers[0].out_features for m in sweep.nets] == [4, 8]
+    _json_ready(sweep, leave_out=("nets",))
+
+    comp = soft.run_compression(soft.CompressionConfig.quick(n_train=64, dim=16, levels=(3,),
+                                                             steps=4, batch_size=16,
+                                                             tune_steps=2), ds, "true",
+                                channels=2)
+    assert isinstance(comp, soft.CompressionResult) and comp.roundtrip and comp.levels == 3
+    assert comp.train_err_q <= comp.bound and _json_ready(comp)["bits"] == comp.bits
+
+
+def test_soft_validates_integers_with_the_core_checks():
+    # one integer check for every chapter (issue 19): soft's own _int helper is gone
+    assert not hasattr(soft, "_int")
+    with pytest.raises(ValueError, match="degree"):
+        soft.legendre_features([0.0], -1)
+    with pytest.raises(ValueError, match="steps"):
+        soft.train_subspace(soft.SubspaceNet(40, 10, 4), torch.zeros(3, 40),
+                            torch.zeros(3, dtype=torch.int64), steps=0, lr=0.1)
