@@ -193,11 +193,12 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     Notes
     -----
     A composition of :mod:`gtlib.engine`: a :class:`~gtlib.engine.StackedOptimizer` (SGD with
-    the recipe's momentum and coupled weight decay, member by member as ``torch.optim.SGD``; a
-    member that has not started is not updated, not decayed, and keeps an empty momentum buffer)
-    over the trainable layers, :class:`~gtlib.engine.EpochBatches` (member ``i``'s permutations
-    from ``seeds[i]``), and :func:`gtlib.engine.fit` with ``start=start_steps``, the schedule
-    :meth:`Recipe.lr_factor` and, for the snapshots, a check at every step.
+    the recipe's momentum and coupled weight decay, each member updated as PyTorch's SGD would
+    update it alone; a member that has not started is not updated, not decayed, and keeps an
+    empty momentum buffer) over the trainable layers, :class:`~gtlib.engine.EpochBatches`
+    (member ``i``'s permutations from ``seeds[i]``), and :func:`gtlib.engine.fit` with
+    ``start=start_steps``, the schedule :meth:`Recipe.lr_factor` and, for the snapshots, a check
+    at every step.
     """
     if not isinstance(model, BatchedMLP):
         raise TypeError(f"model must be a BatchedMLP, got {type(model).__name__}")
