@@ -39,6 +39,33 @@ class Constraint:
         raise error(f"{name} must be {self.describe()}, got {_show(value)}")
 
 
+def _check_name(name: Any) -> str:
+    """The argument name an error message will show: a non-empty ``str``."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty str (the name of the argument being checked), "
+                        f"got {name!r}")
+    return name
+
+
+def _check_flag(what: str, value: Any) -> bool:
+    """A ``bool`` option of a check (numpy bools too)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be a bool, got {_show(value)}")
+    return bool(value)
+
+
+def _check_bound(what: str, value: Any, kind: type) -> Any:
+    """An interval end: None, or a finite number (an int for an int interval); bools refused."""
+    if value is None:
+        return None
+    if not (_is_int(value) if kind is int else _is_real(value)):
+        raise TypeError(f"{what} must be {'an int' if kind is int else 'a finite number'} or None, "
+                        f"got {_show(value)}")
+    if not _finite(value):
+        raise ValueError(f"{what} must be a finite number or None, got {_show(value)}")
+    return value
+
+
 def _show(value: Any) -> str:
     """A short rendering of a bad value for an error message."""
     if isinstance(value, (torch.Tensor, np.ndarray)):
@@ -49,6 +76,14 @@ def _show(value: Any) -> str:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _finite(value: Any) -> bool:
+    """Whether a real number is finite and fits a float (a 400-digit int does not)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _is_real(value: Any) -> bool:
@@ -68,8 +103,12 @@ class Interval(Constraint):
                  closed: str = "both", optional: bool = False):
         if kind not in (int, float):
             raise ValueError(f"kind must be int or float, got {kind!r}")
-        if closed not in CLOSED:
+        if not isinstance(closed, str) or closed not in CLOSED:
             raise ValueError(f"closed must be one of {CLOSED}, got {closed!r}")
+        low, high = _check_bound("low", low, kind), _check_bound("high", high, kind)
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"low must be <= high, got low={low!r}, high={high!r}")
+        optional = _check_flag("optional", optional)
         self.kind, self.low, self.high, self.closed, self.optional = kind, low, high, closed, optional
 
     def describe(self) -> str:
@@ -88,6 +127,11 @@ class Interval(Constraint):
         return text + " or None" if self.optional else text
 
     def contains(self, value: float) -> bool:
+        """Whether the number ``value`` lies in the interval (NaN and infinities never do)."""
+        if not _is_real(value):
+            raise TypeError(f"value must be a real number, got {_show(value)}")
+        if isinstance(value, (float, np.floating)) and not math.isfinite(value):
+            return False  # an interval holds finite numbers only (see check)
         lo_in = self.closed in ("both", "left")
         hi_in = self.closed in ("both", "right")
         if self.low is not None and (value < self.low or (value == self.low and not lo_in)):
@@ -97,11 +141,12 @@ class Interval(Constraint):
         return True
 
     def check(self, name: str, value: Any) -> Any:
+        _check_name(name)
         if value is None and self.optional:
             return value
         if not (_is_int(value) if self.kind is int else _is_real(value)):
             self._fail(name, value, TypeError)
-        if self.kind is float and not math.isfinite(float(value)):
+        if self.kind is float and not _finite(value):
             self._fail(name, value)
         if not self.contains(value):
             self._fail(name, value)
@@ -112,13 +157,19 @@ class Options(Constraint):
     """One of a fixed set of values (e.g. the names of the optimizers)."""
 
     def __init__(self, values: Iterable, optional: bool = False):
+        if isinstance(values, (str, bytes)) or not isinstance(values, (tuple, list, set, frozenset)):
+            raise TypeError(f"values must be a tuple or list of the accepted values, got "
+                            f"{_show(values)}")
+        if not values:
+            raise ValueError("values must hold at least one accepted value, got none")
         self.values = tuple(values)
-        self.optional = optional
+        self.optional = _check_flag("optional", optional)
 
     def describe(self) -> str:
         return f"one of {self.values}" + (" or None" if self.optional else "")
 
     def check(self, name: str, value: Any) -> Any:
+        _check_name(name)
         if value is None and self.optional:
             return value
         try:
@@ -138,6 +189,7 @@ class Boolean(Constraint):
         return "a bool"
 
     def check(self, name: str, value: Any) -> Any:
+        _check_name(name)
         if not isinstance(value, (bool, np.bool_)):
             self._fail(name, value, TypeError)
         return value
@@ -147,12 +199,15 @@ class InstanceOf(Constraint):
     """An instance of ``cls`` (e.g. a nested config, which validated itself when it was built)."""
 
     def __init__(self, cls: type, optional: bool = False):
-        self.cls, self.optional = cls, optional
+        if not isinstance(cls, type):
+            raise TypeError(f"cls must be a class, got {_show(cls)}")
+        self.cls, self.optional = cls, _check_flag("optional", optional)
 
     def describe(self) -> str:
         return f"a {self.cls.__name__}" + (" or None" if self.optional else "")
 
     def check(self, name: str, value: Any) -> Any:
+        _check_name(name)
         if value is None and self.optional:
             return value
         if not isinstance(value, self.cls):
@@ -169,8 +224,15 @@ class Sequence(Constraint):
 
     def __init__(self, item: Constraint, min_len: int = 1, increasing: str | None = None,
                  distinct: bool = False):
-        if increasing not in (None, "strict", "weak"):
+        if increasing not in (None, "strict", "weak") or isinstance(increasing, bool):
             raise ValueError(f"increasing must be None, 'strict' or 'weak', got {increasing!r}")
+        if not isinstance(item, Constraint):
+            raise TypeError(f"item must be a Constraint (Interval, Options, ...), got {_show(item)}")
+        if not _is_int(min_len):
+            raise TypeError(f"min_len must be an int >= 0, got {_show(min_len)}")
+        if min_len < 0:
+            raise ValueError(f"min_len must be an int >= 0, got {min_len!r}")
+        distinct = _check_flag("distinct", distinct)
         self.item, self.min_len, self.increasing, self.distinct = item, min_len, increasing, distinct
 
     def describe(self) -> str:
@@ -182,6 +244,7 @@ class Sequence(Constraint):
         return f"a tuple ({', '.join(parts)}) of items each {self.item.describe()}"
 
     def check(self, name: str, value: Any) -> Any:
+        _check_name(name)
         if not isinstance(value, (tuple, list)):
             self._fail(name, value, TypeError)
         for i, v in enumerate(value):
@@ -201,6 +264,8 @@ class Sequence(Constraint):
 
 def count(minimum: int = 1, optional: bool = False) -> Interval:
     """An ``int`` >= ``minimum`` (sizes, steps, widths)."""
+    if not _is_int(minimum):
+        raise TypeError(f"minimum must be an int, got {_show(minimum)}")
     return Interval(int, minimum, None, "left", optional)
 
 
@@ -227,6 +292,9 @@ def tuple_of(item: Constraint, min_len: int = 1, increasing: str | None = None,
 
 def check(name: str, value: Any, constraint: Constraint) -> Any:
     """``constraint.check(name, value)``: the value unchanged, or an error naming ``name``."""
+    if not isinstance(constraint, Constraint):
+        raise TypeError(f"constraint must be a gtlib.checks Constraint (Interval, Options, ...), "
+                        f"got {_show(constraint)}")
     return constraint.check(name, value)
 
 
@@ -234,16 +302,20 @@ def check(name: str, value: Any, constraint: Constraint) -> Any:
 
 def check_int(name: str, value, minimum: int = 1, maximum: int | None = None) -> int:
     """``value`` as an ``int`` (bools refused), at least ``minimum`` (and at most ``maximum``)."""
+    if not _is_int(minimum):
+        raise TypeError(f"minimum must be an int, got {_show(minimum)}")
     return int(Interval(int, minimum, maximum).check(name, value))
 
 
 def check_positive(name: str, value, allow_zero: bool = False) -> float:
     """``value`` as a finite ``float`` that is > 0 (or >= 0 with ``allow_zero``)."""
+    allow_zero = _check_flag("allow_zero", allow_zero)
     return float(Interval(float, 0, None, "left" if allow_zero else "neither").check(name, value))
 
 
 def check_fraction(name: str, value, open_interval: bool = False) -> float:
     """``value`` as a ``float`` in [0, 1] (or in (0, 1) with ``open_interval``)."""
+    open_interval = _check_flag("open_interval", open_interval)
     return float(Interval(float, 0, 1, "neither" if open_interval else "both").check(name, value))
 
 
@@ -256,6 +328,7 @@ def check_real(name: str, value) -> float:
 
 def check_finite(name: str, x) -> Any:
     """Refuse a float tensor/array holding NaN or infinities (an integer one passes)."""
+    _check_name(name)
     if isinstance(x, torch.Tensor):
         if x.is_floating_point() and x.numel() and not bool(torch.isfinite(x).all()):
             raise ValueError(f"{name} must hold finite values only, got NaN or inf")
@@ -272,6 +345,11 @@ def check_labels(name: str, y, num_classes: int | None = None, n: int | None = N
 
     ``n`` is the number of rows the labels must match (the last axis of ``y``).
     """
+    _check_name(name)
+    if num_classes is not None:
+        num_classes = check_int("num_classes", num_classes)
+    if n is not None:
+        n = check_int("n", n, minimum=0)
     if not isinstance(y, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of integer labels, got {type(y).__name__}")
     if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
@@ -292,6 +370,10 @@ def check_labels(name: str, y, num_classes: int | None = None, n: int | None = N
 
 def check_indices(name: str, idx, size: int) -> torch.Tensor:
     """``idx`` as a 1-D int64 tensor of indices in ``[0, size)`` (floats and bools refused)."""
+    _check_name(name)
+    size = check_int("size", size, minimum=0)
+    if idx is None:
+        raise TypeError(f"{name} must hold integer indices, got None")
     if isinstance(idx, torch.Tensor):
         t = idx
     else:
@@ -319,6 +401,7 @@ def check_seed(name: str, value) -> int:
 
 def check_seeds(name: str, seeds) -> list[int]:
     """A non-empty list of non-negative int seeds (a bare int is refused: pass ``range(k)``)."""
+    _check_name(name)
     if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
         raise TypeError(f"{name} must be a non-empty sequence of non-negative ints "
                         f"(e.g. range(3)), got {_show(seeds)}")

@@ -43,6 +43,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .config import settings
 
 __all__ = ["Claim", "ClaimFailed", "Claims", "RuleError", "claims_table_html", "evaluate_rule",
@@ -71,6 +73,8 @@ _CMPOPS = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lam
            ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 _MAX_RULE = 500
+_MAX_STEPS = 1_000_000  # comprehension iterations one rule may take (a rule is a check, not a job)
+_BUDGET = "<steps left>"  # env key no rule name can spell
 
 
 def _ev(node: ast.AST, env: dict) -> Any:
@@ -82,7 +86,8 @@ def _ev(node: ast.AST, env: dict) -> Any:
         raise RuleError(f"constant {node.value!r} is not allowed in a rule")
     if isinstance(node, ast.Name):
         if node.id not in env:
-            raise RuleError(f"unknown name {node.id!r} (the rule can use only {sorted(env)})")
+            raise RuleError(f"unknown name {node.id!r} (the rule can use only "
+                            f"{sorted(k for k in env if k != _BUDGET)})")
         return env[node.id]
     if isinstance(node, ast.BoolOp):
         if isinstance(node.op, ast.And):
@@ -158,6 +163,11 @@ def _comprehension(node, env: dict) -> list:
         if gen.is_async or not isinstance(gen.target, ast.Name):
             raise RuleError("only simple 'for name in values' comprehensions are allowed in a rule")
         for item in _ev(gen.iter, scope):
+            budget = scope[_BUDGET]
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise RuleError(f"the rule's comprehensions take more than {_MAX_STEPS} steps; "
+                                "compute the value in the chapter and name it in values")
             inner = {**scope, gen.target.id: item}
             if all(_ev(cond, inner) for cond in gen.ifs):
                 loop(i + 1, inner)
@@ -198,12 +208,14 @@ def evaluate_rule(rule: str, values: dict) -> bool:
         raise RuleError(f"rule is {len(rule)} characters long; keep it under {_MAX_RULE}")
     if not isinstance(values, dict):
         raise RuleError(f"values must be a dict, got {type(values).__name__}")
+    for key, value in values.items():
+        _finite_or_raise(value, f"values[{key!r}]")
     try:
         tree = ast.parse(rule.strip(), mode="eval")
     except SyntaxError as exc:
         raise RuleError(f"rule {rule!r} is not a valid expression: {exc.msg}") from None
     try:
-        out = _ev(tree, dict(values))
+        out = _ev(tree, {**values, _BUDGET: [_MAX_STEPS]})
     except RuleError:
         raise
     except Exception as exc:  # an error of the values (index, type, division by zero...)
@@ -215,6 +227,24 @@ def evaluate_rule(rule: str, values: dict) -> bool:
 
 
 # -- values ---------------------------------------------------------------------------------------
+def _finite_or_raise(value: Any, where: str, depth: int = 0) -> None:
+    """Refuse NaN and infinities anywhere in a rule's value (a NaN compares false both ways, so a
+    rule such as ``not (x > 1)`` would hold on it)."""
+    if depth > 20:
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise RuleError(f"{where} is {value!r}: a rule's values must be finite numbers")
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _finite_or_raise(v, f"{where}[{i}]", depth + 1)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _finite_or_raise(v, f"{where}[{k!r}]", depth + 1)
+    elif hasattr(value, "dtype") and hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        _finite_or_raise(value.tolist() if not hasattr(value, "detach") else
+                         value.detach().cpu().tolist(), where, depth + 1)
+
+
 def _clean(value: Any, where: str) -> Any:
     """JSON-safe plain Python copy of a measured value; reject what a rule cannot use."""
     if hasattr(value, "detach"):  # torch tensor
@@ -302,6 +332,10 @@ class Claims:
     def __init__(self, chapter: str, results_dir: str | Path | None = None):
         if not isinstance(chapter, str) or not _SLUG.match(chapter):
             raise ValueError(f"chapter must be a lowercase slug like 'mode-connectivity', got {chapter!r}")
+        if results_dir is not None and (not isinstance(results_dir, (str, os.PathLike))
+                                        or not str(results_dir).strip()):
+            raise TypeError(f"results_dir must be a folder path (str or pathlib.Path) or None, got "
+                            f"{results_dir!r}")
         s = settings()
         self.chapter = chapter
         self.scale = s.scale
@@ -436,8 +470,37 @@ def reevaluate(claim: dict) -> tuple[bool, bool | None]:
     -------
     (holds, control_holds)
         As :meth:`Claims.check` computed them; compare with the stored fields.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``claim`` is not such a dict: ``kind`` one of ``KINDS``, a ``rule`` str, a ``values``
+        dict, and for an effect a ``control`` dict with its ``values``.
     """
+    _check_stored(claim, "claim")
     return _outcome(claim["kind"], claim["rule"], claim["values"], claim.get("control"))
+
+
+def _check_stored(claim: Any, where: str, keys: tuple = ("kind", "rule", "values")) -> None:
+    """Refuse a stored claim that lacks what re-evaluating or showing it needs."""
+    if not isinstance(claim, dict):
+        raise TypeError(f"{where} must be a claim dict (as in a results JSON), got "
+                        f"{type(claim).__name__}")
+    missing = [k for k in keys if k not in claim]
+    if missing:
+        raise ValueError(f"{where} lacks the field(s) {missing} of a stored claim")
+    kind = claim.get("kind", "effect")
+    if kind not in KINDS:
+        raise ValueError(f"{where}['kind'] must be one of {KINDS}, got {kind!r}")
+    if not isinstance(claim["rule"], str):
+        raise TypeError(f"{where}['rule'] must be a str, got {type(claim['rule']).__name__}")
+    if not isinstance(claim["values"], dict):
+        raise TypeError(f"{where}['values'] must be a dict, got {type(claim['values']).__name__}")
+    if kind == "effect" and "kind" in keys:
+        ctrl = claim.get("control")
+        if not isinstance(ctrl, dict) or not isinstance(ctrl.get("values"), dict):
+            raise ValueError(f"{where} is an effect: its 'control' must be a dict with 'values', got "
+                             f"{ctrl!r}")
 
 
 # -- rendering ------------------------------------------------------------------------------------
@@ -519,6 +582,14 @@ def claims_table_html(claims: list[dict], chapter_col: bool = False,
     """
     if not isinstance(claims, list):
         raise TypeError(f"claims must be a list of claim dicts, got {type(claims).__name__}")
+    if not isinstance(chapter_col, (bool, np.bool_)):
+        raise TypeError(f"chapter_col must be a bool, got {chapter_col!r}")
+    if full is not None and not isinstance(full, dict):
+        raise TypeError(f"full must be a dict (claim id -> claim dict) or None, got "
+                        f"{type(full).__name__}")
+    for i, c in enumerate(claims):
+        _check_stored(c, f"claims[{i}]", keys=("id", "statement", "paper", "rule", "values",
+                                               "status"))
     effects = [c for c in claims if c.get("kind", "effect") == "effect"]
     sanity = [c for c in claims if c.get("kind") == "sanity"]
     parts = []
@@ -535,9 +606,20 @@ def claims_table_html(claims: list[dict], chapter_col: bool = False,
 
 def load_results(results_dir: str | Path | None = None) -> list[dict]:
     """Every ``<chapter>.json`` in ``results_dir`` (default ``GTLIB_RESULTS_DIR``), sorted by name."""
+    if results_dir is not None and (not isinstance(results_dir, (str, os.PathLike))
+                                    or not str(results_dir).strip()):
+        raise TypeError(f"results_dir must be a folder path (str or pathlib.Path) or None, got "
+                        f"{results_dir!r}")
     d = Path(results_dir) if results_dir is not None else settings().results_dir
     if not d.exists():
         return []
     if not d.is_dir():
         raise ValueError(f"results_dir {str(d)!r} is not a folder")
-    return [json.loads(p.read_text()) for p in sorted(d.glob("*.json"))]
+    out = []
+    for p in sorted(d.glob("*.json")):
+        try:
+            out.append(json.loads(p.read_text()))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"results file {p} in results_dir is not valid JSON ({e}); delete it "
+                             "or re-run its chapter") from None
+    return out

@@ -118,6 +118,19 @@ class Settings:
     threads: int
     cache_dir: Path
 
+    def __post_init__(self) -> None:
+        if self.scale not in SCALES or not isinstance(self.scale, str):
+            raise ValueError(f"scale must be one of {SCALES}, got {self.scale!r}")
+        Interval(int, 0, SEED_MAX).check("seed", self.seed)
+        if not isinstance(self.device, str) or self.device not in DEVICES:
+            raise ValueError(f"device must be one of {DEVICES}, got {self.device!r}")
+        Interval(int, 1).check("threads", self.threads)
+        for name in ("results_dir", "cache_dir"):
+            value = getattr(self, name)
+            if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+                raise TypeError(f"{name} must be a path (str or pathlib.Path), got {value!r}")
+            object.__setattr__(self, name, Path(value))
+
     def _repr_html_(self) -> str:  # shown by the first cell of every chapter
         rows = []
         for f in fields(self):
@@ -263,7 +276,12 @@ def param(default: Any = MISSING, constraint: Constraint | None = None, *, facto
     ``factory`` builds a mutable default (e.g. a nested config) instead of ``default``.
     """
     if constraint is None or not isinstance(constraint, Constraint):
-        raise TypeError("param needs a constraint from gtlib.checks (Interval, Options, ...)")
+        raise TypeError("param needs a constraint from gtlib.checks (Interval, Options, ...), got "
+                        f"constraint={constraint!r}")
+    if not isinstance(doc, str):
+        raise TypeError(f"doc must be a str, got {type(doc).__name__}")
+    if factory is not None and not callable(factory):
+        raise TypeError(f"factory must be callable (it builds the default), got {factory!r}")
     meta = {"constraint": constraint, "doc": doc}
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
@@ -312,7 +330,8 @@ class Config:
     :func:`param`).
 
     * Construction validates every field against its constraint, then the cross-field rules of
-      :meth:`_check_together`; assigning a field later re-validates it.
+      :meth:`_check_together`; assigning a field later re-validates it, and assigning a name that
+      is not a field (a typo) raises ``TypeError``.
     * The defaults are the ``quick`` preset; the class attribute ``FULL`` maps field names to their
       values in the ``full`` preset (see :func:`preset`).
     * ``str(config)`` lists the fields that differ from the defaults; in a notebook a config shows
@@ -351,6 +370,9 @@ class Config:
             return
         spec = {f.name: f for f in fields(self)}.get(name)
         if spec is None:
+            if not name.startswith("_"):  # a typo would otherwise be ignored silently
+                raise TypeError(f"{type(self).__name__} has no field {name!r}; its fields are "
+                                f"{[f.name for f in fields(self)]}")
             object.__setattr__(self, name, value)
             return
         spec.metadata["constraint"].check(f"{type(self).__name__}.{name}", value)

@@ -108,8 +108,14 @@ class Dataset:
         return replace(self, y=y.to(self.y.device, torch.int64))
 
     def subset(self, idx) -> "Dataset":
-        """The training points at ``idx`` (integer indices in ``[0, n)``; test split unchanged)."""
+        """The training points at ``idx`` (integer indices in ``[0, n)``; test split unchanged).
+
+        At least one index is needed: a dataset always has a training row.
+        """
         idx = check_indices("idx", idx, self.n).to(self.x.device)
+        if idx.numel() == 0:
+            raise ValueError("idx must hold at least one index (a dataset needs a training row), "
+                             "got none")
         return replace(self, x=self.x[idx], y=self.y[idx])
 
 
@@ -280,7 +286,9 @@ def corrupt_labels(y: torch.Tensor, fraction: float, num_classes: int, seed: int
     fraction = check_fraction("fraction", fraction)
     num_classes = check_int("num_classes", num_classes, minimum=2)
     seed = check_seed("seed", seed)
-    if y.numel() and (int(y.min()) < 0 or int(y.max()) >= num_classes):
+    if y.numel() == 0:
+        raise ValueError("y must hold at least one label, got an empty tensor")
+    if int(y.min()) < 0 or int(y.max()) >= num_classes:
         raise ValueError(f"y must hold labels in [0, {num_classes}), got range "
                          f"[{int(y.min())}, {int(y.max())}]")
     g = torch.Generator().manual_seed(seed)
@@ -328,4 +336,6 @@ def long_tail_indices(y: torch.Tensor, imbalance_ratio: float, num_classes: int,
 
 def long_tailed(ds: Dataset, imbalance_ratio: float, seed: int = 0) -> Dataset:
     """``ds`` with its training split subsampled by :func:`long_tail_indices` (test split kept balanced)."""
+    if not isinstance(ds, Dataset):
+        raise TypeError(f"ds must be a gtlib.data.Dataset, got {type(ds).__name__}")
     return ds.subset(long_tail_indices(ds.y, imbalance_ratio, ds.num_classes, seed))

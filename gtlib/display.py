@@ -51,6 +51,17 @@ def table_html(rows: Iterable[Mapping[str, Any]] | Iterable[Sequence[Any]],
     str
         ``<div class="gtlib-table-wrap" tabindex="0" role="region" aria-label="table (scrolls sideways)"><table class="gtlib-table">...</table></div>``.
     """
+    if rows is None or isinstance(rows, (str, bytes, Mapping)) or not hasattr(rows, "__iter__"):
+        raise TypeError(f"rows must be a list of rows (dicts or sequences), got "
+                        f"{type(rows).__name__}")
+    if columns is not None:
+        if isinstance(columns, (str, bytes)) or not hasattr(columns, "__iter__"):
+            raise TypeError(f"columns must be a list of column names, got {columns!r}")
+        columns = list(columns)
+        if not columns:
+            raise ValueError("columns must name at least one column, got none")
+    if caption is not None and not isinstance(caption, str):
+        raise TypeError(f"caption must be a str or None, got {type(caption).__name__}")
     rows = list(rows)
     if not rows:
         raise ValueError("rows must not be empty")

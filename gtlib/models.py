@@ -13,7 +13,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_int
+from .checks import check_finite, check_int
+
+#: Largest number of parameters an :class:`MLP` may hold (2**31, 8 GiB of float32).
+MAX_PARAMETERS = 2**31
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": F.relu,
@@ -66,6 +69,11 @@ class MLP(nn.Module):
         self.act_name = activation
         self.act = globals()["activation"](activation)
         sizes = [in_dim] + [width] * depth + [out_dim]
+        n_params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+        if n_params > MAX_PARAMETERS:
+            raise ValueError(f"MLP(in_dim={in_dim}, width={width}, depth={depth}, out_dim={out_dim}) "
+                             f"would hold {n_params:.3g} parameters, more than {MAX_PARAMETERS}: "
+                             "use a smaller width or depth")
         self.layers = nn.ModuleList(nn.Linear(a, b, bias=bias) for a, b in zip(sizes[:-1], sizes[1:]))
 
     @property
@@ -73,10 +81,16 @@ class MLP(nn.Module):
         return len(self.layers) - 1
 
     def _check_input(self, x: torch.Tensor) -> None:
-        if not isinstance(x, torch.Tensor) or x.ndim != 2 \
-                or x.shape[1] != self.layers[0].in_features:
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+        if x.ndim != 2 or x.shape[1] != self.layers[0].in_features:
             raise ValueError(f"x must have shape (batch, {self.layers[0].in_features}), "
-                             f"got {tuple(getattr(x, 'shape', ()))}")
+                             f"got {tuple(x.shape)}")
+        dtype = self.layers[0].weight.dtype
+        if x.dtype != dtype:
+            raise TypeError(f"x must have the network's dtype {dtype}, got {x.dtype} "
+                            f"(convert with x.to({dtype}) or the network with .to({x.dtype}))")
+        check_finite("x", x)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self._check_input(x)

@@ -19,6 +19,13 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .checks import Interval, check_int, check_real
+
+#: The most panels a figure may have per row or column (a page cannot show more).
+MAX_PANELS = 64
+#: The largest figure side (inches) the helpers accept.
+MAX_INCHES = 100.0
+
 #: Okabe and Ito's colour-blind-safe palette (black last).
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 
@@ -70,29 +77,69 @@ def use_style() -> None:
         pass
 
 
+def _inches(name: str, value) -> float:
+    """A figure size in inches: a finite number in (0, MAX_INCHES]."""
+    return float(Interval(float, 0, MAX_INCHES, closed="right").check(name, value))
+
+
+def _panels(name: str, value) -> int:
+    """A number of panels per row or column: an int in [1, MAX_PANELS]."""
+    return check_int(name, value, minimum=1, maximum=MAX_PANELS)
+
+
+def _text(name: str, value, optional: bool = False):
+    if value is None and optional:
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str{' or None' if optional else ''}, got "
+                        f"{type(value).__name__}")
+    return value
+
+
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+    return bool(value)
+
+
 def min_font_size(fig) -> float:
     """The smallest size (points) of any visible, non-empty text in ``fig``.
 
     A figure follows the house style when ``min_font_size(fig) >= MIN_FONT_PT``; a chapter can
     assert it after drawing a figure whose fonts it set by hand.
     """
+    from matplotlib.figure import Figure, SubFigure
     from matplotlib.text import Text
 
+    if not isinstance(fig, (Figure, SubFigure)):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     sizes = [t.get_fontsize() for t in fig.findobj(Text)
              if t.get_visible() and t.get_text().strip()]
     return float(min(sizes)) if sizes else float("inf")
 
 
 def subplots(nrows: int = 1, ncols: int = 1, width: float = 6.4, height: float | None = None, **kw):
-    """``plt.subplots`` with the house size: ``width`` inches wide, 3.2 in tall per row by default."""
-    if nrows < 1 or ncols < 1:
-        raise ValueError(f"nrows and ncols must be >= 1, got {nrows}, {ncols}")
-    height = 3.2 * nrows if height is None else height
+    """``plt.subplots`` with the house size: ``width`` inches wide, 3.2 in tall per row by default.
+
+    ``nrows`` and ``ncols`` are ints in ``[1, MAX_PANELS]``; ``width`` and ``height`` finite sizes
+    in inches in ``(0, MAX_INCHES]``.
+    """
+    nrows, ncols = _panels("nrows", nrows), _panels("ncols", ncols)
+    width = _inches("width", width)
+    height = min(3.2 * nrows, MAX_INCHES) if height is None else _inches("height", height)
     return plt.subplots(nrows, ncols, figsize=(width, height), **kw)
 
 
 def label(ax, xlabel: str, ylabel: str, title: str | None = None, legend: bool = False) -> None:
     """Label an axis (every figure in the book has labelled axes with units)."""
+    from matplotlib.axes import Axes
+
+    if not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    _text("xlabel", xlabel)
+    _text("ylabel", ylabel)
+    _text("title", title, optional=True)
+    _flag("legend", legend)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
@@ -109,12 +156,26 @@ def small_multiples(draw: Callable, values: Sequence, name: str, ncols: int = 4,
     ``ncols`` (>= 1) is the number of panels per row. For a sweep that a reader should step
     through, :func:`gtlib.widgets.static_slider` is usually better (one readable figure).
     """
+    if not callable(draw):
+        raise TypeError(f"draw must be a function draw(ax, value), got {type(draw).__name__}")
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise TypeError(f"values must be a list of parameter values, got {values!r}")
     if len(values) == 0:
         raise ValueError("values must not be empty")
-    if isinstance(ncols, bool) or not isinstance(ncols, (int, np.integer)) or ncols < 1:
-        raise ValueError(f"ncols must be an int >= 1 (panels per row), got {ncols!r}")
+    _text("name", name)
+    try:
+        ncols = _panels("ncols", ncols)
+    except TypeError as e:  # small_multiples has always answered a bad ncols with ValueError
+        raise ValueError(str(e)) from None
+    width, panel_height = _inches("width", width), _inches("panel_height", panel_height)
+    if not (isinstance(sharey, (bool, np.bool_)) or sharey in ("row", "col", "all", "none")):
+        raise TypeError(f"sharey must be a bool or one of 'row', 'col', 'all', 'none', got "
+                        f"{sharey!r}")
     ncols = min(ncols, len(values))
     nrows = int(np.ceil(len(values) / ncols))
+    if nrows > MAX_PANELS:
+        raise ValueError(f"values must fill at most {MAX_PANELS} rows of {ncols} panels, got "
+                         f"{len(values)} values")
     fig, axes = plt.subplots(nrows, ncols, figsize=(width, panel_height * nrows), sharey=sharey,
                              squeeze=False)
     for ax, v in zip(axes.flat, values):
@@ -127,4 +188,8 @@ def small_multiples(draw: Callable, values: Sequence, name: str, ncols: int = 4,
 
 def loglog_fit_label(name: str, slope: float, err: float | None = None) -> str:
     """A legend entry ``"name (slope +0.31 ± 0.04)"`` for a log-log fit."""
+    _text("name", name)
+    slope = check_real("slope", slope)
+    if err is not None:
+        err = float(Interval(float, 0).check("err", err))
     return f"{name} (slope {slope:+.2f}" + (f" ± {err:.2f})" if err is not None else ")")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from .checks import count, nonnegative, positive
+from .checks import Interval, check_int, count, nonnegative, positive
 from .config import Config, param
 from .data import Dataset
 from .ensemble import BatchedMLP, train_ensemble, train_sequentially
@@ -39,14 +39,25 @@ class PrelimConfig(Config):
     ensemble_steps: int = param(250, count())
 
 
+_SEED = Interval(int, 0, 2**32 - 1)  # member seeds are seed * 1000 + i
+
+
+def _check_run(ds, cfg, seed) -> int:
+    if not isinstance(ds, Dataset):
+        raise TypeError(f"ds must be a gtlib.data.Dataset, got {type(ds).__name__}")
+    if not isinstance(cfg, PrelimConfig):
+        raise TypeError(f"cfg must be a PrelimConfig, got {type(cfg).__name__}")
+    return int(_SEED.check("seed", seed))
+
+
 def train_models(ds: Dataset, cfg: PrelimConfig, depth: int, seed: int = 0) -> tuple[BatchedMLP, dict]:
     """Train ``cfg.seeds`` MLPs of the given ``depth`` (0 = a linear classifier) as one ensemble.
 
     AdamW, minibatches of ``cfg.batch_size``, ``cfg.epochs`` epochs; returns the trained stack and
     a dict with per-seed train and test accuracy.
     """
-    if depth < 0:
-        raise ValueError(f"depth must be >= 0, got {depth}")
+    seed = _check_run(ds, cfg, seed)
+    depth = check_int("depth", depth, minimum=0)
     seeds = [seed * 1000 + i for i in range(cfg.seeds)]
     model = BatchedMLP.init(seeds, ds.dim, cfg.width, depth, ds.num_classes, device=ds.x.device)
     tc = TrainConfig(optimizer="adamw", lr=cfg.lr, weight_decay=cfg.weight_decay,
@@ -73,6 +84,9 @@ def ensemble_vs_loop(ds: Dataset, cfg: PrelimConfig, seed: int = 0,
     Returns the largest absolute difference between the two sets of test-set logits and the two
     wall-clock times (the batched one first).
     """
+    seed = _check_run(ds, cfg, seed)
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
     seeds = [seed * 1000 + i for i in range(cfg.ensemble_members)]
     tc = TrainConfig(optimizer="adamw", lr=cfg.lr, batch_size=cfg.batch_size,
                      epochs=10**6, steps=cfg.ensemble_steps, check_every=10**9)
@@ -108,9 +122,12 @@ def sample_signals(corr_noise_scale: float = 0.25, iid_noise_scale: float = 2e-2
         if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) \
                 or not np.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-    if not isinstance(max_translation, (int, np.integer)) or max_translation < 0:
-        raise ValueError(f"max_translation must be a non-negative int, got {max_translation!r}")
+    seed = int(_SEED.check("seed", seed))
     args = get_dataset_args()
+    # the shift k is drawn from range(max_translation) and rolls the padded signal; a k of the
+    # signal's padded length or more is no shift at all, so larger values only skew the draws
+    longest = int(args.template_len + args.padding[-1])
+    max_translation = check_int("max_translation", max_translation, minimum=0, maximum=longest)
     args.corr_noise_scale, args.iid_noise_scale = corr_noise_scale, iid_noise_scale
     # mnist1d draws the shift k from range(max_translation): 1 already means "no shift", and 0
     # would make numpy's choice() fail, so both mean no shift here

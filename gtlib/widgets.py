@@ -51,6 +51,41 @@ __all__ = ["StaticSlider", "static_slider", "live"]
 
 #: Above this many frames a slider gets heavy (each frame is a PNG of about 20-60 kB).
 MAX_FRAMES = 24
+#: The largest ``scale`` (PNG resolution relative to the figure's dpi) a slider accepts.
+MAX_SCALE = 8.0
+
+
+def _grid_values(grid: Any, what: str) -> tuple[list[str], list[list[Any]]]:
+    """The parameter names and value lists of a slider grid, or an error naming what is wrong."""
+    if not isinstance(grid, Mapping):
+        raise TypeError(f"grid must be a dict {{name: values}}, got {type(grid).__name__}")
+    if not grid:
+        raise ValueError(f"grid must name at least one parameter ({what})")
+    names, values = [], []
+    for n, v in grid.items():
+        if not isinstance(n, str) or not n.isidentifier():
+            raise ValueError(f"grid keys must be parameter names of draw, got {n!r}")
+        if isinstance(v, (str, bytes, Mapping)) or not hasattr(v, "__iter__"):
+            raise TypeError(f"grid[{n!r}] must be a list of values, got {v!r}")
+        v = list(v)
+        if not v:
+            raise ValueError(f"grid[{n!r}] has no values")
+        names.append(n)
+        values.append(v)
+    return names, values
+
+
+def _texts(name: str, mapping: Any) -> dict:
+    """``labels``: None or a dict of parameter name -> str."""
+    if mapping is None:
+        return {}
+    if not isinstance(mapping, Mapping):
+        raise TypeError(f"{name} must be a dict {{parameter: text}} or None, got "
+                        f"{type(mapping).__name__}")
+    for k, v in mapping.items():
+        if not isinstance(v, str):
+            raise TypeError(f"{name}[{k!r}] must be a str, got {type(v).__name__}")
+    return dict(mapping)
 
 # One inline handler per range input: read the frames once, pick the frame of the current
 # position(s), update the image, its alt text, the readouts and aria-valuetext.
@@ -98,6 +133,16 @@ class StaticSlider:
 
     def __init__(self, html_text: str, names: list[str], values: list[list[Any]],
                  frames: list[bytes]):
+        if not isinstance(html_text, str):
+            raise TypeError(f"html_text must be a str, got {type(html_text).__name__}")
+        for name, v in (("names", names), ("values", values), ("frames", frames)):
+            if not isinstance(v, (list, tuple)):
+                raise TypeError(f"{name} must be a list, got {type(v).__name__}")
+        if len(names) != len(values):
+            raise ValueError(f"names and values must have the same length, got {len(names)} and "
+                             f"{len(values)}")
+        if not all(isinstance(f, (bytes, bytearray)) for f in frames):
+            raise TypeError("frames must be a list of PNG bytes")
         self.html = html_text
         self.names = names
         self.values = values
@@ -172,13 +217,10 @@ def static_slider(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]], *
 
     if not callable(draw):
         raise TypeError(f"draw must be callable, got {type(draw).__name__}")
-    if not isinstance(grid, Mapping) or not 1 <= len(grid) <= 2:
-        raise ValueError("grid must be a dict of one or two parameters: {name: values}")
-    names = [str(n) for n in grid]
-    values = [list(v) for v in grid.values()]
-    for n, v in zip(names, values):
-        if len(v) == 0:
-            raise ValueError(f"grid[{n!r}] has no values")
+    names, values = _grid_values(grid, "one or two")
+    if len(names) > 2:
+        raise ValueError(f"grid must be a dict of one or two parameters: {{name: values}}, got "
+                         f"{len(names)}")
     total = 1
     for v in values:
         total *= len(v)
@@ -187,12 +229,18 @@ def static_slider(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]], *
                          "stored in the page): use fewer values")
     if not isinstance(alt, str) or not alt.strip():
         raise ValueError("alt must be a non-empty description of the figure")
-    labels = dict(labels or {})
+    labels = _texts("labels", labels)
+    if start is not None and not isinstance(start, Mapping):
+        raise TypeError(f"start must be a dict {{parameter: value}} or None, got "
+                        f"{type(start).__name__}")
     unknown = set(labels) - set(names) | set(start or {}) - set(names)
     if unknown:
         raise ValueError(f"labels/start name unknown parameters {sorted(unknown)}; grid has {names}")
-    if not scale > 0:
-        raise ValueError(f"scale must be > 0, got {scale!r}")
+    from .checks import Interval
+
+    scale = float(Interval(float, 0, MAX_SCALE, closed="right").check("scale", scale))
+    if not isinstance(quantize, bool):
+        raise TypeError(f"quantize must be a bool, got {quantize!r}")
     idx0 = []
     for n, v in zip(names, values):
         if start and n in start:
@@ -259,14 +307,15 @@ def live(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]],
     import ipywidgets
     import matplotlib.pyplot as plt
 
-    if not isinstance(grid, Mapping) or not grid:
-        raise ValueError("grid must be a dict {name: values}")
-    labels = dict(labels or {})
+    if not callable(draw):
+        raise TypeError(f"draw must be callable, got {type(draw).__name__}")
+    names, values = _grid_values(grid, "the sliders")
+    labels = _texts("labels", labels)
+    unknown = set(labels) - set(names)
+    if unknown:
+        raise ValueError(f"labels name unknown parameters {sorted(unknown)}; grid has {names}")
     sliders = {}
-    for n, v in grid.items():
-        v = list(v)
-        if not v:
-            raise ValueError(f"grid[{n!r}] has no values")
+    for n, v in zip(names, values):
         sliders[n] = ipywidgets.SelectionSlider(
             options=[(_fmt_value(x), x) for x in v], value=v[(len(v) - 1) // 2],
             description=labels.get(n, n), style={"description_width": "initial"},
