@@ -337,8 +337,30 @@ def run_polynomial(cfg: PolyConfig, seed: int = 0) -> PolyResult:
     return PolyResult(x=x, grid=grid, targets=targets)
 
 
+@dataclass
+class InterpolantRisk(Result):
+    """One spectrum of :func:`overfitting_taxonomy`: the min-norm interpolant's training MSE and
+    excess risk, the dimension ``d``, and the tail's effective rank and total variance ``r_0``."""
+
+    train_mse: float
+    excess: float
+    d: int
+    tail_rank: float
+    tail_r0: float
+
+
+@dataclass
+class TaxonomyResult(Result):
+    """What :func:`overfitting_taxonomy` measured: per spectrum (``benign``, ``tempered``,
+    ``catastrophic``) an :class:`InterpolantRisk`; the noise variance and ``n``."""
+
+    noise_var: float
+    n: int
+    spectra: dict[str, InterpolantRisk]
+
+
 def overfitting_taxonomy(n: int = 200, noise: float = 0.5, n_test: int = 2000, seed: int = 0,
-                         tail_dim: int = 20000, tail_var: float = 1e-3) -> dict:
+                         tail_dim: int = 20000, tail_var: float = 1e-3) -> TaxonomyResult:
     """Benign, tempered and catastrophic overfitting in one model: min-norm linear regression.
 
     ``y = x_1 + eps`` with ``eps ~ N(0, noise^2)``: the signal lives in the first coordinate
@@ -354,14 +376,14 @@ def overfitting_taxonomy(n: int = 200, noise: float = 0.5, n_test: int = 2000, s
 
     Every fit interpolates (training MSE about 0). Returns per spectrum the training MSE, the
     excess risk ``E[(x^T (b_hat - b))^2]`` (exact, from the covariance) and the tail's effective
-    rank, and ``noise_var``.
+    rank, and ``noise_var`` (a :class:`TaxonomyResult`).
     """
     n = check_int("n", n, 2)
     noise = _pos("noise", noise)
     rng = np.random.default_rng(seed)
     specs = {"benign": np.full(tail_dim, float(tail_var)), "tempered": np.ones(2 * n - 1),
              "catastrophic": np.ones(n + 2)}
-    out = {"noise_var": noise ** 2, "n": n}
+    out = TaxonomyResult(noise_var=noise ** 2, n=n, spectra={})
     for name, tail in specs.items():
         lam = np.concatenate([[1.0], tail])
         x = rng.normal(size=(n, lam.size)) * np.sqrt(lam)
@@ -369,10 +391,10 @@ def overfitting_taxonomy(n: int = 200, noise: float = 0.5, n_test: int = 2000, s
         b = min_norm_lstsq(x, y)
         err = b.copy()
         err[0] -= 1.0
-        out[name] = {"train_mse": float(np.mean((x @ b - y) ** 2)),
-                     "excess": float(np.sum(lam * err ** 2)), "d": int(lam.size),
-                     "tail_rank": float(tail.sum() ** 2 / np.sum(tail ** 2)),
-                     "tail_r0": float(tail.sum())}
+        out.spectra[name] = InterpolantRisk(
+            train_mse=float(np.mean((x @ b - y) ** 2)), excess=float(np.sum(lam * err ** 2)),
+            d=int(lam.size), tail_rank=float(tail.sum() ** 2 / np.sum(tail ** 2)),
+            tail_r0=float(tail.sum()))
     return out
 
 

@@ -237,10 +237,12 @@ def test_double_descent_summary_by_hand():
 
 def test_overfitting_taxonomy_interpolates_and_orders_excess_risk():
     tx = soft.overfitting_taxonomy(n=40, noise=0.5, tail_dim=4000, tail_var=1e-3, seed=1)
+    sp = tx.spectra
     for k in ("benign", "tempered", "catastrophic"):
-        assert tx[k]["train_mse"] < 1e-12
-    assert tx["benign"]["excess"] < tx["tempered"]["excess"] < tx["catastrophic"]["excess"]
-    assert tx["tempered"]["d"] == 80 and tx["catastrophic"]["d"] == 43
+        assert sp[k].train_mse < 1e-12
+    assert sp["benign"].excess < sp["tempered"].excess < sp["catastrophic"].excess
+    assert sp["tempered"].d == 80 and sp["catastrophic"].d == 43
+    assert tx.to_dict()["spectra"]["benign"]["tail_rank"] == pytest.approx(4000)
 
 
 def test_evidence_decomposition_sums_to_the_log_evidence():
