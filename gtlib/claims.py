@@ -75,6 +75,8 @@ _CMPOPS = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lam
 _MAX_RULE = 500
 _MAX_STEPS = 1_000_000  # comprehension iterations one rule may take (a rule is a check, not a job)
 _BUDGET = "<steps left>"  # env key no rule name can spell
+_MAX_BITS = 2**16  # the largest integer a rule may build (about 20,000 digits)
+_MAX_DEPTH = 32  # the deepest nesting of lists/dicts a claim's value may have
 
 
 def _ev(node: ast.AST, env: dict) -> Any:
@@ -115,6 +117,10 @@ def _ev(node: ast.AST, env: dict) -> Any:
         left, right = _ev(node.left, env), _ev(node.right, env)
         if isinstance(node.op, ast.Pow) and isinstance(right, (int, float)) and abs(right) > 64:
             raise RuleError("exponents above 64 are not allowed in a rule")
+        if (isinstance(node.op, ast.Pow) and isinstance(left, int) and isinstance(right, int)
+                and right > 0 and abs(left).bit_length() * right > _MAX_BITS):
+            raise RuleError(f"the rule builds a number of more than {_MAX_BITS} bits; a rule "
+                            "compares measured values, it does not compute towers of powers")
         if isinstance(node.op, ast.Mult) and (isinstance(left, (str, list)) or isinstance(right, (str, list))):
             raise RuleError("repeating a list or string is not allowed in a rule")
         return _BINOPS[type(node.op)](left, right)
@@ -245,8 +251,11 @@ def _finite_or_raise(value: Any, where: str, depth: int = 0) -> None:
                          value.detach().cpu().tolist(), where, depth + 1)
 
 
-def _clean(value: Any, where: str) -> Any:
+def _clean(value: Any, where: str, depth: int = 0) -> Any:
     """JSON-safe plain Python copy of a measured value; reject what a rule cannot use."""
+    if depth > _MAX_DEPTH:
+        raise ValueError(f"{where.split('[')[0]} nests lists/dicts more than {_MAX_DEPTH} deep "
+                         f"(at {where[:120]}...): a claim's values are numbers or short lists")
     if hasattr(value, "detach"):  # torch tensor
         value = value.detach().cpu()
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):  # numpy array / scalar
@@ -260,13 +269,13 @@ def _clean(value: Any, where: str) -> Any:
             raise ValueError(f"{where} is {value!r}: a claim's values must be finite numbers")
         return value
     if isinstance(value, (list, tuple)):
-        return [_clean(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_clean(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
             if not isinstance(k, (str, int)):
                 raise TypeError(f"{where} has a key {k!r} of type {type(k).__name__}; use str keys")
-            out[str(k)] = _clean(v, f"{where}[{k!r}]")
+            out[str(k)] = _clean(v, f"{where}[{k!r}]", depth + 1)
         return out
     raise TypeError(f"{where} is a {type(value).__name__}; a claim's values must be numbers, bools, "
                     "strings, or lists/dicts of those")

@@ -75,6 +75,22 @@ def _grid_values(grid: Any, what: str) -> tuple[list[str], list[list[Any]]]:
     return names, values
 
 
+def _check_alt(alt: str) -> None:
+    """The alt template may only hold plain ``{name}`` fields: the values are filled in as the
+    slider shows them (strings), so a format spec or conversion can only fail or blow up."""
+    import string
+
+    try:
+        fields = list(string.Formatter().parse(alt))
+    except ValueError as err:
+        raise ValueError(f"alt {alt[:80]!r} is not a valid template: {err}") from None
+    for _, field, spec, conversion in fields:
+        if field is not None and (spec or conversion or not field.isidentifier()):
+            raise ValueError(f"alt fields must be plain {{name}} placeholders, got "
+                             f"{{{field}{'!' + conversion if conversion else ''}"
+                             f"{':' + spec[:20] if spec else ''}}} in alt")
+
+
 def _texts(name: str, mapping: Any) -> dict:
     """``labels``: None or a dict of parameter name -> str."""
     if mapping is None:
@@ -229,6 +245,7 @@ def static_slider(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]], *
                          "stored in the page): use fewer values")
     if not isinstance(alt, str) or not alt.strip():
         raise ValueError("alt must be a non-empty description of the figure")
+    _check_alt(alt)
     labels = _texts("labels", labels)
     if start is not None and not isinstance(start, Mapping):
         raise TypeError(f"start must be a dict {{parameter: value}} or None, got "

@@ -280,3 +280,25 @@ def test_preliminaries_boundaries():
             call()
     xs, ys = prelim.sample_signals(max_translation=72)  # the padded length is still accepted
     assert xs.shape == (10, 40) and np.isfinite(xs).all()
+
+
+def test_hostile_rules_values_and_templates_are_refused_quickly(tmp_path):
+    import time
+
+    t0 = time.process_time()
+    with pytest.raises(claims.RuleError, match="bits"):
+        claims.evaluate_rule("((((10**64)**64)**64)**64)**64 > 0", {"x": 1})
+    assert claims.evaluate_rule("2 ** 10 == 1024 and 10 ** -2 < 1", {"x": 1})
+    deep = 0
+    for _ in range(3000):
+        deep = [deep]
+    register = claims.Claims("probe-hostile", results_dir=tmp_path)
+    with pytest.raises(ValueError, match="values"):
+        register.check("probe.deep", statement="s", paper="p", rule="x == x", values={"x": deep},
+                       kind="sanity")
+    with pytest.raises(ValueError, match="alt"):
+        widgets.static_slider(_draw, {"noise": [0.0]}, alt="{noise:>1000000000}")
+    with pytest.raises(ValueError, match="alt"):
+        widgets.static_slider(_draw, {"noise": [0.0]}, alt="a {noise")
+    assert time.process_time() - t0 < 10
+    plt.close("all")
