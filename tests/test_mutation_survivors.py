@@ -2,12 +2,18 @@
 section 6; the mutants and results are in the issue's report). Each test checks one behaviour the
 book's numbers depend on against a reference the library cannot share a bug with: torch.optim run
 member by member, torch.randperm drawn by hand, a hand computation, numpy, or a symmetry."""
+from dataclasses import dataclass
+
 import pytest
 import torch
 
+from gtlib.checks import Interval, check_seed
+from gtlib.claims import evaluate_rule
+from gtlib.config import Config, param, preset, seed_everything, setup
+from gtlib.connectivity import llfc_dissimilarity
 from gtlib.data import Dataset
 from gtlib.engine import StackedOptimizer, StreamBatches
-from gtlib.ensemble import BatchedMLP, train_ensemble, train_sequentially
+from gtlib.ensemble import BatchedMLP, make_mlp, train_ensemble, train_sequentially
 from gtlib.train import TrainConfig, check_data, stop_reason
 
 
@@ -86,3 +92,75 @@ def test_subset_keeps_each_row_with_its_own_label():
     sub = ds.subset([4, 1, 5, 2])
     assert sub.x[:, 1].tolist() == [4.0, 1.0, 5.0, 2.0]
     assert sub.y.tolist() == sub.x[:, 0].long().tolist() == [0, 1, 2, 2]
+
+
+# --- gtlib.checks and gtlib.config ------------------------------------------------------------------
+def test_seeds_stop_where_torch_generators_stop():
+    """Every seed check_seed accepts can seed a torch.Generator, and the first it refuses is the
+    first torch refuses (2**63 - 1 is the largest value of torch's int64 seed)."""
+    top = check_seed("seed", 2**63 - 1)
+    torch.Generator().manual_seed(top)
+    with pytest.raises(ValueError, match="seed"):
+        check_seed("seed", 2**63)
+    with pytest.raises(ValueError, match="seed"):
+        seed_everything(2**63)
+
+
+@dataclass
+class _Toy(Config):
+    """A config with a `full` preset, for the preset tests."""
+
+    FULL = {"a": 5, "b": 0.5}
+    a: int = param(1, Interval(int, 1))
+    b: float = param(0.1, Interval(float, 0, 1))
+
+
+def test_overrides_win_over_the_full_preset():
+    """preset(cls, "full", **kw): defaults, then FULL, then the caller's overrides (by hand)."""
+    assert (_Toy.full().a, _Toy.full().b) == (5, 0.5)
+    c = preset(_Toy, "full", a=7)
+    assert (c.a, c.b) == (7, 0.5)
+    assert (_Toy.full(b=0.2).a, _Toy.full(b=0.2).b) == (5, 0.2)
+    assert preset(_Toy, "quick", a=3).a == 3
+
+
+def test_setup_seeds_with_the_base_seed_plus_the_offset(monkeypatch):
+    """setup(k) under GTLIB_SEED=s draws what a generator seeded with s + k draws."""
+    monkeypatch.setenv("GTLIB_SEED", "2")
+    monkeypatch.setenv("GTLIB_THREADS", "1")
+    threads = torch.get_num_threads()
+    try:
+        setup(3)
+        got = torch.rand(4)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(got, torch.rand(4, generator=torch.Generator().manual_seed(5)))
+
+
+# --- gtlib.claims -----------------------------------------------------------------------------------
+RULES = ["x <= y", "x < y", "x >= y", "x > y", "x == y", "x != y", "0 < x < y", "x <= y <= 1",
+         "x < y <= x + 1", "not x <= y", "x <= 1 and y >= 1", "x < 1 or y <= 0"]
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_comparisons_evaluate_as_python_does(rule):
+    """The rule evaluator agrees with Python's own evaluation on every pair of small numbers,
+    ties and chained comparisons included."""
+    for x in (0, 1, 2):
+        for y in (0, 1, 2):
+            want = eval(rule, {"__builtins__": {}}, {"x": x, "y": y})  # the reference: Python
+            assert evaluate_rule(rule, {"x": x, "y": y}) is want, (rule, x, y)
+
+
+# --- gtlib.connectivity (functions that are not training loops) -------------------------------------
+def test_llfc_weights_alpha_on_b_and_one_minus_alpha_on_a():
+    """At alpha = 0 (1) the interpolated net is a (b), so its features are a's (b's) exactly and
+    every layer's LLFC dissimilarity is 0; with identity activations the first hidden layer is
+    linear in the weights, so it is 0 at every alpha."""
+    x = torch.randn(30, 4, generator=torch.Generator().manual_seed(0))
+    a, b = make_mlp(0, 4, 6, 2, 3), make_mlp(1, 4, 6, 2, 3)
+    for alpha in (0.0, 1.0):
+        assert max(llfc_dissimilarity(a, b, x, alpha)) < 1e-6
+    a, b = make_mlp(0, 4, 6, 2, 3, act="identity"), make_mlp(1, 4, 6, 2, 3, act="identity")
+    for alpha in (0.1, 0.3, 0.8):
+        assert llfc_dissimilarity(a, b, x, alpha)[0] < 1e-6
