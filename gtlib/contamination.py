@@ -35,7 +35,8 @@ shift of every background coordinate sees, and the rest.
 
 Every experiment trains several configurations *at once*: :class:`TwoLayerNets` stacks E networks
 (one batched matmul per layer), each member with its own activation, loss and optimizer, and
-:func:`train_two_layer` updates them with full-batch steps.
+:func:`train_two_layer` updates them with full-batch steps of the core's training loop
+(:func:`gtlib.engine.fit`).
 """
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ import torch.nn.functional as F
 from .checks import (Boolean, InstanceOf, Interval, Options, check_int, count, fraction,
                      nonnegative, positive, tuple_of)
 from .config import Config, Result, param
+from .engine import StackedOptimizer, fit
 from .models import ACTIVATIONS, activation
 
 KINDS = ("theory", "default")
@@ -532,53 +534,21 @@ def relative_error(h: torch.Tensor, target: torch.Tensor) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# Training: one full-batch loop for E members with their own losses and optimizers
+# Training: gtlib.engine's loop, full batch, E members with their own losses and optimizers
 # ---------------------------------------------------------------------------------------------
-class MemberOptimizer:
-    """SGD-with-momentum or AdamW *per member* of stacked parameters (leading axis E).
+def _optimizer(params, specs: Sequence[NetSpec]) -> StackedOptimizer:
+    """The core's :class:`~gtlib.engine.StackedOptimizer` with member ``e`` set by ``specs[e]``.
 
-    Member ``e`` is updated exactly as ``torch.optim.SGD(lr, momentum, weight_decay)`` or
-    ``torch.optim.AdamW(lr, weight_decay=...)`` would update it alone, so one stack can mix
-    optimizers and learning rates.
+    Member ``e`` is updated as PyTorch's ``SGD(lr, momentum, weight_decay)`` or
+    ``AdamW(lr, weight_decay=...)`` (betas 0.9/0.999) would update it alone, in the
+    parameters' precision, so one stack mixes optimizers, learning rates and weight decays.
+    ``params`` carry the member axis first; those that do not require grad (a frozen output
+    layer) are left out.
     """
-
-    def __init__(self, params: Sequence[torch.Tensor], specs: Sequence[NetSpec],
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
-        self.params = [p for p in params if p.requires_grad]
-        E = len(specs)
-        for p in self.params:
-            if p.shape[0] != E:
-                raise ValueError(f"every parameter must have leading size {E}, got {tuple(p.shape)}")
-        dev = self.params[0].device if self.params else "cpu"
-        self.lr = torch.tensor([s.lr for s in specs], device=dev)
-        self.momentum = torch.tensor([s.momentum for s in specs], device=dev)
-        self.wd = torch.tensor([s.weight_decay for s in specs], device=dev)
-        self.adam = torch.tensor([s.optimizer == "adamw" for s in specs], device=dev)
-        self.betas, self.eps, self.t = betas, eps, 0
-        self.state = [{k: torch.zeros_like(p) for k in ("buf", "m", "v")} for p in self.params]
-
-    def zero_grad(self) -> None:
-        for p in self.params:
-            p.grad = None
-
-    @torch.no_grad()
-    def step(self) -> None:
-        self.t += 1
-        b1, b2 = self.betas
-        for p, st in zip(self.params, self.state):
-            if p.grad is None:
-                continue
-            shape = (-1,) + (1,) * (p.ndim - 1)
-            lr, mom, wd = (v.view(shape) for v in (self.lr, self.momentum, self.wd))
-            adam = self.adam.view(shape)
-            g = p.grad
-            st["buf"].mul_(mom).add_(g + wd * p)                     # SGD: coupled decay
-            st["m"].mul_(b1).add_(g, alpha=1 - b1)                  # AdamW moments
-            st["v"].mul_(b2).addcmul_(g, g, value=1 - b2)
-            m_hat = st["m"] / (1 - b1 ** self.t)
-            v_hat = st["v"] / (1 - b2 ** self.t)
-            adam_step = m_hat / (v_hat.sqrt() + self.eps) + wd * p  # decoupled decay
-            p.sub_(lr * torch.where(adam, adam_step, st["buf"]))
+    return StackedOptimizer([p for p in params if p.requires_grad],
+                            optimizer=[s.optimizer for s in specs], lr=[s.lr for s in specs],
+                            momentum=[s.momentum for s in specs],
+                            weight_decay=[s.weight_decay for s in specs], members=len(specs))
 
 
 @dataclass
@@ -618,7 +588,9 @@ def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor
 
     ``x`` (n, d) and ``y`` (n,) are shared by all members, or ``(E, n, d)`` and ``(E, n)`` give
     member ``e`` its own sample (independent replicates of an experiment); the same holds for the
-    test set. Member ``e`` minimizes its own loss ``specs[e].loss`` with its own optimizer. Every
+    test set. Member ``e`` minimizes its own loss ``specs[e].loss`` with its own optimizer
+    (``specs[e].optimizer``, ``lr``, ``momentum``, ``weight_decay``): the members are one
+    :class:`~gtlib.engine.StackedOptimizer` trained by :func:`gtlib.engine.fit`. Every
     ``record_every`` steps the history stores the mean core and background projection norms of the
     first-layer weights (:func:`projection_norms`), the mean absolute component of the background
     weights along the background mean direction and the mean norm of the rest
@@ -641,10 +613,10 @@ def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor
         raise ValueError(f"x (n, d) or (E, n, d) and y (n,) or (E, n) must match, got "
                          f"{tuple(x.shape)} and {tuple(y.shape)}")
     x_ood = None if x_test is None else shift_background(x_test, emb, shift)
-    opt = MemberOptimizer(list(net.parameters()), specs)
+    opt = _optimizer(net.parameters(), specs)
     hist = ToyHistory()
 
-    def record(step: int) -> None:
+    def record(step: int, due: torch.Tensor) -> None:
         with torch.no_grad():
             core, bg = projection_norms(net.W, emb)
             hist.step.append(step)
@@ -661,14 +633,9 @@ def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor
                 hist.id_acc.append(binary_accuracy(f_id, y_test))
                 hist.ood_acc.append(binary_accuracy(f_ood, y_test))
 
-    record(0)
-    for step in range(1, steps + 1):
-        loss = _member_losses(specs, net(x), y).sum()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        if step % record_every == 0 or step == steps:
-            record(step)
+    # full batch: no batch order; fit checks (records) at step 0, every record_every steps and last
+    fit(lambda step, batch: _member_losses(specs, net(x), y), opt, steps, check=record,
+        every=record_every)
     return hist
 
 
@@ -1006,12 +973,8 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
                     weight_decay=cfg.weight_decay)
     core_net = init_two_layer(["relu"], cfg.d_core, cfg.width, [1000 * seed + 70],
                               frozen_output=False, bias=True).to(dev)
-    opt = MemberOptimizer(list(core_net.parameters()), [tspec])
-    for _ in range(_int("teacher_steps", cfg.teacher_steps)):
-        loss = binary_loss("logistic", core_net(train.core), train.y).sum()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    fit(lambda step, batch: binary_loss("logistic", core_net(train.core), train.y),
+        _optimizer(core_net.parameters(), [tspec]), _int("teacher_steps", cfg.teacher_steps))
     teacher = TwoLayerNets(core_net.W.detach() @ emb.core.T, ["relu"], core_net.a.detach(),
                            b=core_net.b.detach(), c=core_net.c.detach()).to(dev)
 
@@ -1019,25 +982,23 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
     student = init_two_layer(["relu"], cfg.dim, cfg.width, [1000 * seed + 71], frozen_output=False,
                              bias=True).to(dev)
     sspec = NetSpec(act="relu", optimizer="adamw", lr=cfg.lr, weight_decay=0.0)
-    opt = MemberOptimizer([student.W, student.b], [sspec])
     with torch.no_grad():
         target, t_test, t_ood = (teacher.hidden(z)[0] for z in (train.x, test.x, x_ood))
         scale = (target ** 2).sum(-1).mean()
     bg0 = float(projection_norms(student.W.detach(), emb)[1].mean())
     mean0 = float(mean_direction_components(student.W.detach(), emb)[0].abs().mean())
     steps, cid, cood = [], [], []
-    for step in range(_int("student_steps", cfg.student_steps) + 1):
-        if step % cfg.record_every == 0 or step == cfg.student_steps:
-            with torch.no_grad():
-                steps.append(step)
-                cid.append(relative_error(student.hidden(test.x)[0], t_test))
-                cood.append(relative_error(student.hidden(x_ood)[0], t_ood))
-        if step == cfg.student_steps:
-            break
-        loss = ((student.hidden(train.x)[0] - target) ** 2).sum(-1).mean() / scale
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+
+    def record(step: int, due: torch.Tensor) -> None:
+        with torch.no_grad():
+            steps.append(step)
+            cid.append(relative_error(student.hidden(test.x)[0], t_test))
+            cood.append(relative_error(student.hidden(x_ood)[0], t_ood))
+
+    # the student's output layer is not trained: only W and b go to the optimizer
+    fit(lambda step, batch: ((student.hidden(train.x) - target) ** 2).sum(-1).mean(-1) / scale,
+        _optimizer([student.W, student.b], [sspec]), _int("student_steps", cfg.student_steps),
+        check=record, every=cfg.record_every)
     with torch.no_grad():
         s_train, s_test, s_ood = (student.hidden(z)[0] for z in (train.x, test.x, x_ood))
         t_acc = {k: float(binary_accuracy(teacher(z)[0], test.y)) for k, z in (("ID", test.x), ("OOD", x_ood))}
