@@ -2,8 +2,10 @@
 section 6; the mutants and results are in the issue's report). Each test checks one behaviour the
 book's numbers depend on against a reference the library cannot share a bug with: torch.optim run
 member by member, torch.randperm drawn by hand, a hand computation, numpy, or a symmetry."""
+import math
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 import torch
 
@@ -15,6 +17,7 @@ from gtlib.data import Dataset
 from gtlib.engine import StackedOptimizer, StreamBatches
 from gtlib.ensemble import BatchedMLP, make_mlp, train_ensemble, train_sequentially
 from gtlib.train import TrainConfig, check_data, stop_reason
+from gtlib.uniform import bartlett_bound, neyshabur_bound, power_law_fit
 
 
 # --- gtlib.engine -----------------------------------------------------------------------------------
@@ -164,3 +167,33 @@ def test_llfc_weights_alpha_on_b_and_one_minus_alpha_on_a():
     a, b = make_mlp(0, 4, 6, 2, 3, act="identity"), make_mlp(1, 4, 6, 2, 3, act="identity")
     for alpha in (0.1, 0.3, 0.8):
         assert llfc_dissimilarity(a, b, x, alpha)[0] < 1e-6
+
+
+# --- gtlib.uniform (functions that are not training loops) ------------------------------------------
+def test_power_law_slope_standard_error_is_scipys():
+    """The OLS slope and its standard error (k - 2 degrees of freedom) equal scipy's linregress
+    on log y against log x."""
+    stats = pytest.importorskip("scipy.stats")
+    g = np.random.default_rng(0)
+    for k in (3, 5, 12):
+        x = np.geomspace(10, 1000, k)
+        y = 2.0 * x ** -0.4 * np.exp(0.1 * g.standard_normal(k))
+        fit, ref = power_law_fit(x, y), stats.linregress(np.log(x), np.log(y))
+        assert fit.slope == pytest.approx(ref.slope, rel=1e-10)
+        assert fit.intercept == pytest.approx(ref.intercept, rel=1e-10)
+        assert fit.slope_se == pytest.approx(ref.stderr, rel=1e-10)
+
+
+def test_norm_bounds_on_diagonal_matrices_by_hand():
+    """Both complexity terms on matrices whose norms are read off by hand: W1 = diag(3, 1),
+    W2 = [[2, 0]], initialization 0 (spectral norms 3 and 2, Frobenius^2 10 and 4, row-norm sums
+    4 and 2), L = 2 layers, largest width h = 2."""
+    w = [torch.tensor([[3.0, 0.0], [0.0, 1.0]], dtype=torch.float64),
+         torch.tensor([[2.0, 0.0]], dtype=torch.float64)]
+    w0 = [torch.zeros_like(t) for t in w]
+    B, gamma, n = 1.5, 0.5, 10
+    ney = math.sqrt(B ** 2 * 2 ** 2 * 2 * math.log(2 * 2) * (3 * 2) ** 2 * (10 / 9 + 4 / 4)
+                    / (gamma ** 2 * n))
+    assert neyshabur_bound(w, w0, B, gamma, n) == pytest.approx(ney, rel=1e-12)
+    bart = B * (3 * 2) * ((4 / 3) ** (2 / 3) + (2 / 2) ** (2 / 3)) ** 1.5 / (gamma * n)
+    assert bartlett_bound(w, w0, B, gamma, n) == pytest.approx(bart, rel=1e-12)
