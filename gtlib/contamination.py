@@ -85,12 +85,6 @@ def _tensor(name: str, value, ndim: int | tuple[int, ...]) -> torch.Tensor:
     return value
 
 
-def _fits_subspaces(cfg) -> None:
-    """Cross-field rule of the toy configs: the core and background subspaces fit in R^dim."""
-    if cfg.d_core + cfg.d_background > cfg.dim:
-        cfg._refuse("dim", f">= d_core + d_background = {cfg.d_core + cfg.d_background}")
-
-
 def _device(device) -> torch.device:
     """``device``, or the device of the run settings (``GTLIB_DEVICE``) when None."""
     if device is None:
@@ -685,13 +679,41 @@ def linear_probe(h_train: torch.Tensor, y_train: torch.Tensor,
 
 
 # ---------------------------------------------------------------------------------------------
+# The toy experiments' shared settings
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class ToyConfig(Config):
+    """What the three toy experiments (:class:`TheoryConfig`, :class:`DefaultConfig`,
+    :class:`DistillConfig`) share: the data model of Section 4.1 of the paper and the network.
+
+    ``n`` training points in R^``dim``, with ``d_core`` label-carrying core coordinates and
+    ``d_background`` background coordinates (the two subspaces must fit: ``d_core +
+    d_background <= dim``); ``width`` hidden units; the optimizers' ``weight_decay``;
+    ``centred`` draws the background from ``U[-1/2, 1/2]`` instead of ``U[0, 1]`` (see
+    :func:`sample_toy`). Each experiment's config adds its own training settings.
+    """
+
+    n: int = param(1000, count())
+    d_core: int = param(32, count())
+    d_background: int = param(32, count())
+    dim: int = param(256, count())
+    width: int = param(256, count())
+    weight_decay: float = param(1e-3, nonnegative())
+    centred: bool = param(False, Boolean())
+
+    def _check_together(self) -> None:
+        if self.d_core + self.d_background > self.dim:
+            self._refuse("dim", f">= d_core + d_background = {self.d_core + self.d_background}")
+
+
+# ---------------------------------------------------------------------------------------------
 # Experiment 1: the theory configuration, ReLU vs linear, and the variants of Figure 3(d)
 # ---------------------------------------------------------------------------------------------
 VARIANTS = ("GELU", "SiLU", "leaky ReLU", "tanh", "sigmoid", "AdamW", "logistic loss")
 
 
 @dataclass
-class TheoryConfig(Config):
+class TheoryConfig(ToyConfig):
     """The theory-matching toy configuration (authors' code: hinge loss, SGD with momentum 0.9,
     frozen output layer +-1/h, lr 1e-3, weight decay 1e-3, 20 000 full-batch steps).
 
@@ -705,25 +727,15 @@ class TheoryConfig(Config):
 
     FULL = dict(steps=20_000, lr=1e-3, adamw_lr=1e-3, seeds_per_variant=3, record_every=200)
 
-    n: int = param(1000, count())
     n_test: int = param(1000, count())
-    d_core: int = param(32, count())
-    d_background: int = param(32, count())
-    dim: int = param(256, count())
-    width: int = param(256, count())
     steps: int = param(400, count())
     lr: float = param(0.05, positive())
     adamw_lr: float = param(2.5e-3, positive())
     momentum: float = param(0.9, fraction("left"))
-    weight_decay: float = param(1e-3, nonnegative())
     bias: bool = param(True, Boolean())
     seeds_per_variant: int = param(1, count())
     record_every: int = param(10, count())
     variants: tuple[str, ...] = param(VARIANTS, tuple_of(InstanceOf(str), min_len=0, distinct=True))
-    centred: bool = param(False, Boolean())
-
-    def _check_together(self) -> None:
-        _fits_subspaces(self)
 
 
 def theory_specs(cfg: TheoryConfig) -> list[NetSpec]:
@@ -817,7 +829,7 @@ def run_theory(cfg: TheoryConfig, seed: int = 0, device=None) -> ToyResult:
 # Experiment 2: the default configuration (spheres, logistic loss, AdamW, trainable output)
 # ---------------------------------------------------------------------------------------------
 @dataclass
-class DefaultConfig(Config):
+class DefaultConfig(ToyConfig):
     """The authors' default toy script: core on spheres of radius 1 (y=+1) and 2 (y=-1), logistic
     loss, AdamW (lr 1e-3, weight decay 1e-3), trainable output layer, 20 000 full-batch steps.
 
@@ -832,21 +844,11 @@ class DefaultConfig(Config):
 
     FULL = dict(steps=20_000, replicates=8, record_every=250)
 
-    n: int = param(1000, count())
-    d_core: int = param(32, count())
-    d_background: int = param(32, count())
-    dim: int = param(256, count())
-    width: int = param(256, count())
     steps: int = param(1000, count())
     lr: float = param(1e-3, positive())
-    weight_decay: float = param(1e-3, nonnegative())
     replicates: int = param(4, count())
     record_every: int = param(20, count())
     activations: tuple[str, ...] = param(("relu",), tuple_of(Options(tuple(ACTIVATIONS))))
-    centred: bool = param(False, Boolean())
-
-    def _check_together(self) -> None:
-        _fits_subspaces(self)
 
 
 ACT_LABELS = {"relu": "ReLU", "gelu": "GELU", "silu": "SiLU", "leaky_relu": "leaky ReLU",
@@ -901,7 +903,7 @@ def run_default(cfg: DefaultConfig, seed: int = 0, device=None) -> ToyResult:
 # Experiment 3: representation distillation from a background-blind teacher
 # ---------------------------------------------------------------------------------------------
 @dataclass
-class DistillConfig(Config):
+class DistillConfig(ToyConfig):
     """A toy analogue of the paper's motivating CLIP experiment (Section 3).
 
     The teacher is a two-layer ReLU net of the default configuration whose first layer lives in
@@ -915,21 +917,11 @@ class DistillConfig(Config):
 
     FULL = dict(teacher_steps=5000, student_steps=5000, record_every=100)
 
-    n: int = param(1000, count())
     n_test: int = param(1000, count())
-    d_core: int = param(32, count())
-    d_background: int = param(32, count())
-    dim: int = param(256, count())
-    width: int = param(256, count())
     teacher_steps: int = param(1000, count())
     student_steps: int = param(1000, count())
     lr: float = param(1e-3, positive())
-    weight_decay: float = param(1e-3, nonnegative())
     record_every: int = param(25, count())
-    centred: bool = param(False, Boolean())
-
-    def _check_together(self) -> None:
-        _fits_subspaces(self)
 
 
 @dataclass

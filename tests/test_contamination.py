@@ -208,6 +208,27 @@ def test_presets_construct():
     assert [s.name for s in fc.theory_specs(fc.TheoryConfig())][:2] == ["ReLU", "linear"]
 
 
+@pytest.mark.parametrize("cls", [fc.TheoryConfig, fc.DefaultConfig, fc.DistillConfig])
+def test_toy_configs_share_the_data_model_fields(cls):
+    import dataclasses
+
+    shared = [f.name for f in dataclasses.fields(fc.ToyConfig)]
+    assert {"n", "d_core", "d_background", "dim", "width", "centred"} <= set(shared)
+    assert issubclass(cls, fc.ToyConfig)
+    own = {k for k, v in vars(cls).get("__annotations__", {}).items()}
+    assert not own & set(shared)  # declared once, in the base
+    for name in shared:
+        assert getattr(cls(), name) == getattr(fc.ToyConfig(), name)
+    # the cross-field rule of the base names the config it runs on
+    with pytest.raises(ValueError, match=rf"{cls.__name__}\.dim must be >= d_core \+ "
+                                         r"d_background = 12"):
+        cls(d_core=6, d_background=6, dim=10)
+    cfg = cls(dim=64)
+    with pytest.raises(ValueError, match=rf"{cls.__name__}\.dim"):
+        cfg.dim = 32
+    assert cfg.dim == 64
+
+
 def test_tiny_theory_run():
     cfg = fc.TheoryConfig(n=40, n_test=20, d_core=2, d_background=2, dim=8, width=4, steps=3,
                           variants=("GELU",), record_every=1)
