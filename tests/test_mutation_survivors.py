@@ -20,7 +20,7 @@ from gtlib.train import TrainConfig, check_data, stop_reason
 from gtlib.uniform import bartlett_bound, neyshabur_bound, power_law_fit
 
 
-# --- gtlib.engine -----------------------------------------------------------------------------------
+# --- gtlib.engine ---------------------------------------------------------------------------------
 def test_members_of_one_group_keep_their_own_learning_rates():
     """Members with the same optimizer settings but different learning rates (one group inside the
     optimizer) each follow torch.optim with their own lr, also when some of them are frozen."""
@@ -54,7 +54,7 @@ def test_stream_batches_drop_only_a_short_remainder():
     assert torch.equal(got, torch.cat([p1, p2[:2]]))
 
 
-# --- gtlib.train ------------------------------------------------------------------------------------
+# --- gtlib.train ----------------------------------------------------------------------------------
 def test_target_accuracy_is_met_at_exactly_the_target():
     """The rule is 'accuracy >= target': 2 of 4 rows right meets a target of 0.5 (by hand)."""
     logits = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0]])
@@ -70,7 +70,7 @@ def test_check_data_refuses_labels_on_another_device():
         check_data(x, torch.zeros(3, dtype=torch.int64, device="meta"))
 
 
-# --- gtlib.ensemble ---------------------------------------------------------------------------------
+# --- gtlib.ensemble -------------------------------------------------------------------------------
 def test_default_minibatch_seeds_are_cfg_seed_plus_member_index():
     """Without ``seeds``, member i draws its minibatches from seed ``cfg.seed + i``: the plain
     PyTorch loop (train_sequentially, torch.optim) run with those seeds gives the same nets."""
@@ -86,7 +86,7 @@ def test_default_minibatch_seeds_are_cfg_seed_plus_member_index():
             torch.testing.assert_close(b(x)[i], m(x), rtol=0, atol=1e-10)
 
 
-# --- gtlib.data -------------------------------------------------------------------------------------
+# --- gtlib.data -----------------------------------------------------------------------------------
 def test_subset_keeps_each_row_with_its_own_label():
     """``subset`` picks rows of x and y together: here each row's label is written in the row."""
     y = torch.tensor([0, 1, 2, 1, 0, 2], dtype=torch.int64)
@@ -97,7 +97,7 @@ def test_subset_keeps_each_row_with_its_own_label():
     assert sub.y.tolist() == sub.x[:, 0].long().tolist() == [0, 1, 2, 2]
 
 
-# --- gtlib.checks and gtlib.config ------------------------------------------------------------------
+# --- gtlib.checks and gtlib.config ----------------------------------------------------------------
 def test_seeds_stop_where_torch_generators_stop():
     """Every seed check_seed accepts can seed a torch.Generator, and the first it refuses is the
     first torch refuses (2**63 - 1 is the largest value of torch's int64 seed)."""
@@ -140,7 +140,7 @@ def test_setup_seeds_with_the_base_seed_plus_the_offset(monkeypatch):
     assert torch.equal(got, torch.rand(4, generator=torch.Generator().manual_seed(5)))
 
 
-# --- gtlib.claims -----------------------------------------------------------------------------------
+# --- gtlib.claims ---------------------------------------------------------------------------------
 RULES = ["x <= y", "x < y", "x >= y", "x > y", "x == y", "x != y", "0 < x < y", "x <= y <= 1",
          "x < y <= x + 1", "not x <= y", "x <= 1 and y >= 1", "x < 1 or y <= 0"]
 
@@ -155,7 +155,7 @@ def test_comparisons_evaluate_as_python_does(rule):
             assert evaluate_rule(rule, {"x": x, "y": y}) is want, (rule, x, y)
 
 
-# --- gtlib.connectivity (functions that are not training loops) -------------------------------------
+# --- gtlib.connectivity (functions that are not training loops) -----------------------------------
 def test_llfc_weights_alpha_on_b_and_one_minus_alpha_on_a():
     """At alpha = 0 (1) the interpolated net is a (b), so its features are a's (b's) exactly and
     every layer's LLFC dissimilarity is 0; with identity activations the first hidden layer is
@@ -169,7 +169,7 @@ def test_llfc_weights_alpha_on_b_and_one_minus_alpha_on_a():
         assert llfc_dissimilarity(a, b, x, alpha)[0] < 1e-6
 
 
-# --- gtlib.uniform (functions that are not training loops) ------------------------------------------
+# --- gtlib.uniform (functions that are not training loops) ----------------------------------------
 def test_power_law_slope_standard_error_is_scipys():
     """The OLS slope and its standard error (k - 2 degrees of freedom) equal scipy's linregress
     on log y against log x."""
