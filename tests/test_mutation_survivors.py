@@ -3,6 +3,7 @@ section 6; the mutants and results are in the issue's report). Each test checks 
 book's numbers depend on against a reference the library cannot share a bug with: torch.optim run
 member by member, torch.randperm drawn by hand, a hand computation, numpy, or a symmetry."""
 import math
+import random
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,12 +132,15 @@ def test_setup_seeds_with_the_base_seed_plus_the_offset(monkeypatch):
     """setup(k) under GTLIB_SEED=s draws what a generator seeded with s + k draws."""
     monkeypatch.setenv("GTLIB_SEED", "2")
     monkeypatch.setenv("GTLIB_THREADS", "1")
-    threads = torch.get_num_threads()
+    threads, states = torch.get_num_threads(), (random.getstate(), np.random.get_state())
     try:
-        setup(3)
-        got = torch.rand(4)
+        with torch.random.fork_rng(devices=[]):  # leave the other tests' global streams alone
+            setup(3)
+            got = torch.rand(4)
     finally:
         torch.set_num_threads(threads)
+        random.setstate(states[0])
+        np.random.set_state(states[1])
     assert torch.equal(got, torch.rand(4, generator=torch.Generator().manual_seed(5)))
 
 
