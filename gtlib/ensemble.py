@@ -116,9 +116,11 @@ class BatchedMLP(nn.Module):
         with torch.no_grad():
             for l, layer in enumerate(m.layers):
                 w = self.weights[l][i]
-                if self.hidden_mask is not None:  # bake the mask into the weights
-                    if l < depth:
+                if self.hidden_mask is not None:  # bake the mask into the weights:
+                    if l < depth:  # a masked unit gets no input...
                         w = w * self.hidden_mask[i][:, None]
+                    if l > 0:  # ...and the next layer ignores it (act(0) need not be 0)
+                        w = w * self.hidden_mask[i][None, :]
                 layer.weight.copy_(w)
                 if self.has_bias:
                     b = self.biases[l][i]

@@ -203,3 +203,13 @@ def test_more_bad_input_names_the_argument():
         BatchedMLP.init([0], 3, 4, 1, 2).member(0.5)
     with pytest.raises(ValueError, match=r"y must hold labels in \[0, 2\)"):
         ensemble_loss("mse", torch.randn(1, 6, 2), torch.full((6,), 3))
+
+
+def test_member_of_a_masked_stack_is_the_same_function_for_any_activation():
+    # a masked unit outputs act(0), which is 0.5 for the sigmoid: the next layer must ignore it
+    mask = torch.tensor([[1, 1, 1, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1, 1, 1]])
+    for act in ("sigmoid", "relu", "tanh"):
+        model = BatchedMLP.init([0, 1], 5, 8, 2, 3, act=act, hidden_mask=mask)
+        x = torch.randn(7, 5)
+        for i in range(2):
+            torch.testing.assert_close(model.member(i)(x), model(x)[i], rtol=1e-5, atol=1e-6)
