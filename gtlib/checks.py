@@ -17,6 +17,7 @@ for the three most common intervals; :func:`check_labels`, :func:`check_finite`,
 """
 from __future__ import annotations
 
+import collections.abc as collections_abc
 import math
 from typing import Any, Iterable
 
@@ -409,3 +410,218 @@ def check_seeds(name: str, seeds) -> list[int]:
     if not seeds:
         raise ValueError(f"{name} must be a non-empty sequence of non-negative ints, got []")
     return [int(SEED.check(f"{name}[{i}]", s)) for i, s in enumerate(seeds)]
+
+
+# -- one decorator for a public function's boundary ---------------------------------------------
+
+class Tensor(Constraint):
+    """A torch tensor (or, with ``numpy=True``, also a numpy array) that is not empty, holds only
+    finite values (``finite``), has a floating dtype (``dtype="float"``) or an integer one
+    (``dtype="int"``), and has one of the allowed numbers of dimensions (``ndim``)."""
+
+    def __init__(self, dtype: str | None = None, ndim: int | tuple[int, ...] | None = None,
+                 finite: bool = True, empty: bool = False, numpy: bool = False,
+                 optional: bool = False):
+        if dtype not in (None, "float", "int"):
+            raise ValueError(f"dtype must be None, 'float' or 'int', got {dtype!r}")
+        self.dtype, self.finite, self.empty, self.numpy, self.optional = (
+            dtype, finite, empty, numpy, optional)
+        self.ndim = (ndim,) if isinstance(ndim, int) else ndim
+
+    def describe(self) -> str:
+        kind = "a torch.Tensor" + (" or numpy array" if self.numpy else "")
+        parts = [] if self.empty else ["non-empty"]
+        if self.dtype:
+            parts.append("floating-point" if self.dtype == "float" else "integer")
+        if self.ndim:
+            parts.append(f"{' or '.join(map(str, self.ndim))}-dimensional")
+        if self.finite and self.dtype != "int":
+            parts.append("finite")
+        return f"{kind} ({', '.join(parts)})" if parts else kind
+
+    def check(self, name: str, value: Any) -> Any:
+        if value is None and self.optional:
+            return value
+        if isinstance(value, torch.Tensor):
+            floating, integer = value.is_floating_point(), not value.is_floating_point() and \
+                not value.is_complex() and value.dtype != torch.bool
+            size, ndim = value.numel(), value.ndim
+        elif self.numpy and isinstance(value, np.ndarray):
+            floating = np.issubdtype(value.dtype, np.floating)
+            integer = np.issubdtype(value.dtype, np.integer)
+            size, ndim = value.size, value.ndim
+        else:
+            self._fail(name, value, TypeError)
+        if (self.dtype == "float" and not floating) or (self.dtype == "int" and not integer):
+            self._fail(name, value, TypeError)
+        if self.ndim is not None and ndim not in self.ndim:
+            self._fail(name, value)
+        if not self.empty and size == 0:
+            self._fail(name, value)
+        if self.finite and floating:
+            check_finite(name, value)
+        return value
+
+
+_ANY = object()
+
+
+def _from_annotation(hint) -> Constraint | None:
+    """The constraint an annotation implies (None: nothing to check)."""
+    import types
+    import typing
+
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(hint)
+        optional = type(None) in args
+        rest = [a for a in args if a is not type(None)]
+        parts = [_from_annotation(a) for a in rest]
+        if any(p is None for p in parts):
+            return None
+        return _Either(parts, optional)
+    if hint is bool:
+        return Boolean()
+    if hint is int:
+        return Interval(int)
+    if hint is float:
+        return Interval(float)
+    if hint is str:
+        return InstanceOf(str)
+    if hint is torch.Tensor:
+        return Tensor()
+    if hint is np.ndarray:
+        return Tensor(numpy=True)
+    if origin in (list, tuple, collections_abc.Sequence):
+        return _SequenceOf(hint)
+    if origin is collections_abc.Callable or hint is collections_abc.Callable:
+        return _Callable()
+    if isinstance(hint, type) and hint.__module__.split(".")[0] in ("gtlib", "torch"):
+        return InstanceOf(hint)
+    return None
+
+
+class _Either(Constraint):
+    def __init__(self, parts, optional):
+        self.parts, self.optional = parts, optional
+
+    def describe(self) -> str:
+        return " or ".join(p.describe() for p in self.parts) + (" or None" if self.optional else "")
+
+    def check(self, name: str, value: Any) -> Any:
+        if value is None and self.optional:
+            return value
+        errors = []
+        for p in self.parts:
+            try:
+                return p.check(name, value)
+            except (TypeError, ValueError) as e:
+                errors.append(e)
+        if len(errors) == 1:
+            raise errors[0]
+        self._fail(name, value, TypeError if all(isinstance(e, TypeError) for e in errors)
+                   else ValueError)
+
+
+class _SequenceOf(Constraint):
+    """A list/tuple (or array/tensor) of items; ``Sequence[int]`` checks each item."""
+
+    def __init__(self, hint):
+        import typing
+        args = typing.get_args(hint)
+        self.item = _from_annotation(args[0]) if len(args) == 1 and args[0] is not Any else None
+
+    def describe(self) -> str:
+        return "a non-empty list or tuple" + (f" of {self.item.describe()}" if self.item else "")
+
+    def check(self, name: str, value: Any) -> Any:
+        if isinstance(value, (str, bytes, dict)) or value is None or not hasattr(value, "__len__"):
+            self._fail(name, value, TypeError)
+        if len(value) == 0:
+            self._fail(name, value)
+        if self.item is not None and isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                self.item.check(f"{name}[{i}]", v)
+        return value
+
+
+class _Callable(Constraint):
+    def describe(self) -> str:
+        return "a function"
+
+    def check(self, name: str, value: Any) -> Any:
+        if not callable(value):
+            self._fail(name, value, TypeError)
+        return value
+
+
+def boundary(**declared):
+    """Check a public function's arguments where a reader's call enters gtlib.
+
+    Each argument is checked against a constraint: the one declared here by name (a
+    :class:`Constraint`, e.g. ``x=Tensor("float", 2)``, ``n=count()``, or None for no check), else
+    the one its type annotation implies: ``int`` and ``float`` refuse bools, other types, NaN and
+    infinities; ``torch.Tensor`` refuses anything else, empty tensors and NaN/inf; ``X | None``
+    also accepts None; ``Sequence[...]``/``list``/``tuple`` refuse strings, None and empty ones
+    (and check their items); a gtlib or torch class is an ``isinstance`` check. Arguments without
+    a usable annotation are not checked. The error names the function and the argument::
+
+        @boundary(x=Tensor("float", 2), y=Tensor("int", 1))
+        def fit_probe(x: torch.Tensor, y: torch.Tensor, ridge: float = 1e-3): ...
+
+    Annotations are read at the first call (so they may name classes defined later).
+    """
+    for k, v in declared.items():
+        if v is not None and not isinstance(v, Constraint):
+            raise TypeError(f"the constraint for {k} must be a gtlib.checks Constraint or None, "
+                            f"got {_show(v)}")
+
+    def wrap(func):
+        import functools
+        import inspect
+        import typing
+
+        sig = inspect.signature(func)
+        unknown = set(declared) - set(sig.parameters)
+        if unknown:
+            raise TypeError(f"boundary({', '.join(sorted(unknown))}): {func.__qualname__} has no "
+                            "such argument")
+        plan: list | None = None
+
+        def constraints() -> list:
+            hints = typing.get_type_hints(func)
+            out = []
+            for name, p in sig.parameters.items():
+                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or name in ("self", "cls"):
+                    continue
+                c = declared[name] if name in declared else (
+                    _from_annotation(hints[name]) if name in hints else None)
+                if c is not None:
+                    out.append((name, c, p.default))
+            return out
+
+        @functools.wraps(func)
+        def checked(*args, **kwargs):
+            nonlocal plan
+            if plan is None:
+                plan = constraints()
+            try:
+                bound = sig.bind(*args, **kwargs)
+            except TypeError as e:
+                raise TypeError(f"{func.__qualname__}(): {e}") from None
+            values = bound.arguments
+            for name, c, default in plan:
+                if name in values:
+                    v = values[name]
+                    if v is default and default is not inspect.Parameter.empty:
+                        continue  # the function's own default is trusted
+                    try:
+                        c.check(name, v)
+                    except (TypeError, ValueError) as e:
+                        raise type(e)(f"{func.__qualname__}(): {e}") from None
+            return func(*args, **kwargs)
+
+        checked.__wrapped__ = func
+        return checked
+
+    return wrap
