@@ -36,18 +36,15 @@ import torch.nn.functional as F
 from .checks import check_int, check_positive, count, fraction, positive, tuple_of
 from .config import Config, Result, param
 from .data import corrupt_labels, mnist1d
-from .ensemble import BatchedMLP, ensemble_loss, train_ensemble
-from .models import activation
-from .train import TrainConfig, accuracy, margins
+from .engine import (ReplacementBatches, StackedOptimizer, StreamBatches, fit, member_batch,
+                     stop_rule)
+from .ensemble import BatchedMLP, _ensemble_loss, train_ensemble
+from .train import TrainConfig, accuracy
 
 
 # ---------------------------------------------------------------------------------------------
 # input checks
 # ---------------------------------------------------------------------------------------------
-def _int(name: str, value, minimum: int = 1) -> int:
-    return check_int(name, value, minimum)
-
-
 _pos = check_positive
 
 
@@ -56,7 +53,7 @@ def _sizes(name: str, values, minimum: int = 1) -> list[int]:
         raise TypeError(f"{name} must be a sequence of ints")
     if len(values) == 0:
         raise ValueError(f"{name} must not be empty")
-    return [_int(f"{name}[{i}]", v, minimum) for i, v in enumerate(values)]
+    return [check_int(f"{name}[{i}]", v, minimum=minimum) for i, v in enumerate(values)]
 
 
 def _matrix(name: str, w) -> torch.Tensor:
@@ -135,7 +132,7 @@ def corruption_experiment(cfg: CorruptionConfig, seed: int = 0, device: str | No
     skips it; those fields then stay NaN / -1).
     """
     cfg.validate()
-    seed = _int("seed", seed, minimum=0)
+    seed = check_int("seed", seed, minimum=0)
     ds = mnist1d(cfg.n_train, cfg.n_test, device=device)
     ys = torch.stack([corrupt_labels(ds.y, float(f), ds.num_classes, seed=seed + 1000)
                       for f in cfg.levels] + ([ds.y] if replicate else []))
@@ -201,21 +198,24 @@ class BatchedCNN1d(torch.nn.Module):
 
     Each member is ``conv(1->C, k5, stride 2) -> ReLU -> conv(C->C, k3, stride 2) -> ReLU ->
     conv(C->C, k3, stride 2) -> ReLU -> flatten (5C) -> linear(hidden) -> ReLU -> linear(classes)``,
-    without biases, every weight drawn uniformly in ``+-1/sqrt(fan_in)``. Member ``e`` of a
-    grouped convolution sees only channel group ``e``, so one batched call computes every member
-    on its own input exactly as a stand-alone network would.
+    without biases, every weight drawn uniformly in ``+-1/sqrt(fan_in)``. Every parameter has the
+    member axis first (``convs[k]`` is ``(E, C, in, kernel)``, ``fcs[k]`` is ``(E, in, out)``), as
+    :class:`gtlib.engine.StackedOptimizer` expects; the forward pass flattens the convolution
+    weights into one grouped convolution, in which member ``e`` sees only channel group ``e``, so
+    one batched call computes every member on its own input exactly as a stand-alone network would.
     """
 
     def __init__(self, seeds: Sequence[int], channels: int = 32, hidden: int = 256,
                  classes: int = 10, length: int = 40):
         super().__init__()
-        seeds = [_int(f"seeds[{i}]", s, 0) for i, s in enumerate(seeds)]
+        seeds = [check_int(f"seeds[{i}]", s, minimum=0) for i, s in enumerate(seeds)]
         if not seeds:
             raise ValueError("seeds must not be empty")
         if length != 40:
             raise ValueError("BatchedCNN1d is built for MNIST-1D signals of length 40")
-        C, E = _int("channels", channels), len(seeds)
-        hidden, classes = _int("hidden", hidden), _int("classes", classes, 2)
+        C, E = check_int("channels", channels, minimum=1), len(seeds)
+        hidden = check_int("hidden", hidden, minimum=1)
+        classes = check_int("classes", classes, minimum=2)
         shapes = [(C, 1, 5), (C, C, 3), (C, C, 3), (5 * C, hidden), (hidden, classes)]
         fans = [5, 3 * C, 3 * C, 5 * C, hidden]
         per = [[] for _ in shapes]
@@ -224,21 +224,30 @@ class BatchedCNN1d(torch.nn.Module):
             for k, (shape, fan) in enumerate(zip(shapes, fans)):
                 per[k].append((torch.rand(*shape, generator=g) * 2 - 1) / math.sqrt(fan))
         self.E, self.C = E, C
-        self.convs = torch.nn.ParameterList(torch.nn.Parameter(torch.cat(w)) for w in per[:3])
+        self.convs = torch.nn.ParameterList(torch.nn.Parameter(torch.stack(w)) for w in per[:3])
         self.fcs = torch.nn.ParameterList(torch.nn.Parameter(torch.stack(w)) for w in per[3:])
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits ``(E, n, classes)``; ``x`` is ``(n, 40)`` (shared) or ``(E, n, 40)``."""
+    def forward(self, x: torch.Tensor, members: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits ``(E, n, classes)``; ``x`` is ``(n, 40)`` (shared) or ``(E, n, 40)``.
+
+        With ``members`` (a 1-D tensor of member indices, A of them) only those members are
+        computed: ``x`` is then ``(n, 40)`` or ``(A, n, 40)`` and the logits ``(A, n, classes)``.
+        """
+        convs, fcs = list(self.convs), list(self.fcs)
+        if members is not None:
+            convs = [w.index_select(0, members) for w in convs]
+            fcs = [w.index_select(0, members) for w in fcs]
+        A = convs[0].shape[0]
         if x.ndim == 2:
-            x = x.unsqueeze(0).expand(self.E, *x.shape)
-        if x.ndim != 3 or x.shape[0] != self.E or x.shape[2] != 40:
-            raise ValueError(f"x must be (n, 40) or ({self.E}, n, 40), got {tuple(x.shape)}")
-        h = x.transpose(0, 1)                                   # (n, E, 40): channel e = member e
-        for w, pad in zip(self.convs, (2, 1, 1)):
-            h = F.relu(F.conv1d(h, w, stride=2, padding=pad, groups=self.E))
-        h = h.reshape(h.shape[0], self.E, -1).transpose(0, 1)   # (E, n, 5C)
-        h = F.relu(torch.bmm(h, self.fcs[0]))
-        return torch.bmm(h, self.fcs[1])
+            x = x.unsqueeze(0).expand(A, *x.shape)
+        if x.ndim != 3 or x.shape[0] != A or x.shape[2] != 40:
+            raise ValueError(f"x must be (n, 40) or ({A}, n, 40), got {tuple(x.shape)}")
+        h = x.transpose(0, 1)                                   # (n, A, 40): channel e = member e
+        for w, pad in zip(convs, (2, 1, 1)):
+            h = F.relu(F.conv1d(h, w.flatten(0, 1), stride=2, padding=pad, groups=A))
+        h = h.reshape(h.shape[0], A, -1).transpose(0, 1)        # (A, n, 5C)
+        h = F.relu(torch.bmm(h, fcs[0]))
+        return torch.bmm(h, fcs[1])
 
 
 @dataclass
@@ -259,49 +268,44 @@ def cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
 
     Trains three members in one batched loop, each on its own minibatches: the true labels, fully
     random labels (:func:`gtlib.data.corrupt_labels` at fraction 1) and the true labels from
-    another initialization. Every ``check_every`` steps each member's accuracy on its whole
-    training set is measured; a member that reached ``target_train_acc`` stops (its weights no
-    longer change).
+    another initialization. Plain SGD through :func:`gtlib.engine.fit`, on minibatches drawn with
+    replacement (:class:`gtlib.engine.ReplacementBatches`, one generator per member). Every
+    ``check_every`` steps, and at ``max_steps``, each member's accuracy on its whole training set
+    is measured; a member that reached ``target_train_acc`` stops (its weights no longer change).
     """
-    seed = _int("seed", seed, minimum=0)
+    cfg.validate()
+    seed = check_int("seed", seed, minimum=0)
     ds = mnist1d(cfg.n_train, cfg.n_test, device=device)
     dev = ds.x.device
     ys = torch.stack([ds.y, corrupt_labels(ds.y, 1.0, ds.num_classes, seed=seed + 1000), ds.y])
     E = 3
     model = BatchedCNN1d([seed * 100 + 90 + e for e in range(E)], cfg.channels, cfg.hidden,
                          ds.num_classes).to(dev)
-    params = list(model.parameters())
     with torch.no_grad():
         init_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
-    gens = [torch.Generator().manual_seed(seed * 100 + 95 + e) for e in range(E)]
-    active = torch.ones(E, dtype=torch.bool)
-    stop = [cfg.max_steps] * E
+    opt = StackedOptimizer(model.parameters(), "sgd", cfg.lr, members=E)
+    batches = ReplacementBatches(cfg.n_train, cfg.batch_size,
+                                 [seed * 100 + 95 + e for e in range(E)], dev)
+    reached = stop_rule(target_train_acc=cfg.target_train_acc)
 
-    def full_acc() -> torch.Tensor:
-        with torch.no_grad():
-            return accuracy(model(ds.x), ys)
+    def loss(step: int, idx: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        if bool(active.all()):
+            return _ensemble_loss("cross_entropy", model(ds.x[idx]), ys.gather(1, idx))
+        live = active.nonzero().flatten().to(dev)     # only the members still training
+        idx = idx.index_select(0, live)
+        out = _ensemble_loss("cross_entropy", model(ds.x[idx], live),
+                             ys.index_select(0, live).gather(1, idx))
+        return out.new_zeros(E).index_put((live,), out)
 
-    for step in range(cfg.max_steps + 1):
-        if step % cfg.check_every == 0 or step == cfg.max_steps:
-            acc = full_acc()
-            for e in range(E):
-                if active[e] and acc[e] >= cfg.target_train_acc:
-                    active[e], stop[e] = False, step
-            if not bool(active.any()) or step == cfg.max_steps:
-                break
-        idx = torch.stack([torch.randint(0, cfg.n_train, (cfg.batch_size,), generator=g)
-                           for g in gens]).to(dev)                       # (E, b)
-        logits = model(ds.x[idx])
-        yb = torch.gather(ys, 1, idx)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.reshape(-1),
-                               reduction="none").reshape(E, -1).mean(1)
-        grads = torch.autograd.grad((loss * active.to(dev)).sum(), params)
+    def check(step: int, due: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
-            for p, g in zip(params, grads):
-                p.sub_(cfg.lr * g)
+            return reached(model(ds.x), ys)
+
+    stop = fit(loss, opt, cfg.max_steps, batches, check, every=cfg.check_every,
+               active_only=True).stop_step
     with torch.no_grad():
         test_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
-    train_acc = full_acc()
+        train_acc = accuracy(model(ds.x), ys)
     return CNNRandomizationResult(names=["true labels", "random labels", "true labels, again"],
                                   train_acc=train_acc.tolist(), test_error=test_err,
                                   init_test_error=init_err, stop_step=stop,
@@ -426,7 +430,7 @@ def _check_bound_args(weights, init, input_norm, gamma, n) -> None:
             raise ValueError(f"weights[{l}] and init[{l}] must be matrices of the same shape")
     _pos("input_norm", input_norm)
     _pos("gamma", gamma)
-    _int("n", n)
+    check_int("n", n, minimum=1)
 
 
 def network_measures(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor],
@@ -538,11 +542,12 @@ def train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, sizes:
     This batches Nagarajan and Kolter's sweep over the training-set size: the training sets are
     nested prefixes of one pool, every member takes one minibatch of ``cfg.batch_size`` points of
     its own set per step (its own shuffled order, reshuffled every epoch; a batch may straddle two
-    epochs), and all active members share one batched forward and backward pass. Member ``i`` is
-    checked on its whole training set every ``check_every_epochs`` of its epochs; once it meets the
-    stop rule of ``cfg`` (``target_train_acc`` or ``margin_gamma``/``margin_fraction``), or after
-    ``max_epochs`` epochs, it is frozen and removed from the batch, so later steps cost only what
-    the remaining members need.
+    epochs: :class:`gtlib.engine.StreamBatches`), and all active members share one batched forward
+    and backward pass (:func:`gtlib.engine.fit`). Member ``i`` is checked on its whole training set
+    every ``check_every_epochs`` of its epochs; once it meets the stop rule of ``cfg``
+    (:func:`gtlib.engine.stop_rule`: ``target_train_acc`` or ``margin_gamma``/``margin_fraction``),
+    or after ``max_epochs`` epochs, it is frozen and left out of the forward pass, so later steps
+    cost only what the remaining members need.
 
     Only plain SGD is supported (``cfg.optimizer='sgd'``, no momentum, no weight decay);
     ``cfg.epochs``, ``cfg.steps`` and ``cfg.check_every`` are ignored in favour of the per-member
@@ -579,79 +584,44 @@ def train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, sizes:
     if model.hidden_mask is not None:
         raise ValueError("train_on_subsets does not support hidden_mask")
 
-    gens = [torch.Generator().manual_seed(s) for s in seeds]
-    orders = [torch.empty(0, dtype=torch.int64) for _ in range(E)]
-
-    def next_batch(i: int) -> torch.Tensor:
-        while len(orders[i]) < b:
-            orders[i] = torch.cat([orders[i], torch.randperm(sizes[i], generator=gens[i])])
-        out, orders[i] = orders[i][:b], orders[i][b:]
-        return out
-
     check_period = [max(1, int(round(check_every_epochs * s / b))) for s in sizes]
     max_steps = [max(1, int(math.ceil(max_epochs * s / b))) for s in sizes]
-    ids = list(range(E))
-    ws = [w.detach().clone().requires_grad_(True) for w in model.weights]
-    bs = [p.detach().clone().requires_grad_(True) for p in model.biases] if model.has_bias else None
-    final_w = [w.detach().clone() for w in model.weights]
-    final_b = [p.detach().clone() for p in model.biases] if model.has_bias else None
-    stop_step = [0] * E
-    met = [False] * E
+    opt = StackedOptimizer(model.parameters(), "sgd", cfg.lr, members=E)
+    batches = StreamBatches(sizes, b, seeds, device=x.device)
+    rule = stop_rule(cfg.target_train_acc, cfg.margin_gamma, cfg.margin_fraction)
+    weights = list(model.weights)
+    biases = list(model.biases) if model.has_bias else None
 
-    def meets_rule(i: int, k: int) -> bool:
-        with torch.no_grad():
-            xi, yi = x[:sizes[i]], y[:sizes[i]]
-            logits = _forward([w[k] for w in ws], None if bs is None else [p[k] for p in bs],
-                              xi, act)
-            if cfg.target_train_acc is not None and accuracy(logits, yi) >= cfg.target_train_acc:
-                return True
-            if cfg.margin_gamma is not None:
-                frac = (margins(logits, yi) >= cfg.margin_gamma).float().mean().item()
-                return frac >= cfg.margin_fraction
-            return False
+    def loss(step: int, idx: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        if bool(active.all()):
+            xb, yb = member_batch(x, y, idx)
+            return _ensemble_loss(cfg.loss, _forward(weights, biases, xb, act), yb)
+        # only the members still training: their weights, their batches, one forward pass
+        live = active.nonzero().flatten()
+        lo, hi = int(live[0]), int(live[-1]) + 1
+        rows = live.to(x.device)
+        # usually the larger sets are the ones left: a slice (a view) then, else a gather
+        sliced = hi - lo == len(live)
 
-    step = 0
-    while ids:
-        # stop checks (at step 0 too) for the members whose check is due
-        finished = []
-        for k, i in enumerate(ids):
-            if step % check_period[i] == 0 or step >= max_steps[i]:
-                if meets_rule(i, k):
-                    met[i] = True
-                    finished.append(k)
-                elif step >= max_steps[i]:
-                    finished.append(k)
-        if finished:
-            keep = [k for k in range(len(ids)) if k not in finished]
-            for k in finished:
-                i = ids[k]
-                stop_step[i] = step
-                for l in range(len(ws)):
-                    final_w[l][i] = ws[l][k].detach()
-                    if bs is not None:
-                        final_b[l][i] = bs[l][k].detach()
-            ids = [ids[k] for k in keep]
-            if not ids:
-                break
-            ws = [w.detach()[keep].clone().requires_grad_(True) for w in ws]
-            if bs is not None:
-                bs = [p.detach()[keep].clone().requires_grad_(True) for p in bs]
-        step += 1
-        idx = torch.stack([next_batch(i) for i in ids]).to(x.device)      # (A, b)
-        logits = _forward(ws, bs, x[idx], act)
-        loss = ensemble_loss(cfg.loss, logits, y[idx]).sum()
-        params = ws + (bs or [])
-        grads = torch.autograd.grad(loss, params)
+        def pick(t: torch.Tensor) -> torch.Tensor:
+            return t[lo:hi] if sliced else t.index_select(0, rows)
+
+        ws = [pick(w) for w in weights]
+        bs = None if biases is None else [pick(p) for p in biases]
+        xb, yb = member_batch(x, y, pick(idx))
+        out = _ensemble_loss(cfg.loss, _forward(ws, bs, xb, act), yb)
+        return out.new_zeros(E).index_put((rows,), out)
+
+    def check(step: int, due: torch.Tensor) -> torch.Tensor:
+        met = torch.zeros(E, dtype=torch.bool)
         with torch.no_grad():
-            for p, g in zip(params, grads):
-                p.sub_(cfg.lr * g)
-    with torch.no_grad():
-        for l, w in enumerate(model.weights):
-            w.copy_(final_w[l])
-            if final_b is not None:
-                model.biases[l].copy_(final_b[l])
-    return SubsetTraining(stop_step=stop_step, met_rule=met,
-                          epochs=[s * b / n for s, n in zip(stop_step, sizes)])
+            for i in due.nonzero().flatten().tolist():     # member i on its own training set
+                met[i] = rule(member_logits(model, i, x[:sizes[i]]), y[:sizes[i]])
+        return met
+
+    run = fit(loss, opt, max_steps, batches, check, every=check_period, active_only=True)
+    return SubsetTraining(stop_step=run.stop_step, met_rule=run.met_rule,
+                          epochs=[s * b / n for s, n in zip(run.stop_step, sizes)])
 
 
 @dataclass
@@ -713,7 +683,7 @@ def margin_sweep(cfg: MarginSweepConfig, seed: int = 0, device: str | None = Non
     margin and the member's own training inputs (see :func:`network_measures`).
     """
     cfg.validate()
-    seed = _int("seed", seed, minimum=0)
+    seed = check_int("seed", seed, minimum=0)
     sizes = list(cfg.sizes)
     ds = mnist1d(max(sizes), cfg.n_test, device=device)
     E = len(sizes)
@@ -767,7 +737,7 @@ class LinearConstruction(Config):
     def sample(self, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``n`` draws ``(x1 (n, K), x2 (n, D), y (n,) in {-1, +1})`` in float64."""
         self.validate()
-        n = _int("n", n)
+        n = check_int("n", n, minimum=1)
         y = torch.randint(0, 2, (n,), generator=generator).to(torch.float64) * 2 - 1
         x1 = self.signal * y[:, None] * self.u[None, :]
         x2 = torch.randn(n, self.D, generator=generator, dtype=torch.float64) * math.sqrt(
@@ -777,7 +747,8 @@ class LinearConstruction(Config):
 
 def linear_data(cfg: LinearConstruction, seed: int = 0):
     """A training set of ``cfg.m`` points from :class:`LinearConstruction` (``x1, x2, y``)."""
-    return cfg.validate().sample(cfg.m, torch.Generator().manual_seed(_int("seed", seed, 0)))
+    seed = check_int("seed", seed, minimum=0)
+    return cfg.validate().sample(cfg.m, torch.Generator().manual_seed(seed))
 
 
 def one_step_gd(x1: torch.Tensor, x2: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -841,7 +812,8 @@ def linear_errors(cfg: LinearConstruction, seed: int = 0) -> LinearErrors:
     train = float((linear_predict(w1, w2, x1, x2) != y).double().mean())
     s1, s2, sy = linear_sprime(x1, x2, y)
     sprime = float((linear_predict(w1, w2, s1, s2) != sy).double().mean())
-    f1, f2, fy = cfg.sample(cfg.m, torch.Generator().manual_seed(10**6 + _int("seed", seed, 0)))
+    fresh_gen = torch.Generator().manual_seed(10**6 + check_int("seed", seed, minimum=0))
+    f1, f2, fy = cfg.sample(cfg.m, fresh_gen)
     fresh = float((linear_predict(w1, w2, f1, f2) != fy).double().mean())
     mean = cfg.signal * float(w1 @ cfg.u)
     sd = float(w2.norm()) * math.sqrt(cfg.noise_var / cfg.D)
@@ -898,8 +870,8 @@ def one_sided_escape(cfg: LinearConstruction, n_sets: int = 20, seed: int = 0) -
     ``ball_*`` report its gaps on its own training set (maximum over the ``n_sets`` draws).
     """
     cfg.validate()
-    n_sets = _int("n_sets", n_sets, minimum=2)
-    seed = _int("seed", seed, minimum=0)
+    n_sets = check_int("n_sets", n_sets, minimum=2)
+    seed = check_int("seed", seed, minimum=0)
     outs, sets = [], []
     for i in range(n_sets):
         x1, x2, y = linear_data(cfg, seed * 1000 + i)
@@ -926,7 +898,7 @@ def sphere_data(n: int, d: int, radii: tuple = (1.0, 1.2), generator: torch.Gene
 
     Labels are fair coin flips; directions are uniform on the unit sphere of R^d.
     """
-    n, d = _int("n", n), _int("d", d, minimum=2)
+    n, d = check_int("n", n, minimum=1), check_int("d", d, minimum=2)
     r0, r1 = _radii(radii)
     g = generator if generator is not None else torch.Generator().manual_seed(0)
     y = torch.randint(0, 2, (n,), generator=g)
@@ -1023,7 +995,7 @@ def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) 
     the same law as S' that was not built from the training set).
     """
     cfg.validate()
-    seed = _int("seed", seed, minimum=0)
+    seed = check_int("seed", seed, minimum=0)
     dev = device or "cpu"
     g = torch.Generator().manual_seed(seed * 7919 + 13)
     x, y = sphere_data(max(cfg.sizes), cfg.d, cfg.radii, g)
@@ -1071,7 +1043,7 @@ def boundary_slice(model: BatchedMLP, member: int, point: torch.Tensor, radii: t
         raise ValueError("point must be a non-zero 1-D tensor")
     r0, r1 = _radii(radii)
     _pos("half_width", half_width)
-    resolution = _int("resolution", resolution, minimum=2)
+    resolution = check_int("resolution", resolution, minimum=2)
     e1 = point / point.norm()
     g = torch.Generator().manual_seed(seed)
     v = torch.randn(point.shape[0], generator=g, dtype=point.dtype).to(point.device)
@@ -1130,7 +1102,7 @@ def bulge_width(model: BatchedMLP, member: int, point: torch.Tensor, label: int,
     if label not in (0, 1):
         raise ValueError(f"label must be 0 or 1, got {label!r}")
     r0, r1 = _radii(radii)
-    resolution = _int("resolution", resolution, minimum=3)
+    resolution = check_int("resolution", resolution, minimum=3)
     e1 = point / point.norm()
     g = torch.Generator().manual_seed(seed)
     v = torch.randn(point.shape[0], generator=g, dtype=point.dtype).to(point.device)
@@ -1160,7 +1132,7 @@ def cap_fraction(d: int, half_angle_deg: float) -> float:
     """
     from scipy.special import betainc
 
-    d = _int("d", d, minimum=2)
+    d = check_int("d", d, minimum=2)
     if not isinstance(half_angle_deg, (int, float)) or not 0 <= half_angle_deg <= 90:
         raise ValueError(f"half_angle_deg must be a number in [0, 90], got {half_angle_deg!r}")
     theta = math.radians(half_angle_deg)

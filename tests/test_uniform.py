@@ -319,13 +319,19 @@ def test_batched_cnn_equals_each_member_alone():
     x = torch.randn(3, 5, 40, generator=g)              # one batch per member
     out = model(x)
     assert out.shape == (3, 5, 10)
-    C = 4
+    # every parameter has the member axis first (what gtlib.engine.StackedOptimizer steps)
+    assert all(p.shape[0] == 3 for p in model.parameters())
     for e in range(3):
         h = x[e][:, None, :]
         for w, pad in zip(model.convs, (2, 1, 1)):
-            h = F.relu(F.conv1d(h, w[e * C:(e + 1) * C], stride=2, padding=pad))
+            h = F.relu(F.conv1d(h, w[e], stride=2, padding=pad))
         h = F.relu(h.reshape(5, -1) @ model.fcs[0][e])
         assert torch.allclose(out[e], h @ model.fcs[1][e], atol=1e-5)
+    # a subset of members: their rows of the whole ensemble (up to the order of summation that
+    # the convolution kernel picks for that many groups)
+    for members in ([2], [0, 2]):
+        rows = torch.tensor(members)
+        torch.testing.assert_close(model(x[rows], rows), out[rows], rtol=1e-5, atol=1e-6)
     # a shared input gives every member the same x
     assert torch.allclose(model(x[0])[1], model(x[0][None].expand(3, 5, 40))[1])
     with pytest.raises(ValueError):
@@ -361,3 +367,14 @@ def test_bulge_and_cap():
     x = torch.tensor([1.2, 0, 0, 0, 0, 0])
     assert U.bulge_width(model, 0, x, 1) == pytest.approx(180.0)
     assert U.bulge_width(model, 0, x / 1.2, 0) == 0.0
+
+
+def test_one_integer_check():
+    # one integer check for every chapter (issue 19): uniform's own _int helper is gone, and every
+    # call of gtlib.checks.check_int states its minimum
+    import inspect
+    import re
+    assert not hasattr(U, "_int")
+    calls = re.findall(r"check_int\(([^()]*(?:\([^()]*\)[^()]*)*)\)", inspect.getsource(U))
+    assert len(calls) > 10
+    assert all("minimum=" in c for c in calls), [c for c in calls if "minimum=" not in c]
