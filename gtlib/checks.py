@@ -463,7 +463,32 @@ class Tensor(Constraint):
         return value
 
 
-_ANY = object()
+class Device(Constraint):
+    """A torch device (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"`` or a ``torch.device``) that
+    this machine has."""
+
+    def describe(self) -> str:
+        return "an available torch device ('cpu', 'cuda', 'cuda:<k>', 'mps' or a torch.device)"
+
+    def check(self, name: str, value: Any) -> Any:
+        if not isinstance(value, (str, torch.device)):
+            self._fail(name, value, TypeError)
+        try:
+            dev = torch.device(value)
+        except RuntimeError:
+            self._fail(name, value)
+        if dev.type == "cuda":
+            if not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count():
+                raise ValueError(f"{name} must be {self.describe()}: {value!r} is not available "
+                                 "on this machine (use 'cpu')")
+        elif dev.type == "mps":
+            mps = getattr(torch.backends, "mps", None)
+            if mps is None or not mps.is_available():
+                raise ValueError(f"{name} must be {self.describe()}: 'mps' is not available on "
+                                 "this machine (use 'cpu')")
+        elif dev.type != "cpu":
+            self._fail(name, value)
+        return value
 
 
 def _from_annotation(hint) -> Constraint | None:

@@ -31,7 +31,8 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
-from .checks import Interval, Options, check_int, check_seed
+from .checks import (Boolean, Device, Interval, Options, Tensor, boundary, check_int, check_labels,
+                     check_seed)
 
 OPTIMIZERS = ("sgd", "adamw", "adam")
 
@@ -40,6 +41,7 @@ _MOMENTUM = Interval(float, 0, 1, "left")
 _DECAY = Interval(float, 0, None)
 _BETA = Interval(float, 0, 1, "left")
 _EPS = Interval(float, 0, None, "neither")
+_SCALE = Interval(float, 0, None)  # a learning-rate factor
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,6 +96,8 @@ class StackedOptimizer:
                  members: int | None = None):
         if members is not None:
             members = check_int("members", members)
+        if isinstance(params, (torch.Tensor, str)) or not hasattr(params, "__iter__"):
+            raise TypeError(f"params must be an iterable of tensors, got {type(params).__name__}")
         self.params = list(params)
         if not self.params:
             raise ValueError("params must hold at least one tensor")
@@ -127,7 +131,6 @@ class StackedOptimizer:
                        "v": torch.zeros_like(p) if adam else None} for p in self.params]
         self.t = torch.zeros(E, dtype=torch.int64)  # each member's number of Adam steps
 
-    @torch.no_grad()
     def step(self, grads: Sequence[torch.Tensor | None], active: torch.Tensor | None = None,
              lr_scale: float = 1.0) -> None:
         """Update the parameters with ``grads`` (one per parameter; None skips it).
@@ -135,6 +138,31 @@ class StackedOptimizer:
         ``active`` is a ``(E,)`` bool tensor (default: every member); ``lr_scale`` multiplies every
         member's learning rate (a schedule).
         """
+        E = self.members or 1
+        if isinstance(grads, (torch.Tensor, str)) or not isinstance(grads, (list, tuple)):
+            raise TypeError(f"grads must be a list or tuple of tensors (or None), one per "
+                            f"parameter, got {type(grads).__name__}")
+        if len(grads) != len(self.params):
+            raise ValueError(f"grads must have one entry per parameter ({len(self.params)}), "
+                             f"got {len(grads)}")
+        for i, (g, p) in enumerate(zip(grads, self.params)):
+            if g is None:
+                continue
+            Tensor("float", finite=True, empty=True).check(f"grads[{i}]", g)
+            if g.shape != p.shape:
+                raise ValueError(f"grads[{i}] must have the shape of params[{i}] "
+                                 f"{tuple(p.shape)}, got {tuple(g.shape)}")
+        if active is not None:
+            Tensor().check("active", active)
+            if active.dtype != torch.bool or active.shape != (E,):
+                raise ValueError(f"active must be a bool tensor of shape ({E},), got "
+                                 f"{active.dtype} {tuple(active.shape)}")
+        _SCALE.check("lr_scale", lr_scale)
+        self._step(grads, active, lr_scale)
+
+    @torch.no_grad()
+    def _step(self, grads, active, lr_scale: float) -> None:
+        """:meth:`step` without the checks (the engine's loop made the gradients itself)."""
         E = self.members or 1
         act = torch.ones(E, dtype=torch.bool) if active is None else active.detach().cpu()
         self.t += act.to(torch.int64)
@@ -222,7 +250,7 @@ class EpochBatches:
         self.n = check_int("n", n)
         self.batch_size = check_int("batch_size", batch_size)
         self.gens = _generators(seeds)
-        self.device = device
+        self.device = Device().check("device", device)
         self.per_epoch = -(-self.n // self.batch_size)
         self.pos, self.order = 0, None
 
@@ -246,6 +274,10 @@ class StreamBatches:
 
     def __init__(self, sizes: Sequence[int], batch_size: int, seeds, device="cpu",
                  drop_remainder: bool = False):
+        if isinstance(sizes, (str, torch.Tensor)) or not isinstance(sizes, (list, tuple)) \
+                or len(sizes) == 0:
+            raise TypeError(f"sizes must be a non-empty list of ints (one per member), got "
+                            f"{sizes!r}")
         self.sizes = [check_int(f"sizes[{i}]", s) for i, s in enumerate(sizes)]
         self.batch_size = check_int("batch_size", batch_size)
         self.gens = _generators(seeds)
@@ -255,7 +287,8 @@ class StreamBatches:
         if drop_remainder and self.batch_size > min(self.sizes):
             raise ValueError(f"batch_size must be <= every size with drop_remainder, got "
                              f"{self.batch_size} > {min(self.sizes)}")
-        self.device, self.drop = device, drop_remainder
+        self.device = Device().check("device", device)
+        self.drop = Boolean().check("drop_remainder", drop_remainder)
         self.orders = [torch.empty(0, dtype=torch.int64) for _ in self.sizes]
 
     def __iter__(self) -> Iterator[torch.Tensor]:
@@ -282,7 +315,7 @@ class ReplacementBatches:
         self.n = check_int("n", n)
         self.batch_size = check_int("batch_size", batch_size)
         self.gens = _generators(seeds)
-        self.device = device
+        self.device = Device().check("device", device)
 
     def __iter__(self) -> Iterator[torch.Tensor]:
         return self
@@ -292,10 +325,26 @@ class ReplacementBatches:
                             for g in self.gens]).to(self.device)
 
 
+@boundary(x=Tensor("float", (2, 3), finite=False), y=Tensor(ndim=(1, 2), optional=True),
+          idx=Tensor("int", 2))
 def member_batch(x: torch.Tensor, y: torch.Tensor | None, idx: torch.Tensor):
     """Each member's minibatch: ``x`` is ``(n, d)`` (shared) or ``(E, n, d)`` (one set per
     member), ``y`` is ``(n,)`` or ``(E, n)`` (or None), ``idx`` is ``(E, b)``. Returns
-    ``(E, b, d)`` and ``(E, b)``."""
+    ``(E, b, d)`` and ``(E, b)``. (Cheap enough to call every step: the values of ``x`` are the
+    training data, checked once where training starts.)"""
+    n = x.shape[-2]
+    if x.ndim == 3 and x.shape[0] != idx.shape[0]:
+        raise ValueError(f"x must be (n, d) or ({idx.shape[0]}, n, d) for {idx.shape[0]} members, "
+                         f"got {tuple(x.shape)}")
+    if bool((idx < 0).any()) or bool((idx >= n).any()):
+        raise ValueError(f"idx must hold row indices in [0, {n}), got values in "
+                         f"[{int(idx.min())}, {int(idx.max())}]")
+    if y is not None and y.shape[-1] != n:
+        raise ValueError(f"y must have one label per row of x ({n}), got shape {tuple(y.shape)}")
+    return _member_batch(x, y, idx)
+
+
+def _member_batch(x, y, idx):
     rows = torch.arange(idx.shape[0], device=idx.device).unsqueeze(1)
     xb = x[idx] if x.ndim == 2 else x[rows, idx]
     if y is None:
@@ -303,9 +352,15 @@ def member_batch(x: torch.Tensor, y: torch.Tensor | None, idx: torch.Tensor):
     return xb, (y[idx] if y.ndim == 1 else y[rows, idx])
 
 
+@boundary(logits=Tensor("float", (2, 3)), y=Tensor("int", (1, 2)))
 def member_margins(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Multiclass margins ``f_y(x) - max_{j != y} f_j(x)`` of logits ``(..., n, C)`` and labels
-    broadcastable to ``(..., n)`` (unchecked: :func:`gtlib.train.margins` is the public form)."""
+    broadcastable to ``(..., n)``."""
+    check_labels("y", y, logits.shape[-1], n=logits.shape[-2])
+    return _margins(logits, y)
+
+
+def _margins(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     yy = y.expand(logits.shape[:-1]).unsqueeze(-1)
     true = logits.gather(-1, yy).squeeze(-1)
     other = logits.scatter(-1, yy, float("-inf")).amax(-1)
@@ -325,15 +380,20 @@ def stop_rule(target_train_acc: float | None = None, margin_gamma: float | None 
     if target_train_acc is not None:
         target_train_acc = Interval(float, 0, 1).check("target_train_acc", target_train_acc)
     if margin_gamma is not None:
-        margin_gamma = Interval(float, 0, None).check("margin_gamma", margin_gamma)
+        margin_gamma = Interval(float, 0, None, "neither").check("margin_gamma", margin_gamma)
     margin_fraction = Interval(float, 0, 1).check("margin_fraction", margin_fraction)
 
     def met(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if not isinstance(logits, torch.Tensor) or not isinstance(y, torch.Tensor) \
+                or logits.ndim < 2 or y.shape[-1:] != logits.shape[-2:-1]:
+            raise ValueError(f"logits (..., n, C) and labels y (..., n) must match, got "
+                             f"{tuple(getattr(logits, 'shape', ()))} and "
+                             f"{tuple(getattr(y, 'shape', ()))}")
         out = torch.zeros(logits.shape[:-2], dtype=torch.bool, device=logits.device)
         if target_train_acc is not None:
             out |= (logits.argmax(-1) == y).float().mean(-1) >= target_train_acc
         if margin_gamma is not None:
-            frac = (member_margins(logits, y) >= margin_gamma).float().mean(-1)
+            frac = (_margins(logits, y) >= margin_gamma).float().mean(-1)
             out |= frac >= margin_fraction
         return out
 
@@ -360,10 +420,17 @@ def _per_member_steps(name: str, value, E: int, minimum: int) -> torch.Tensor:
     return torch.full((E,), check_int(name, value, minimum), dtype=torch.int64)
 
 
-def _check_losses(losses, shape: torch.Size) -> None:
+def _check_losses(losses, shape: torch.Size, active: torch.Tensor, step: int) -> None:
+    """One loss per member, finite for every member that trains: a NaN or infinite loss means
+    training diverged, and is an error rather than a silent NaN result."""
     if not isinstance(losses, torch.Tensor) or losses.shape != shape:
         raise ValueError(f"loss must return a tensor of shape {tuple(shape)} (one loss per "
                          f"member), got {getattr(losses, 'shape', type(losses).__name__)}")
+    bad = ~torch.isfinite(losses.detach()).reshape(-1).cpu() & active
+    if bool(bad.any()):
+        raise ValueError(f"loss is NaN or infinite for member(s) {bad.nonzero().view(-1).tolist()} "
+                         f"at update {step}: training diverged (a smaller learning rate, or "
+                         "finite data, would avoid it)")
 
 
 def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: StackedOptimizer,
@@ -410,6 +477,15 @@ def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: Sta
         raise TypeError(f"optimizer must be a StackedOptimizer, got {type(optimizer).__name__}")
     if not callable(loss):
         raise TypeError("loss must be a function (step, batch) -> per-member losses")
+    if batches is not None and not hasattr(batches, "__next__"):
+        raise TypeError(f"batches must be an iterator of index tensors or None, got "
+                        f"{type(batches).__name__}")
+    for name, fn in (("check", check), ("schedule", schedule)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"{name} must be a function or None, got {type(fn).__name__}")
+    active_only = Boolean().check("active_only", active_only)
+    if start is not None and not isinstance(start, (list, tuple)):
+        raise TypeError(f"start must be a list of ints (one per member) or None, got {start!r}")
     E = optimizer.members or 1
     steps_e = _per_member_steps("steps", steps, E, 0)
     every_e = _per_member_steps("every", every, E, 1)
@@ -437,11 +513,12 @@ def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: Sta
         step += 1
         if bool(active.any()):
             losses = loss(step - 1, batch, active) if active_only else loss(step - 1, batch)
-            _check_losses(losses, shape)
+            _check_losses(losses, shape, active, step - 1)
             total = losses.sum()  # member e's gradient is the gradient of its own loss
             grads = torch.autograd.grad(total, optimizer.params, allow_unused=True)
-            optimizer.step(grads, None if bool(active.all()) else active,
-                           1.0 if schedule is None else schedule(step - 1))
+            optimizer._step(grads, None if bool(active.all()) else active,
+                            1.0 if schedule is None else _SCALE.check(
+                                "schedule(step)", schedule(step - 1)))
         last = ~done & (step >= steps_e)
         due = ~done & ((step % every_e == 0) | last)
         if bool(due.any()):

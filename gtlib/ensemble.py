@@ -21,7 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_int, check_labels, check_seed, check_seeds
+from .checks import (Device, Options, Tensor, check_finite, check_int, check_labels, check_seed,
+                     check_seeds)
 from .models import MLP, activation
 from .engine import EpochBatches, StackedOptimizer, fit, stop_rule
 from .train import (LOSSES, History, TrainConfig, _check_cfg, accuracy, batch_indices, check_data,
@@ -53,12 +54,32 @@ class BatchedMLP(nn.Module):
     def __init__(self, weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor] | None,
                  act: str = "relu", hidden_mask: torch.Tensor | None = None):
         super().__init__()
+        if isinstance(weights, (str, torch.Tensor)) or not isinstance(weights, (list, tuple)):
+            raise TypeError(f"weights must be a list of (E, out, in) tensors, got "
+                            f"{type(weights).__name__}")
         if len(weights) < 1:
             raise ValueError("weights must hold at least one layer")
+        for l, w in enumerate(weights):
+            Tensor("float", 3).check(f"weights[{l}]", w)
         E = weights[0].shape[0]
-        for w in weights:
-            if w.ndim != 3 or w.shape[0] != E:
-                raise ValueError("every weight must have shape (E, out, in) with the same E")
+        for l, w in enumerate(weights):
+            if w.shape[0] != E:
+                raise ValueError(f"weights[{l}] must have shape (E, out, in) with E = {E}, got "
+                                 f"{tuple(w.shape)}")
+            if l and w.shape[2] != weights[l - 1].shape[1]:
+                raise ValueError(f"weights[{l}] must take {weights[l - 1].shape[1]} inputs (the "
+                                 f"outputs of weights[{l - 1}]), got shape {tuple(w.shape)}")
+        if biases is not None:
+            if isinstance(biases, (str, torch.Tensor)) or not isinstance(biases, (list, tuple)):
+                raise TypeError(f"biases must be a list of (E, out) tensors or None, got "
+                                f"{type(biases).__name__}")
+            for l, b in enumerate(biases):
+                Tensor("float", 2).check(f"biases[{l}]", b)
+                if l < len(weights) and tuple(b.shape) != (E, weights[l].shape[1]):
+                    raise ValueError(f"biases[{l}] must have shape ({E}, {weights[l].shape[1]}), "
+                                     f"got {tuple(b.shape)}")
+        if hidden_mask is not None:
+            Tensor().check("hidden_mask", hidden_mask)
         self.weights = nn.ParameterList(nn.Parameter(w.detach().clone()) for w in weights)
         self.has_bias = biases is not None
         if biases is not None:
@@ -81,8 +102,19 @@ class BatchedMLP(nn.Module):
     @classmethod
     def from_models(cls, models: Sequence[MLP], hidden_mask: torch.Tensor | None = None) -> "BatchedMLP":
         """Stack the weights of identically shaped :class:`MLP` s."""
+        if isinstance(models, (str, MLP)) or not isinstance(models, (list, tuple)):
+            raise TypeError(f"models must be a list of MLPs, got {type(models).__name__}")
         if len(models) == 0:
             raise ValueError("models must not be empty")
+        for i, m in enumerate(models):
+            if not isinstance(m, MLP):
+                raise TypeError(f"models[{i}] must be a gtlib MLP, got {type(m).__name__}")
+            shapes = [tuple(p.shape) for p in m.parameters()]
+            if i and (shapes != first_shapes or m.act_name != models[0].act_name):
+                raise ValueError(f"models[{i}] must have the shape and activation of models[0] "
+                                 f"({first_shapes}, {models[0].act_name}), got {shapes}, "
+                                 f"{m.act_name}")
+            first_shapes = shapes if i == 0 else first_shapes
         first = models[0]
         ws = [torch.stack([m.layers[l].weight for m in models]) for l in range(len(first.layers))]
         bs = None
@@ -96,6 +128,7 @@ class BatchedMLP(nn.Module):
              device: str | torch.device = "cpu") -> "BatchedMLP":
         """E freshly initialized MLPs, member ``i`` initialized exactly as ``make_mlp(seeds[i], ...)``."""
         seeds = check_seeds("seeds", seeds)
+        Device().check("device", device)
         models = [make_mlp(s, in_dim, width, depth, out_dim, bias, act) for s in seeds]
         return cls.from_models(models, hidden_mask=hidden_mask).to(device)
 
@@ -136,6 +169,11 @@ class BatchedMLP(nn.Module):
         ``x`` is ``(n, d)`` (shared by all members) or ``(E, n, d)`` (one batch per member).
         """
         d = self.weights[0].shape[2]
+        if isinstance(x, torch.Tensor) and x.ndim in (2, 3):
+            if x.dtype != self.weights[0].dtype:
+                raise TypeError(f"x must have the weights' dtype {self.weights[0].dtype}, got "
+                                f"{x.dtype}")
+            check_finite("x", x)
         if not isinstance(x, torch.Tensor) or x.shape[-1:] != (d,) or x.ndim not in (2, 3) \
                 or (x.ndim == 3 and x.shape[0] != self.size):
             raise ValueError(f"x must have shape (n, {d}) or ({self.size}, n, {d}), got "
@@ -167,10 +205,8 @@ def ensemble_loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Ten
     Member ``e``'s entry equals :func:`gtlib.train.loss_fn` on ``logits[e]`` (MSE sums the squared
     error over the classes and averages over the points).
     """
-    if name not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {name!r}")
-    if not isinstance(logits, torch.Tensor) or logits.ndim != 3:
-        raise ValueError(f"logits must have shape (E, n, C), got {tuple(getattr(logits, 'shape', ()))}")
+    Options(LOSSES).check("name", name)
+    Tensor("float", 3).check("logits", logits)
     check_labels("y", y, logits.shape[-1], n=logits.shape[1])
     return _ensemble_loss(name, logits, y)
 
@@ -201,6 +237,10 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
     _check_cfg(cfg)
     if not isinstance(model, BatchedMLP):
         raise TypeError(f"model must be a BatchedMLP, got {type(model).__name__}")
+    Tensor("float", 2).check("x", x)
+    if probes is not None and (not isinstance(probes, dict) or not all(
+            isinstance(k, str) and callable(f) for k, f in probes.items())):
+        raise TypeError("probes must map names (str) to functions of the model")
     E = model.size
     seeds = [cfg.seed + i for i in range(E)] if seeds is None else check_seeds("seeds", seeds)
     if len(seeds) != E:
@@ -256,6 +296,7 @@ def train_sequentially(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, c
     (``cfg`` must not set them).
     """
     _check_cfg(cfg)
+    out_dim = check_int("out_dim", out_dim)
     if cfg.target_train_acc is not None or cfg.margin_gamma is not None:
         raise ValueError("cfg must not set a stop rule (target_train_acc, margin_gamma): "
                          "train_sequentially is the fixed-length reference")

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import SEED, Interval, Options, check_finite, check_int, check_labels
+from .checks import SEED, Device, Interval, Options, check_finite, check_int, check_labels
 from .config import Config, Result, param
 from .engine import EpochBatches, StackedOptimizer, fit, member_margins
 
@@ -42,7 +42,7 @@ class TrainConfig(Config):
     steps: int | None = param(None, Interval(int, 1, optional=True), doc="cap on the updates")
     loss: str = param("cross_entropy", Options(LOSSES))
     target_train_acc: float | None = param(None, Interval(float, 0, 1, optional=True))
-    margin_gamma: float | None = param(None, Interval(float, 0, None, optional=True))
+    margin_gamma: float | None = param(None, Interval(float, 0, None, "neither", optional=True))
     margin_fraction: float = param(0.99, Interval(float, 0, 1))
     check_every: int = param(50, Interval(int, 1))
     seed: int = param(0, SEED)
@@ -68,18 +68,20 @@ def margins(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
     Works on ``(n, C)`` logits, or ``(E, n, C)`` for an ensemble.
     """
-    _check_logits(logits, y)
+    _check_logits(logits, y, finite=True)
     return member_margins(logits, y)
 
 
 def _check_logits(logits, y, finite: bool = False) -> None:
-    """Public entry points: logits ``(n, C)`` or ``(E, n, C)`` (finite if asked; a diverged
-    member's NaN logits are its accuracy's business, not an error); labels in ``[0, C)``."""
+    """Public entry points: logits ``(n, C)`` or ``(E, n, C)``, non-empty (and finite if asked);
+    labels in ``[0, C)``."""
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
         raise TypeError(f"logits must be a floating-point torch.Tensor, got "
                         f"{getattr(logits, 'dtype', type(logits).__name__)}")
     if logits.ndim not in (2, 3):
         raise ValueError(f"logits must have shape (n, C) or (E, n, C), got {tuple(logits.shape)}")
+    if logits.numel() == 0:
+        raise ValueError(f"logits must not be empty, got shape {tuple(logits.shape)}")
     if finite:
         check_finite("logits", logits)
     check_labels("y", y, logits.shape[-1], n=logits.shape[-2])
@@ -90,7 +92,7 @@ def _check_logits(logits, y, finite: bool = False) -> None:
 
 def accuracy(logits: torch.Tensor, y: torch.Tensor) -> float | torch.Tensor:
     """Fraction of rows whose arg-max equals the label (per member for ``(E, n, C)`` logits)."""
-    _check_logits(logits, y)
+    _check_logits(logits, y, finite=True)
     correct = (logits.argmax(-1) == y).float()
     return correct.mean().item() if logits.ndim == 2 else correct.mean(-1)
 
@@ -98,8 +100,7 @@ def accuracy(logits: torch.Tensor, y: torch.Tensor) -> float | torch.Tensor:
 def loss_fn(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Mean loss over the last-but-one axis: cross-entropy, or MSE to one-hot targets (summed over
     the classes)."""
-    if name not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {name!r}")
+    Options(LOSSES).check("name", name)
     _check_logits(logits, y, finite=True)
     return _loss(name, logits, y)
 
@@ -117,6 +118,11 @@ def _loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
     """The optimizer named by ``cfg`` over ``params`` (``cfg.optimizer`` in :data:`OPTIMIZERS`)."""
     _check_cfg(cfg)
+    if isinstance(params, (torch.Tensor, str)) or not hasattr(params, "__iter__"):
+        raise TypeError(f"params must be an iterable of tensors, got {type(params).__name__}")
+    params = list(params)
+    if not params or not all(isinstance(p, torch.Tensor) for p in params):
+        raise ValueError("params must hold at least one tensor, and only tensors")
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
     if cfg.optimizer == "adamw":
@@ -146,6 +152,7 @@ def batch_indices(n: int, cfg: TrainConfig, generator: torch.Generator, device) 
     _check_cfg(cfg)
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    Device().check("device", device)
     return _batches(n, cfg.batch_size, generator, device)
 
 
@@ -165,6 +172,10 @@ def check_data(x: torch.Tensor, y: torch.Tensor, num_classes: int | None = None,
     """Refuse training data that cannot be trained on: ``x`` must be a non-empty finite float
     ``(n, d)`` tensor, ``y`` integer labels ``(n,)`` (or ``(per_member, n)``) in
     ``[0, num_classes)`` on the same device."""
+    if num_classes is not None:
+        check_int("num_classes", num_classes)
+    if per_member is not None:
+        check_int("per_member", per_member)
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         raise TypeError(f"x must be a floating-point torch.Tensor, got "
                         f"{getattr(x, 'dtype', type(x).__name__)}")
@@ -184,6 +195,12 @@ def check_data(x: torch.Tensor, y: torch.Tensor, num_classes: int | None = None,
 
 def stop_reason(logits: torch.Tensor, y: torch.Tensor, cfg: TrainConfig) -> str | None:
     """Which stop rule (if any) the training-set ``logits`` meet."""
+    _check_cfg(cfg)
+    _check_logits(logits, y, finite=True)
+    return _stop_reason(logits, y, cfg)
+
+
+def _stop_reason(logits: torch.Tensor, y: torch.Tensor, cfg: TrainConfig) -> str | None:
     if cfg.target_train_acc is not None and accuracy(logits, y) >= cfg.target_train_acc:
         return "target_train_acc"
     if cfg.margin_gamma is not None:
@@ -248,7 +265,7 @@ def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
             hist.train_acc.append(accuracy(logits, y))
             for name, fn in probes.items():
                 hist.probes[name].append(fn(model))
-            reason = stop_reason(logits, y, cfg)
+            reason = _stop_reason(logits, y, cfg)
             if reason is not None:
                 hist.stopped_by = reason
             return torch.tensor([reason is not None])

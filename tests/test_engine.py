@@ -250,3 +250,43 @@ def test_fit_can_hand_the_loss_the_active_members():
     fit(loss, opt, [1, 2, 3], active_only=True)
     assert seen == [[True, True, True], [False, True, True], [False, False, True]]
     assert w.detach()[:, 0].tolist() == [1.0, 2.0, 3.0]
+
+
+# --- bad input at the engine's boundary ------------------------------------------------------------
+def test_engine_refuses_bad_input_naming_the_argument():
+    w = torch.zeros(2, 3, requires_grad=True)
+    opt = StackedOptimizer([w], members=2)
+    g = torch.ones(2, 3)
+    cases = [
+        (lambda: opt.step(None), TypeError, "grads"),
+        (lambda: opt.step([g, g]), ValueError, "grads must have one entry"),
+        (lambda: opt.step([g * float("nan")]), ValueError, r"grads\[0\]"),
+        (lambda: opt.step([torch.ones(3, 2)]), ValueError, r"grads\[0\] must have the shape"),
+        (lambda: opt.step([g], torch.ones(5, dtype=torch.bool)), ValueError, "active"),
+        (lambda: opt.step([g], lr_scale=float("nan")), ValueError, "lr_scale"),
+        (lambda: opt.step([g], lr_scale=-1.0), ValueError, "lr_scale"),
+        (lambda: StackedOptimizer(None), TypeError, "params"),
+        (lambda: EpochBatches(5, 2, [0], device="gpu9"), ValueError, "device"),
+        (lambda: EpochBatches(5, 2, [0], device=3.5), TypeError, "device"),
+        (lambda: StreamBatches([], 2, [0]), TypeError, "sizes"),
+        (lambda: StreamBatches([5], 2, [0], drop_remainder="yes"), TypeError, "drop_remainder"),
+        (lambda: member_batch(torch.ones(4, 2), None, torch.tensor([[9]])), ValueError, "idx"),
+        (lambda: member_batch(None, None, torch.tensor([[0]])), TypeError, "x"),
+        (lambda: fit(lambda s, b: w[:, 0], opt, 3, batches="abc"), TypeError, "batches"),
+        (lambda: fit(lambda s, b: w[:, 0], opt, 3, check=3), TypeError, "check"),
+        (lambda: fit(lambda s, b: w[:, 0], opt, 3, start=2), TypeError, "start"),
+        (lambda: fit(lambda s, b: w[:, 0], opt, 3, active_only="yes"), TypeError, "active_only"),
+        (lambda: fit(lambda s, b: w[:, 0], opt, 3, schedule=lambda s: float("nan")), ValueError,
+         "schedule"),
+        (lambda: stop_rule(margin_gamma=0.0), ValueError, "margin_gamma"),
+    ]
+    for call, error, word in cases:
+        with pytest.raises(error, match=word):
+            call()
+
+
+def test_a_diverging_member_is_an_error_not_a_nan_result():
+    w = torch.ones(2, 1, requires_grad=True)
+    opt = StackedOptimizer([w], "sgd", 1.0, members=2)
+    with pytest.raises(ValueError, match=r"member\(s\) \[1\] at update 0: training diverged"):
+        fit(lambda s, b: w[:, 0] * torch.tensor([1.0, float("inf")]), opt, 3)

@@ -167,7 +167,7 @@ def test_train_ensemble_refuses_bad_data():
     b = BatchedMLP.init([0, 1], 4, 8, 1, 2)
     x = torch.randn(5, 4)
     y = torch.zeros(5, dtype=torch.int64)
-    with pytest.raises(ValueError, match="x must hold at least one row"):
+    with pytest.raises(ValueError, match="x must be a torch.Tensor .non-empty"):
         train_ensemble(b, x[:0], y[:0], TrainConfig())
     with pytest.raises(TypeError, match="integer class labels"):
         train_ensemble(b, x, y.float(), TrainConfig())
@@ -175,7 +175,7 @@ def test_train_ensemble_refuses_bad_data():
         train_ensemble(b, x, y + 2, TrainConfig())
     with pytest.raises(ValueError, match="finite"):
         train_ensemble(b, x * math.nan, y, TrainConfig())
-    with pytest.raises(ValueError, match="loss must be one of"):
+    with pytest.raises(ValueError, match="name must be one of"):
         ensemble_loss("hinge", torch.zeros(1, 2, 2), torch.zeros(2, dtype=torch.int64))
 
 

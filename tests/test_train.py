@@ -220,7 +220,7 @@ def test_metrics_refuse_bad_labels_naming_them(fn):
 def test_loss_fn_refuses_non_finite_logits_and_unknown_losses():
     with pytest.raises(ValueError, match="logits must hold finite"):
         loss_fn("mse", torch.full((2, 2), math.nan), torch.tensor([0, 1]))
-    with pytest.raises(ValueError, match="loss must be one of"):
+    with pytest.raises(ValueError, match="name must be one of"):
         loss_fn("hinge", torch.zeros(2, 2), torch.tensor([0, 1]))
 
 
