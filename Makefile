@@ -18,6 +18,12 @@ export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 export GTLIB_THREADS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# glibc returns freed heap to the system after every training step and faults it back in at the
+# next one (measured on the contrastive chapter: 23 s of system time, 1 s with these settings);
+# keeping up to 256 MB of free heap per process removes that churn.
+export MALLOC_TRIM_THRESHOLD_ := 268435456
+export MALLOC_MMAP_THRESHOLD_ := 268435456
+export MALLOC_TOP_PAD_ := 67108864
 
 .PHONY: all setup vendor execute book student test unit nbval site-check bench clean
 
