@@ -290,3 +290,16 @@ def test_a_diverging_member_is_an_error_not_a_nan_result():
     opt = StackedOptimizer([w], "sgd", 1.0, members=2)
     with pytest.raises(ValueError, match=r"member\(s\) \[1\] at update 0: training diverged"):
         fit(lambda s, b: w[:, 0] * torch.tensor([1.0, float("inf")]), opt, 3)
+
+
+def test_no_chapter_module_writes_its_own_training_step():
+    """Issue 17: gradient steps live in the core; a chapter module composes gtlib.engine."""
+    import pathlib
+
+    import gtlib
+    root = pathlib.Path(gtlib.__file__).parent
+    chapters = ["preliminaries", "connectivity", "contamination", "contrastive", "soft", "uniform"]
+    for name in chapters:
+        text = (root / f"{name}.py").read_text()
+        for word in ("backward(", "torch.optim", "MemberOptimizer"):
+            assert word not in text, f"gtlib/{name}.py contains {word!r}"
