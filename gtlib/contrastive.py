@@ -39,11 +39,46 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .checks import (Interval, check_fraction, check_int, check_positive, count, fraction,
-                     nonnegative, positive, tuple_of)
+from .checks import (SEED, Constraint, InstanceOf, Interval, Tensor, boundary, check_fraction,
+                     check_labels, count, fraction, nonnegative, positive, tuple_of)
 from .config import Config, Result, param
 from .data import long_tailed, mnist1d
 from .engine import ReplacementBatches, StackedOptimizer, fit
+
+
+class _Mask(Tensor):
+    """A floating-point 0/1 pruning mask (see :func:`magnitude_mask`)."""
+
+    def describe(self) -> str:
+        return super().describe()[:-1] + ", entries 0 or 1)"
+
+    def check(self, name, value):
+        if value is None and self.optional:
+            return value
+        super().check(name, value)
+        if not bool(((value == 0) | (value == 1)).all()):
+            self._fail(name, value)
+        return value
+
+
+class _Axes(Constraint):
+    """A matplotlib Axes (anything with ``imshow``)."""
+
+    def describe(self) -> str:
+        return "a matplotlib Axes"
+
+    def check(self, name, value):
+        if not callable(getattr(value, "imshow", None)):
+            self._fail(name, value, TypeError)
+        return value
+
+
+_GENERATOR = InstanceOf(torch.Generator)
+_FLOAT2 = Tensor("float", 2)  # a (rows, cols) float matrix, e.g. the dictionary M
+_WEIGHTS = Tensor("float", (2, 3))  # neuron weights (m, d) or (E, m, d)
+# train_encoders seeds its generators with seed * 1000 + j (j < 1000): keep that below 2**63
+_RUN_SEED = Interval(int, 0, (2**63 - 1) // 1000 - 1)
+_PROBE_SEED = Interval(int, 0, 2**63 - 1 - 10_000)  # the probe data is seeded 10_000 + seed
 
 # ------------------------------------------------------------------------------------------------
 # configuration
@@ -110,6 +145,7 @@ class ContrastiveConfig(Config):
 # ------------------------------------------------------------------------------------------------
 
 
+@boundary(dim=count(), n_features=count(), seed=SEED)
 def feature_dictionary(dim: int, n_features: int, seed: int = 0) -> torch.Tensor:
     """A ``(dim, n_features)`` matrix with orthonormal columns: the ground-truth features ``M``.
 
@@ -118,8 +154,6 @@ def feature_dictionary(dim: int, n_features: int, seed: int = 0) -> torch.Tensor
     ValueError
         If ``n_features > dim`` or a size is not positive.
     """
-    if not (isinstance(dim, int) and isinstance(n_features, int)) or dim < 1 or n_features < 1:
-        raise ValueError(f"dim and n_features must be positive ints, got {dim!r}, {n_features!r}")
     if n_features > dim:
         raise ValueError(f"n_features ({n_features}) must be <= dim ({dim})")
     g = torch.Generator().manual_seed(int(seed))
@@ -128,7 +162,10 @@ def feature_dictionary(dim: int, n_features: int, seed: int = 0) -> torch.Tensor
     return q[:, :n_features].contiguous()
 
 
-def feature_frequencies(n_features: int, n_minority: int, base_freq: float, ratio: float) -> torch.Tensor:
+@boundary(n_features=count(2), n_minority=count(), base_freq=fraction("neither"),
+          ratio=Interval(float, 1))
+def feature_frequencies(n_features: int, n_minority: int, base_freq: float,
+                        ratio: float) -> torch.Tensor:
     """Activation probabilities ``p_k``: ``base_freq`` for majority features and ``base_freq / ratio``
     for the last ``n_minority`` (minority) features.
 
@@ -137,10 +174,6 @@ def feature_frequencies(n_features: int, n_minority: int, base_freq: float, rati
     ValueError
         If ``ratio < 1``, ``base_freq`` is not in (0, 1) or ``n_minority`` is not in (0, n_features).
     """
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float, np.number)) \
-            or not np.isfinite(ratio) or ratio < 1:
-        raise ValueError(f"ratio must be a finite number >= 1, got {ratio!r}")
-    check_fraction("base_freq", base_freq, open_interval=True)
     if not 0 < n_minority < n_features:
         raise ValueError(f"n_minority must lie strictly between 0 and n_features, got {n_minority}")
     p = torch.full((n_features,), float(base_freq))
@@ -148,6 +181,7 @@ def feature_frequencies(n_features: int, n_minority: int, base_freq: float, rati
     return p
 
 
+@boundary(freqs=Tensor("float", (1, 2)), n=count(), generator=_GENERATOR)
 def sample_codes(freqs: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
     """Sparse codes ``z`` in ``{-1, 0, 1}``: feature ``k`` active with probability ``freqs[..., k]``,
     with a random sign. ``freqs`` of shape ``(K,)`` or ``(E, K)`` gives ``(n, K)`` or ``(E, n, K)``.
@@ -155,8 +189,6 @@ def sample_codes(freqs: torch.Tensor, n: int, generator: torch.Generator) -> tor
     The same uniform numbers are shared by the E profiles (common random numbers), so conditions
     that differ only in frequency see coupled samples.
     """
-    if not isinstance(freqs, torch.Tensor) or freqs.ndim not in (1, 2):
-        raise TypeError("freqs must be a torch.Tensor of shape (K,) or (E, K)")
     if float(freqs.min()) < 0 or float(freqs.max()) > 1:
         raise ValueError("freqs must lie in [0, 1]")
     K = freqs.shape[-1]
@@ -167,6 +199,8 @@ def sample_codes(freqs: torch.Tensor, n: int, generator: torch.Generator) -> tor
     return ((u[None] < freqs[:, None, :]) * sign[None]).float()
 
 
+@boundary(M=_FLOAT2, z=Tensor("float", (2, 3)), n_tokens=count(), n_signal=count(),
+          noise=nonnegative(), generator=_GENERATOR)
 def make_views(M: torch.Tensor, z: torch.Tensor, n_tokens: int, n_signal: int, noise: float,
                generator: torch.Generator) -> torch.Tensor:
     """One augmented view of the samples with codes ``z`` (shape ``(..., n, K)``): ``(..., n, L, d)``.
@@ -175,8 +209,11 @@ def make_views(M: torch.Tensor, z: torch.Tensor, n_tokens: int, n_signal: int, n
     norm ``noise`` (std ``noise / sqrt(d)`` per coordinate). Calling it twice gives two views that
     share the code and differ in noise and token positions.
     """
-    if n_signal > n_tokens or n_signal < 0:
-        raise ValueError(f"n_signal must lie in [0, n_tokens], got {n_signal}")
+    if n_signal > n_tokens:
+        raise ValueError(f"n_signal must lie in [1, n_tokens = {n_tokens}], got {n_signal}")
+    if z.shape[-1] != M.shape[1] or z.dtype != M.dtype:
+        raise ValueError(f"z must have one {M.dtype} code entry per column of M ({M.shape[1]}), "
+                         f"got shape {tuple(z.shape)} of {z.dtype}")
     d = M.shape[0]
     lead = z.shape[:-1]
     signal = z @ M.T  # (..., n, d)
@@ -186,16 +223,20 @@ def make_views(M: torch.Tensor, z: torch.Tensor, n_tokens: int, n_signal: int, n
     return carries[..., None] * signal[..., None, :] + eps
 
 
+@boundary(M=_FLOAT2, n=count(), n_tokens=count(), n_signal=count(), noise=nonnegative(),
+          generator=_GENERATOR)
 def single_feature_samples(M: torch.Tensor, n: int, n_tokens: int, n_signal: int, noise: float,
                            generator: torch.Generator):
     """Balanced probe data: each sample carries exactly one feature (uniform over K, sign +1).
 
     Returns ``(X, y)`` with ``X`` of shape ``(n, L, d)`` and ``y`` the feature index.
     """
+    if n_signal > n_tokens:
+        raise ValueError(f"n_signal must lie in [1, n_tokens = {n_tokens}], got {n_signal}")
     K = M.shape[1]
     y = torch.randint(0, K, (n,), generator=generator)
-    z = F.one_hot(y, K).float()
-    return make_views(M, z, n_tokens, n_signal, noise, generator), y
+    z = F.one_hot(y, K).to(M.dtype)
+    return make_views.__wrapped__(M, z, n_tokens, n_signal, noise, generator), y
 
 
 # ------------------------------------------------------------------------------------------------
@@ -203,11 +244,13 @@ def single_feature_samples(M: torch.Tensor, n: int, n_tokens: int, n_signal: int
 # ------------------------------------------------------------------------------------------------
 
 
-def brelu(s: torch.Tensor, b) -> torch.Tensor:
+@boundary(s=Tensor("float"))
+def brelu(s: torch.Tensor, b: float | torch.Tensor) -> torch.Tensor:
     """The symmetric biased ReLU ``ReLU(s - b) - ReLU(-s - b)``: zero on ``[-b, b]``, odd in ``s``."""
     return F.relu(s - b) - F.relu(-s - b)
 
 
+@boundary(f=Tensor("float"), mask=_Mask("float"))
 def straight_through_mask(f: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Forward: ``f * mask``. Backward: masked entries get the gradient as if unmasked.
 
@@ -215,9 +258,14 @@ def straight_through_mask(f: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     loss sees the pruned model, yet masked neurons keep receiving the gradient of their
     own output.
     """
+    if mask.ndim > f.ndim or any(a not in (1, b) for a, b in zip(mask.shape[::-1], f.shape[::-1])):
+        raise ValueError(f"mask of shape {tuple(mask.shape)} must broadcast to f's shape "
+                         f"{tuple(f.shape)}")
     return f * mask + (f - f.detach()) * (1 - mask)
 
 
+@boundary(X=Tensor("float", 4), W=Tensor("float", 3), A=Tensor("float", 3), beta=nonnegative(),
+          mask=_Mask("float", 2, optional=True))
 def encode(X: torch.Tensor, W: torch.Tensor, A: torch.Tensor, beta: float,
            mask: torch.Tensor | None = None) -> torch.Tensor:
     """The attention + BReLU encoder, batched over E independent models.
@@ -237,18 +285,23 @@ def encode(X: torch.Tensor, W: torch.Tensor, A: torch.Tensor, beta: float,
     ``(E, n, m)`` representations ``f_r(X) = sum_l BReLU(<w_r, h_l>)`` with
     ``h_l = sum_j softmax_j(x_l^T A x_j) x_j``.
     """
-    if X.ndim != 4 or W.ndim != 3 or A.ndim != 3:
-        raise ValueError("X must be (E, n, L, d), W (E, m, d) and A (E, d, d)")
+    E, d = X.shape[0], X.shape[-1]
+    if X.ndim != 4 or W.shape[::2] != (E, d) or A.shape != (E, d, d) or \
+            (mask is not None and mask.shape != W.shape[:2]):
+        raise ValueError(f"X must be (E, n, L, d), W (E, m, d), A (E, d, d) and mask (E, m), got "
+                         f"X {tuple(X.shape)}, W {tuple(W.shape)}, A {tuple(A.shape)}"
+                         + ("" if mask is None else f", mask {tuple(mask.shape)}"))
     scores = torch.einsum("enld,edf,enkf->enlk", X, A, X)
     H = torch.softmax(scores, dim=-1) @ X
     S = torch.einsum("enld,emd->enlm", H, W)
     b = beta * W.detach().norm(dim=-1)[:, None, None, :]
-    f = brelu(S, b).sum(2)
+    f = brelu.__wrapped__(S, b).sum(2)
     if mask is not None:
-        f = straight_through_mask(f, mask[:, None, :].to(f.dtype))
+        f = straight_through_mask.__wrapped__(f, mask[:, None, :].to(f.dtype))
     return f
 
 
+@boundary(f=Tensor("float", (2, 3)), f_target=Tensor("float", (2, 3)), tau=positive())
 def infonce(f: torch.Tensor, f_target: torch.Tensor, tau: float) -> torch.Tensor:
     """InfoNCE with the second branch under stop-gradient, averaged over the batch.
 
@@ -261,21 +314,22 @@ def infonce(f: torch.Tensor, f_target: torch.Tensor, tau: float) -> torch.Tensor
     ValueError
         If the shapes differ or ``tau <= 0``.
     """
-    if f.shape != f_target.shape or f.ndim not in (2, 3):
-        raise ValueError(f"f and f_target must have the same shape (n, m) or (E, n, m), got "
-                         f"{tuple(f.shape)} and {tuple(f_target.shape)}")
-    if not tau > 0:
-        raise ValueError(f"tau must be > 0, got {tau}")
+    if f.shape != f_target.shape or f.ndim not in (2, 3) or f.dtype != f_target.dtype:
+        raise ValueError(f"f and f_target must have the same shape (n, m) or (E, n, m) and dtype, "
+                         f"got {tuple(f.shape)} {f.dtype} and {tuple(f_target.shape)} "
+                         f"{f_target.dtype}")
     logits = f @ f_target.detach().transpose(-1, -2) / tau
     return (torch.logsumexp(logits, -1) - torch.diagonal(logits, dim1=-2, dim2=-1)).mean(-1)
 
 
+@boundary(sq_norm=nonnegative(), n=count(), tau=positive())
 def infonce_orthogonal_closed_form(sq_norm: float, n: int, tau: float) -> float:
     """InfoNCE when both views are identical and the n representations are mutually orthogonal
     with squared norm ``sq_norm``: ``log(1 + (n - 1) exp(-sq_norm / tau))``."""
     return math.log1p((n - 1) * math.exp(-sq_norm / tau))
 
 
+@boundary(W=Tensor("float", (2, 3)))
 def magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
     """A 0/1 ``(E, m)`` mask zeroing the ``round(fraction * m)`` neurons of smallest norm.
 
@@ -307,6 +361,7 @@ def magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
 # ------------------------------------------------------------------------------------------------
 
 
+@boundary(W=_WEIGHTS, M=_FLOAT2)
 def alignment(W: torch.Tensor, M: torch.Tensor) -> dict:
     """Projections of every neuron on every feature and on the noise space.
 
@@ -320,8 +375,9 @@ def alignment(W: torch.Tensor, M: torch.Tensor) -> dict:
     ``dominant`` (argmax feature), ``top`` and ``second`` (largest two projections), ``ratio``
     (top / second) and ``purity`` (``top^2 / sum_k proj^2``, 1 for a single-feature neuron).
     """
-    if W.shape[-1] != M.shape[0]:
-        raise ValueError(f"W's last dimension ({W.shape[-1]}) must equal M's rows ({M.shape[0]})")
+    if W.shape[-1] != M.shape[0] or W.dtype != M.dtype:
+        raise ValueError(f"W's last dimension ({W.shape[-1]}, {W.dtype}) must equal M's rows "
+                         f"({M.shape[0]}, {M.dtype})")
     if M.shape[1] < 2:
         raise ValueError("M must hold at least two features")
     coef = W @ M
@@ -334,6 +390,7 @@ def alignment(W: torch.Tensor, M: torch.Tensor) -> dict:
                 ratio=top / second.clamp_min(1e-30), purity=purity)
 
 
+@boundary(W=_WEIGHTS, M=_FLOAT2, ratio=Interval(float, 1), floor=fraction())
 def strong_specialists(W: torch.Tensor, M: torch.Tensor, ratio: float = 2.0,
                        floor: float = 0.25) -> torch.Tensor:
     """Strong single-feature specialists per feature: a ``(..., K)`` count.
@@ -356,10 +413,7 @@ def strong_specialists(W: torch.Tensor, M: torch.Tensor, ratio: float = 2.0,
     torch.Tensor
         ``(..., K)`` float counts of strong specialists of each feature.
     """
-    if not ratio >= 1:
-        raise ValueError(f"ratio must be >= 1, got {ratio}")
-    check_fraction("floor", floor)
-    a = alignment(W, M)
+    a = alignment.__wrapped__(W, M)
     K = M.shape[1]
     top = a["top"]
     biggest = top.max(dim=-1, keepdim=True).values
@@ -368,6 +422,7 @@ def strong_specialists(W: torch.Tensor, M: torch.Tensor, ratio: float = 2.0,
     return (onehot * strong[..., None].to(W.dtype)).sum(-2)
 
 
+@boundary(W=Tensor("float", (2, 3)), M=Tensor("float", 2), n_minority=count())
 def energy_ratio(W: torch.Tensor, M: torch.Tensor, n_minority: int) -> torch.Tensor:
     """Minority/majority energy ratio of neurons ``W`` ``(..., m, d)``: shape ``(...)``.
 
@@ -380,15 +435,16 @@ def energy_ratio(W: torch.Tensor, M: torch.Tensor, n_minority: int) -> torch.Ten
     K = M.shape[1]
     if not 0 < n_minority < K:
         raise ValueError(f"n_minority must lie strictly between 0 and {K}, got {n_minority}")
-    if W.shape[-1] != M.shape[0]:
-        raise ValueError(f"W's last dimension ({W.shape[-1]}) must equal M's rows")
+    if W.shape[-1] != M.shape[0] or W.dtype != M.dtype:
+        raise ValueError(f"W's last dimension ({W.shape[-1]}) must equal M's rows, same dtype")
     e = ((W @ M) ** 2).sum(-2)  # energy per feature, summed over neurons: (..., K)
     minor = e[..., K - n_minority:].mean(-1)
     major = e[..., :K - n_minority].mean(-1)
     return minor / major.clamp_min(1e-30)
 
 
-def learning_margin(cfg: "ContrastiveConfig", ratio: float) -> float:
+@boundary(ratio=Interval(float, 1))
+def learning_margin(cfg: ContrastiveConfig, ratio: float) -> float:
     """The stage-I margin ``mu = L_s^2 p_min / (tau lambda)`` of the minority features.
 
     Linearizing stage I (small weights, uniform attention, threshold near zero), the expected
@@ -397,14 +453,14 @@ def learning_margin(cfg: "ContrastiveConfig", ratio: float) -> float:
     minority features (``p_min = q / ratio``) grow out of the initialization only if
     ``mu > 1``.
     """
-    if isinstance(ratio, bool) or not ratio >= 1:
-        raise ValueError(f"ratio must be a number >= 1, got {ratio!r}")
     if not cfg.weight_decay > 0:
         raise ValueError("the margin needs weight_decay > 0")
     p_min = cfg.base_freq / float(ratio)
     return cfg.n_signal ** 2 * p_min / (cfg.tau * cfg.weight_decay)
 
 
+@boundary(W=Tensor("float", 3), M=_FLOAT2, n_minority=count(),
+          specialist_ratio=Interval(float, 1), strong_floor=fraction())
 def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
                     specialist_ratio: float = 2.0, strong_floor: float = 0.25) -> dict:
     """Per-model feature statistics of neurons ``W`` ``(E, m, d)`` (each entry a length-E array).
@@ -420,21 +476,19 @@ def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
       largest), the fraction whose top/second ratio is >= ``specialist_ratio``; it falls only
       if strong neurons mix features.
     """
-    if W.ndim != 3:
-        raise ValueError("W must have shape (E, m, d)")
     K = M.shape[1]
     if not 0 < n_minority < K:
         raise ValueError(f"n_minority must lie strictly between 0 and {K}")
-    a = alignment(W, M)
+    a = alignment.__wrapped__(W, M)
     best = a["proj"].max(dim=1).values  # (E, K)
-    counts = strong_specialists(W, M, specialist_ratio, strong_floor)
+    counts = strong_specialists.__wrapped__(W, M, specialist_ratio, strong_floor)
     big = a["top"] >= strong_floor * a["top"].max(dim=1, keepdim=True).values
     pure = (big & (a["ratio"] >= specialist_ratio)).float().sum(1) / big.float().sum(1)
     maj = slice(0, K - n_minority)
     mino = slice(K - n_minority, K)
     out = dict(best_major=best[:, maj].mean(1), best_minor=best[:, mino].mean(1),
                spec_major=counts[:, maj].mean(1), spec_minor=counts[:, mino].mean(1),
-               energy=energy_ratio(W, M, n_minority),
+               energy=energy_ratio.__wrapped__(W, M, n_minority),
                single_fraction=(a["ratio"] >= specialist_ratio).float().mean(1),
                strong_purity=pure, median_ratio=a["ratio"].median(1).values,
                noise=a["noise"].mean(1))
@@ -465,12 +519,14 @@ class EncoderRun(Result):
     seeds: list
     history: dict = field(default_factory=dict)
 
+    @boundary(ratio=Interval(float, 1), fraction=fraction())
     def select(self, ratio: float, fraction: float) -> list[int]:
         """Indices of the models with this imbalance ratio and pruning fraction."""
         return [i for i, (r, f) in enumerate(zip(self.ratios, self.fractions))
                 if r == ratio and f == fraction]
 
 
+@boundary(step=count(0))
 def bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
     """The relative BReLU threshold at ``step``: rises linearly from 0 to ``bias_max`` (Wen and Li
     also raise the bias during training), constant afterwards."""
@@ -479,6 +535,8 @@ def bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
     return cfg.bias_max * min(1.0, step / cfg.bias_ramp)
 
 
+@boundary(ratios=tuple_of(Interval(float, 1)), fractions=tuple_of(fraction()), seed=_RUN_SEED,
+          replicates=Interval(int, 1, 999, optional=True))
 def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
                    replicates: int | None = None, hard_mask: bool = False) -> EncoderRun:
     """Train one encoder per (ratio, fraction) pair and replicate, all at once (batched).
@@ -499,16 +557,16 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     """
     cfg.validate()
     ratios, fractions = list(ratios), list(fractions)
-    if len(ratios) != len(fractions) or not ratios:
-        raise ValueError("ratios and fractions must be non-empty and of equal length")
+    if len(ratios) != len(fractions):
+        raise ValueError(f"ratios and fractions must be of equal length, got {len(ratios)} and "
+                         f"{len(fractions)}")
     R = cfg.replicates if replicates is None else int(replicates)
-    if R < 1:
-        raise ValueError(f"replicates must be >= 1, got {R}")
     conds = [(r, f, j) for j in range(R) for r, f in zip(ratios, fractions)]
     E = len(conds)
     d, K, m = cfg.dim, cfg.n_features, cfg.neurons
     M = feature_dictionary(d, K, seed=seed)
-    freqs = torch.stack([feature_frequencies(K, cfg.n_minority, cfg.base_freq, r) for r, _, _ in conds])
+    freqs = torch.stack([feature_frequencies(K, cfg.n_minority, cfg.base_freq, r)
+                         for r, _, _ in conds])
     inits = []
     for j in range(R):
         g0 = torch.Generator().manual_seed(seed * 1000 + j)
@@ -518,32 +576,35 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     g = torch.Generator().manual_seed(seed * 1000 + 999)
     fr = [f for _, f, _ in conds]
     hist = {k: [] for k in ("step", "noise", "top", "second", "ratio", "proj", "neuron_noise")}
+    _views, _encode = make_views.__wrapped__, encode.__wrapped__
     opt = StackedOptimizer([W, A], "sgd", cfg.lr, weight_decay=cfg.weight_decay, members=E)
     mask = None
 
     def loss(step: int, _batch) -> torch.Tensor:
         """This step's InfoNCE per model, on fresh samples drawn from ``g``."""
         nonlocal mask
-        beta = bias_schedule(step, cfg)
+        # per-step calls skip the boundary checks (@boundary's __wrapped__): the inputs are
+        # built here from a validated config
+        beta = bias_schedule.__wrapped__(step, cfg)
         if step % cfg.prune_every == 0 and max(fr) > 0:
-            mask = magnitude_mask(W, fr)
-        z = sample_codes(freqs, cfg.batch, g)
-        X1 = make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
-        X2 = make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+            mask = magnitude_mask.__wrapped__(W, fr)
+        z = sample_codes.__wrapped__(freqs, cfg.batch, g)
+        X1 = _views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+        X2 = _views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
         if hard_mask and mask is not None:
-            f1 = encode(X1, W, A, beta) * mask[:, None, :]
+            f1 = _encode(X1, W, A, beta) * mask[:, None, :]
             with torch.no_grad():
-                f2 = encode(X2, W, A, beta) * mask[:, None, :]
+                f2 = _encode(X2, W, A, beta) * mask[:, None, :]
         else:
-            f1 = encode(X1, W, A, beta, mask)
+            f1 = _encode(X1, W, A, beta, mask)
             with torch.no_grad():
-                f2 = encode(X2, W, A, beta)
-        return infonce(f1, f2, cfg.tau)
+                f2 = _encode(X2, W, A, beta)
+        return infonce.__wrapped__(f1, f2, cfg.tau)
 
     def record(step: int, _due) -> None:
         """The neuron metrics after ``step`` updates."""
         with torch.no_grad():
-            a = alignment(W, M)
+            a = alignment.__wrapped__(W, M)
         hist["step"].append(step)
         hist["noise"].append(a["noise"].mean(1).numpy())
         hist["top"].append(a["top"].mean(1).numpy())
@@ -558,6 +619,7 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
                       fractions=fr, seeds=[seed * 1000 + c[2] for c in conds], history=history)
 
 
+@boundary(level=fraction("right"))
 def stage_boundaries(step, top, ratio, level: float = 0.9) -> tuple[int, int]:
     """The ends of stages I and II, read off the measured curves of one model.
 
@@ -568,20 +630,31 @@ def stage_boundaries(step, top, ratio, level: float = 0.9) -> tuple[int, int]:
     step, top, ratio = map(np.asarray, (step, top, ratio))
     if not (step.shape == top.shape == ratio.shape) or step.ndim != 1 or len(step) < 3:
         raise ValueError("step, top and ratio must be 1-D arrays of equal length >= 3")
+    for name, v in (("step", step), ("top", top), ("ratio", ratio)):
+        if v.dtype.kind not in "iuf":
+            raise TypeError(f"{name} must hold numbers, got dtype {v.dtype}")
+        if not np.isfinite(v).all():
+            raise ValueError(f"{name} must hold finite numbers, got NaN or inf")
     i1 = int(np.argmax(top >= level * top.max()))
     later = ratio[i1:] >= level * ratio[i1:].max()
     i2 = i1 + int(np.argmax(later))
     return int(step[i1]), int(step[i2])
 
 
+@boundary(X=Tensor("float", 3))
 def representations(run: EncoderRun, X: torch.Tensor) -> torch.Tensor:
     """Unpruned representations of tokens ``X`` ``(n, L, d)`` under every model: ``(E, n, m)``."""
-    E = run.W.shape[0]
-    beta = bias_schedule(run.config.steps, run.config)
+    E, d = run.W.shape[0], run.W.shape[-1]
+    if X.shape[-1] != d or X.dtype != run.W.dtype:
+        raise ValueError(f"X must be (n, L, d = {d}) tokens of {run.W.dtype}, got "
+                         f"{tuple(X.shape)} of {X.dtype}")
+    beta = bias_schedule.__wrapped__(run.config.steps, run.config)
     with torch.no_grad():
-        return encode(X[None].expand(E, *X.shape), run.W, run.A, beta)
+        return encode.__wrapped__(X[None].expand(E, *X.shape), run.W, run.A, beta)
 
 
+@boundary(f_train=Tensor("float", (2, 3)), y_train=Tensor("int", 1),
+          f_test=Tensor("float", (2, 3)), n_classes=count(), ridge=positive())
 def ridge_probe(f_train: torch.Tensor, y_train: torch.Tensor, f_test: torch.Tensor,
                 n_classes: int, ridge: float = 1e-2) -> torch.Tensor:
     """A linear probe: one-vs-rest ridge regression on standardized features, closed form.
@@ -590,14 +663,14 @@ def ridge_probe(f_train: torch.Tensor, y_train: torch.Tensor, f_test: torch.Tens
     predicted classes of ``f_test`` (``(E, n_test)`` or ``(n_test,)``).
     """
     squeeze = f_train.ndim == 2
+    if f_train.shape[:-2] + f_train.shape[-1:] != f_test.shape[:-2] + f_test.shape[-1:] or \
+            f_train.dtype != f_test.dtype:
+        raise ValueError(f"f_train and f_test must be (n, m) or (E, n, m) with the same E, m and "
+                         f"dtype, got {tuple(f_train.shape)} {f_train.dtype} and "
+                         f"{tuple(f_test.shape)} {f_test.dtype}")
+    check_labels("y_train", y_train, n_classes, n=f_train.shape[-2])
     if squeeze:
         f_train, f_test = f_train[None], f_test[None]
-    if f_train.ndim != 3 or f_test.ndim != 3 or f_train.shape[-1] != f_test.shape[-1]:
-        raise ValueError("f_train and f_test must be (n, m) or (E, n, m) with the same m")
-    if y_train.ndim != 1 or len(y_train) != f_train.shape[1]:
-        raise ValueError("y_train must be 1-D with one label per training row")
-    if not ridge > 0:
-        raise ValueError(f"ridge must be > 0, got {ridge}")
     mu = f_train.mean(1, keepdim=True)
     sd = f_train.std(1, keepdim=True).clamp_min(1e-6)
     a, b = (f_train - mu) / sd, (f_test - mu) / sd
@@ -611,13 +684,15 @@ def ridge_probe(f_train: torch.Tensor, y_train: torch.Tensor, f_test: torch.Tens
     return pred[0] if squeeze else pred
 
 
+@boundary(seed=_PROBE_SEED)
 def feature_probe_accuracy(run: EncoderRun, seed: int = 0) -> np.ndarray:
     """Per-feature accuracy ``(E, K)`` of a linear probe that names the feature of a single-feature
     sample (balanced over features), trained and tested on fresh samples."""
     cfg = run.config
     g = torch.Generator().manual_seed(10_000 + seed)
-    Xtr, ytr = single_feature_samples(run.M, cfg.probe_samples, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
-    Xte, yte = single_feature_samples(run.M, cfg.probe_samples, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+    args = cfg.probe_samples, cfg.n_tokens, cfg.n_signal, cfg.noise, g
+    Xtr, ytr = single_feature_samples(run.M, *args)
+    Xte, yte = single_feature_samples(run.M, *args)
     pred = ridge_probe(representations(run, Xtr), ytr, representations(run, Xte), cfg.n_features)
     K = cfg.n_features
     correct = (pred == yte[None]).float()
@@ -625,7 +700,9 @@ def feature_probe_accuracy(run: EncoderRun, seed: int = 0) -> np.ndarray:
                      for e in range(pred.shape[0])])
 
 
-def paired(run: EncoderRun, values, ratio: float, fraction: float) -> tuple[np.ndarray, np.ndarray]:
+@boundary(ratio=Interval(float, 1), fraction=fraction())
+def paired(run: EncoderRun, values, ratio: float,
+           fraction: float) -> tuple[np.ndarray, np.ndarray]:
     """Per-replicate values of the unpruned and the pruned models at one ratio, paired.
 
     ``values`` is a per-model array ``(E, ...)``; the result is ``(unpruned, pruned)``, each
@@ -643,11 +720,18 @@ def paired(run: EncoderRun, values, ratio: float, fraction: float) -> tuple[np.n
     if [run.seeds[i] for i in a] != [run.seeds[i] for i in b]:
         raise ValueError("the unpruned and pruned replicates do not share initializations")
     v = np.asarray(values)
+    if v.ndim == 0 or len(v) != len(run.ratios):
+        raise ValueError(f"values must have one row per model ({len(run.ratios)}), got shape "
+                         f"{v.shape}")
     return v[a], v[b]
 
 
+@boundary(values=Tensor(numpy=True, finite=False))
 def condition_means(run: EncoderRun, values: np.ndarray) -> dict:
     """Average a per-model array ``(E, ...)`` over replicates: ``{(ratio, fraction): mean}``."""
+    if values.ndim == 0 or len(values) != len(run.ratios):
+        raise ValueError(f"values must have one row per model ({len(run.ratios)}), got shape "
+                         f"{tuple(values.shape)}")
     out = {}
     for key in dict.fromkeys(zip(run.ratios, run.fractions)):
         out[key] = np.mean(values[run.select(*key)], axis=0)
@@ -692,16 +776,15 @@ class LongTailConfig(Config):
                          "(MNIST-1D has 10 classes)")
 
 
+@boundary(x=_FLOAT2, generator=_GENERATOR, shift=count(0), scale=fraction("left"),
+          jitter=nonnegative())
 def augment_1d(x: torch.Tensor, generator: torch.Generator, shift: int, scale: float,
                jitter: float) -> torch.Tensor:
-    """MNIST-1D-style augmentation: random circular shift, amplitude scaling and Gaussian noise."""
-    if x.ndim != 2:
-        raise ValueError("x must have shape (n, length)")
-    if not bool(torch.isfinite(x).all()):
-        raise ValueError("x must be finite (it holds NaN or inf)")
-    check_int("shift", shift, 0)
-    check_positive("scale", scale, allow_zero=True)
-    check_positive("jitter", jitter, allow_zero=True)
+    """MNIST-1D-style augmentation: random circular shift, amplitude scaling and Gaussian noise.
+
+    ``x`` is ``(n, length)``; ``scale`` in [0, 1) keeps the amplitude factor ``1 +- scale``
+    positive.
+    """
     n, L = x.shape
     s = torch.randint(-shift, shift + 1, (n,), generator=generator)
     idx = (torch.arange(L)[None, :] - s[:, None]) % L
@@ -710,6 +793,7 @@ def augment_1d(x: torch.Tensor, generator: torch.Generator, shift: int, scale: f
     return x + jitter * torch.randn(x.shape, generator=generator)
 
 
+@boundary(prune_fractions=tuple_of(fraction()), seed=SEED)
 def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 0) -> dict:
     """Contrastive pretraining of MLP encoders (one per pruning fraction, batched, same init and
     same minibatches) on long-tailed MNIST-1D; then per-class linear-probe test accuracy.
@@ -726,7 +810,7 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     """
     ds = mnist1d(cfg.n_train, cfg.n_test, device="cpu")
     lt = long_tailed(ds, cfg.imbalance, seed=seed)
-    fr = [check_fraction("prune_fraction", f) for f in prune_fractions]
+    fr = [float(f) for f in prune_fractions]
     E, h, o = len(fr), cfg.width, cfg.out_dim
     g = torch.Generator().manual_seed(seed)
     W1 = (torch.randn(h, ds.dim, generator=g) / math.sqrt(ds.dim)).expand(E, h, ds.dim).clone()
@@ -736,7 +820,7 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
 
     def hidden(x, mask=None):
         hid = F.relu(torch.einsum("end,ehd->enh", x, params[0]) + params[1][:, None, :])
-        return hid if mask is None else straight_through_mask(hid, mask[:, None, :])
+        return hid if mask is None else straight_through_mask.__wrapped__(hid, mask[:, None, :])
 
     with torch.no_grad():
         acc_random = _probe_per_class(hidden(ds.x[None]), hidden(ds.x_test[None]), ds)[0]
@@ -744,15 +828,16 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     eye = torch.arange(cfg.batch).repeat(E)
     # one minibatch for all E encoders, drawn with replacement from g (one row)
     batches = ReplacementBatches(lt.n, cfg.batch, [g])
+    _augment = augment_1d.__wrapped__
 
     def loss(step: int, idx: torch.Tensor) -> torch.Tensor:
         """Each encoder's InfoNCE on two augmented views of this step's minibatch."""
         nonlocal mask
-        if step % cfg.prune_every == 0:
-            mask = magnitude_mask(params[0], fr)
+        if step % cfg.prune_every == 0:  # per-step calls skip the boundary checks (__wrapped__)
+            mask = magnitude_mask.__wrapped__(params[0], fr)
         xb = lt.x[idx[0]]
-        x1 = augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
-        x2 = augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
+        x1 = _augment(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
+        x2 = _augment(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
         z1 = F.normalize(hidden(x1, mask) @ params[2].transpose(1, 2), dim=-1)
         with torch.no_grad():
             z2 = F.normalize(hidden(x2) @ params[2].transpose(1, 2), dim=-1)
@@ -781,6 +866,7 @@ def _probe_per_class(ftr: torch.Tensor, fte: torch.Tensor, ds) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------
 
 
+@boundary(seed=_PROBE_SEED)
 def condition_table(run: EncoderRun, seed: int = 0) -> dict:
     """Every condition's replicate-averaged metrics: ``{(ratio, fraction): {name: value}}``.
 
@@ -788,8 +874,8 @@ def condition_table(run: EncoderRun, seed: int = 0) -> dict:
     accuracy on single-feature samples of majority / minority features, :func:`feature_probe_accuracy`).
     """
     cfg = run.config
-    summ = feature_summary(run.W, run.M, cfg.n_minority, cfg.specialist_ratio,
-                           cfg.strong_floor)
+    summ = feature_summary.__wrapped__(run.W, run.M, cfg.n_minority, cfg.specialist_ratio,
+                                       cfg.strong_floor)
     acc = feature_probe_accuracy(run, seed)
     K, n_min = cfg.n_features, cfg.n_minority
     summ["probe_major"] = acc[:, :K - n_min].mean(1)
@@ -801,6 +887,7 @@ def condition_table(run: EncoderRun, seed: int = 0) -> dict:
     return table
 
 
+@boundary(fraction=fraction())
 def stage_curves(run: EncoderRun, fraction: float = 0.0) -> dict:
     """Mean curves over the unpruned (``fraction``) models of all ratios, and the stage boundaries.
 
@@ -814,7 +901,7 @@ def stage_curves(run: EncoderRun, fraction: float = 0.0) -> dict:
     h = run.history
     c = {k: h[k][:, idx].mean(1) for k in ("noise", "top", "second", "ratio")}
     c["step"] = h["step"]
-    t1, t2 = stage_boundaries(h["step"], c["top"], c["ratio"])
+    t1, t2 = stage_boundaries.__wrapped__(h["step"], c["top"], c["ratio"])
     i1 = int(np.searchsorted(h["step"], t1))
     c.update(t1=t1, t2=t2, noise_at_t1_rel=float(c["noise"][i1] / c["noise"][0]),
              ratio_init_max=float(h["ratio"][0, idx].max()),
@@ -827,14 +914,17 @@ def stage_curves(run: EncoderRun, fraction: float = 0.0) -> dict:
 # ------------------------------------------------------------------------------------------------
 
 
+@boundary(ax=_Axes(), proj=Tensor("float", 2, numpy=True), n_minority=count(0),
+          vmax=positive(optional=True))
 def draw_alignment(ax, proj, n_minority: int, title: str | None = None, vmax: float | None = None):
     """Heatmap of ``|<w_r, M_k>|`` (neurons x features), neurons sorted by dominant feature.
 
     Minority features (the last ``n_minority`` columns) sit right of a dashed line.
     """
-    proj = np.asarray(proj)
-    if proj.ndim != 2:
-        raise ValueError("proj must be a (neurons, features) array")
+    proj = proj.detach().cpu().numpy() if isinstance(proj, torch.Tensor) else proj
+    if n_minority >= proj.shape[1]:
+        raise ValueError(f"n_minority must be < the number of features ({proj.shape[1]}), got "
+                         f"{n_minority}")
     order = np.lexsort((-proj.max(1), proj.argmax(1)))
     im = ax.imshow(proj[order], aspect="auto", cmap="viridis", vmin=0,
                    vmax=vmax if vmax is not None else proj.max(), interpolation="nearest")
