@@ -47,8 +47,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .checks import (Boolean, InstanceOf, Interval, Options, check_int, count, fraction,
-                     nonnegative, positive, tuple_of)
+from .checks import (SEED, Boolean, InstanceOf, Interval, Options, Tensor, boundary, check_int,
+                     count, fraction, nonnegative, positive, tuple_of)
 from .config import Config, Result, param
 from .engine import StackedOptimizer, fit
 from .models import ACTIVATIONS, activation
@@ -64,18 +64,35 @@ OPTIMIZERS = ("sgd", "adamw")
 _int = check_int
 
 
-def _number(name: str, value, minimum: float | None = None, strict: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    value = float(value)
-    if not np.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    if minimum is not None and (value < minimum or (strict and value == minimum)):
-        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {value}")
-    return value
+class _Signs(Tensor):
+    """Binary labels as this module uses them: a float tensor holding only -1.0 and +1.0."""
+
+    def __init__(self, ndim: int | tuple[int, ...] = 1, optional: bool = False):
+        super().__init__("float", ndim, optional=optional)
+
+    def describe(self) -> str:
+        return super().describe() + " of labels -1.0 and +1.0"
+
+    def check(self, name: str, value):
+        super().check(name, value)
+        if value is None:
+            return value
+        if not bool(((value == 1) | (value == -1)).all()):
+            bad = value[(value != 1) & (value != -1)]
+            raise ValueError(f"{name} must hold the labels -1.0 and +1.0 only, got "
+                             f"{float(bad[0])!r} among its values")
+        return value
+
+
+_X = Tensor("float", (2, 3))        # inputs (n, d), or one sample per member (E, n, d)
+_RUN_SEED = Interval(int, 0, 2**32 - 1)  # an experiment derives its seeds as 1000 * seed + k
+_ACT = Options(tuple(ACTIVATIONS))
+_ACTS = tuple_of(_ACT)
+_REAL = Interval(float)
 
 
 def _tensor(name: str, value, ndim: int | tuple[int, ...]) -> torch.Tensor:
+    # kept for tests/reference_loops_contamination.py (the loops before gtlib.engine)
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     dims = (ndim,) if isinstance(ndim, int) else ndim
@@ -85,13 +102,52 @@ def _tensor(name: str, value, ndim: int | tuple[int, ...]) -> torch.Tensor:
     return value
 
 
+def _same_dtype(name: str, value: torch.Tensor, like: torch.Tensor, what: str) -> None:
+    if value.dtype != like.dtype:
+        raise TypeError(f"{name} must have the dtype of {what} ({like.dtype}), got {value.dtype}")
+
+
+def _check_device(name: str, device) -> torch.device:
+    """``device`` as a ``torch.device`` this machine has, or an error naming ``name``."""
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"{name} must be a device name ('cpu', 'cuda', 'cuda:<k>') or a "
+                        f"torch.device, got {type(device).__name__}")
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"{name} must be a device name ('cpu', 'cuda', 'cuda:<k>') or a "
+                         f"torch.device, got {device!r}") from None
+    if dev.type == "cuda":
+        ok = torch.cuda.is_available() and (dev.index or 0) < torch.cuda.device_count()
+    elif dev.type == "mps":
+        ok = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    else:
+        ok = dev.type == "cpu"
+    if not ok:
+        raise ValueError(f"{name} must be a device this machine has (e.g. 'cpu'), got {device!r}")
+    return dev
+
+
 def _device(device) -> torch.device:
     """``device``, or the device of the run settings (``GTLIB_DEVICE``) when None."""
     if device is None:
         from .config import settings
 
         return torch.device(settings().device)
-    return torch.device(device)
+    return _check_device("device", device)
+
+
+def _reals(name: str, values) -> list[float]:
+    """A non-empty list, tuple or 1-D array of finite numbers, as a list of floats."""
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__len__"):
+        raise TypeError(f"{name} must be a non-empty sequence of finite numbers, got "
+                        f"{type(values).__name__}")
+    if isinstance(values, (np.ndarray, torch.Tensor)) and values.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {tuple(values.shape)}")
+    values = values.tolist() if isinstance(values, (np.ndarray, torch.Tensor)) else list(values)
+    if not values:
+        raise ValueError(f"{name} must be a non-empty sequence of finite numbers, got []")
+    return [float(_REAL.check(f"{name}[{i}]", v)) for i, v in enumerate(values)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,18 +164,39 @@ class Embedding:
     core: torch.Tensor
     background: torch.Tensor
 
+    def __post_init__(self):
+        for name in ("core", "background"):
+            Tensor("float", 2).check(f"Embedding.{name}", getattr(self, name))
+        if self.background.shape[0] != self.core.shape[0]:
+            raise ValueError(f"Embedding.background must have as many rows as core "
+                             f"({self.core.shape[0]}), got {self.background.shape[0]}")
+        _same_dtype("Embedding.background", self.background, self.core, "core")
+        if self.background.device != self.core.device:
+            raise ValueError(f"Embedding.background must be on core's device "
+                             f"({self.core.device}), got {self.background.device}")
+        P = torch.cat([self.core, self.background], 1)
+        if P.shape[1] > P.shape[0]:
+            raise ValueError(f"Embedding.core and background must have at most {P.shape[0]} "
+                             f"columns together (orthonormal in R^{P.shape[0]}), got {P.shape[1]}")
+        gap = float((P.T @ P - torch.eye(P.shape[1], dtype=P.dtype, device=P.device)).abs().max())
+        if gap > 1e-4:
+            raise ValueError("Embedding.core and background must have orthonormal columns "
+                             f"together (P^T P = I), got max |P^T P - I| = {gap:.3g}")
+
     @property
     def dim(self) -> int:
         return int(self.core.shape[0])
 
     def to(self, device) -> "Embedding":
         """The same bases on ``device``."""
-        return Embedding(core=self.core.to(device), background=self.background.to(device))
+        dev = _check_device("device", device)
+        return Embedding(core=self.core.to(dev), background=self.background.to(dev))
 
+    @boundary(z_core=Tensor("float", 2), z_background=Tensor("float", 2))
     def embed(self, z_core: torch.Tensor, z_background: torch.Tensor) -> torch.Tensor:
         """``x = P_c z_c + P_b z_b`` for row vectors ``z_c`` (n, k_c) and ``z_b`` (n, k_b)."""
-        _tensor("z_core", z_core, 2)
-        _tensor("z_background", z_background, 2)
+        _same_dtype("z_core", z_core, self.core, "the embedding")
+        _same_dtype("z_background", z_background, self.core, "the embedding")
         if z_core.shape[1] != self.core.shape[1] or z_background.shape[1] != self.background.shape[1]:
             raise ValueError(f"z_core must have {self.core.shape[1]} columns and z_background "
                              f"{self.background.shape[1]}, got {z_core.shape[1]} and "
@@ -129,6 +206,7 @@ class Embedding:
         return z_core @ self.core.T + z_background @ self.background.T
 
 
+@boundary(d_core=count(), d_background=count(), dim=count(), seed=SEED)
 def random_embedding(d_core: int = 32, d_background: int = 32, dim: int = 256,
                      seed: int = 0) -> Embedding:
     """A random orthonormal embedding of ``d_core + d_background`` coordinates into R^dim.
@@ -141,12 +219,9 @@ def random_embedding(d_core: int = 32, d_background: int = 32, dim: int = 256,
     TypeError, ValueError
         If a size is not a positive int or ``d_core + d_background > dim``.
     """
-    d_core = _int("d_core", d_core)
-    d_background = _int("d_background", d_background)
-    dim = _int("dim", dim)
     if d_core + d_background > dim:
         raise ValueError(f"d_core + d_background must be <= dim, got {d_core} + {d_background} > {dim}")
-    g = torch.Generator().manual_seed(_int("seed", seed, 0))
+    g = torch.Generator().manual_seed(int(seed))
     q, _ = torch.linalg.qr(torch.randn(dim, d_core + d_background, generator=g, dtype=torch.float64))
     q = q.float()
     return Embedding(core=q[:, :d_core].contiguous(), background=q[:, d_core:].contiguous())
@@ -162,15 +237,25 @@ class ToyData:
     core: torch.Tensor
     background: torch.Tensor
 
+    def __post_init__(self):
+        _X.check("ToyData.x", self.x)
+        _Signs((1, 2)).check("ToyData.y", self.y)
+        for name in ("core", "background"):
+            _X.check(f"ToyData.{name}", getattr(self, name))
+        for name in ("y", "core", "background"):
+            v = getattr(self, name)
+            rows = v.shape if name == "y" else v.shape[:-1]
+            if rows != self.x.shape[:-1]:
+                raise ValueError(f"ToyData.{name} must have one row per point of x "
+                                 f"{tuple(self.x.shape[:-1])}, got shape {tuple(v.shape)}")
 
+
+@boundary(n=count(2), kind=Options(KINDS), d_core=count())
 def sample_core(n: int, kind: str, d_core: int, generator: torch.Generator):
     """Balanced core coordinates and labels of the ``"theory"`` or ``"default"`` configuration.
 
     Returns ``(z_core (n, d_core), y (n,))`` with the first half of the rows of class +1.
     """
-    n = _int("n", n, 2)
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     y = torch.ones(n)
     y[n // 2:] = -1.0
     if kind == "theory":
@@ -182,6 +267,7 @@ def sample_core(n: int, kind: str, d_core: int, generator: torch.Generator):
     return z, y
 
 
+@boundary(n=count(2), kind=Options(KINDS), seed=SEED)
 def sample_toy(n: int, emb: Embedding, kind: str = "theory", seed: int = 0,
                centred: bool = False) -> ToyData:
     """Draw ``n`` balanced training-distribution points: core by ``kind``, background ``U[0,1]``.
@@ -194,16 +280,15 @@ def sample_toy(n: int, emb: Embedding, kind: str = "theory", seed: int = 0,
     TypeError, ValueError
         If ``emb`` is not an :class:`Embedding`, ``n`` < 2 or ``kind`` is unknown.
     """
-    if not isinstance(emb, Embedding):
-        raise TypeError(f"emb must be an Embedding, got {type(emb).__name__}")
-    g = torch.Generator().manual_seed(_int("seed", seed, 0))
-    z_c, y = sample_core(n, kind, emb.core.shape[1], g)
+    g = torch.Generator().manual_seed(int(seed))
+    z_c, y = sample_core.__wrapped__(n, kind, emb.core.shape[1], g)
     z_b = torch.rand(len(y), emb.background.shape[1], generator=g)
     if centred:
         z_b = z_b - 0.5
     return ToyData(x=emb.embed(z_c, z_b), y=y, core=z_c, background=z_b)
 
 
+@boundary(x=_X)
 def shift_background(x: torch.Tensor, emb: Embedding,
                      magnitude: float = 1.0) -> torch.Tensor:
     """The OOD shift: subtract ``magnitude`` from every background coordinate of ``x``.
@@ -212,15 +297,12 @@ def shift_background(x: torch.Tensor, emb: Embedding,
     ``magnitude = 1`` a ``U[0,1]`` background becomes ``U[-1,0]``, distributed as the
     paper's test-time background ``-U[0,1]``.
     """
-    _tensor("x", x, (2, 3))
-    if not isinstance(emb, Embedding):
-        raise TypeError(f"emb must be an Embedding, got {type(emb).__name__}")
     if x.shape[-1] != emb.dim:
         raise ValueError(f"x must have {emb.dim} columns, got {x.shape[-1]}")
-    magnitude = _number("magnitude", magnitude)
-    return x - magnitude * emb.background.sum(1)
+    return x - float(magnitude) * emb.background.sum(1)
 
 
+@boundary(seed=SEED)
 def off_subspace_direction(emb: Embedding, seed: int = 0) -> torch.Tensor:
     """A random unit vector of R^d orthogonal to both the core and the background subspaces.
 
@@ -234,25 +316,24 @@ def off_subspace_direction(emb: Embedding, seed: int = 0) -> torch.Tensor:
     ValueError
         If the two subspaces fill R^d (no direction is left).
     """
-    if not isinstance(emb, Embedding):
-        raise TypeError(f"emb must be an Embedding, got {type(emb).__name__}")
     P = torch.cat([emb.core, emb.background], 1)
     if P.shape[1] >= emb.dim:
-        raise ValueError("the core and background subspaces fill R^d: no direction is left")
-    g = torch.Generator().manual_seed(_int("seed", seed, 0))
+        raise ValueError("emb: the core and background subspaces fill R^d (dim "
+                         f"{emb.dim} = d_core + d_background): no direction is left")
+    g = torch.Generator().manual_seed(int(seed))
     v = torch.randn(emb.dim, generator=g).to(P)
     v = v - P @ (P.T @ v)
     return v / v.norm()
 
 
+@boundary(features=Tensor("float", 2), y=_Signs())
 def label_correlations(features: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Pearson correlation of every column of ``features`` (n, k) with the labels ``y`` (n,).
+    """Pearson correlation of every column of ``features`` (n, k) with the labels ``y`` (n,)
+    of -1.0 and +1.0.
 
     A constant column gets correlation 0. Used to check condition (i) of the paper: the
     background is uncorrelated with the label.
     """
-    _tensor("features", features, 2)
-    _tensor("y", y, 1)
     if features.shape[0] != y.shape[0] or y.shape[0] < 2:
         raise ValueError("features and y must have the same number (>= 2) of rows")
     f = features.double() - features.double().mean(0)
@@ -307,22 +388,23 @@ class TwoLayerNets(torch.nn.Module):
         If False, ``a`` (and ``c``) are frozen buffers, as in the paper's theory configuration.
     """
 
+    @boundary(W=Tensor("float", 3), acts=_ACTS, a=Tensor("float", 2),
+              b=Tensor("float", 2, optional=True), c=Tensor("float", 1, optional=True))
     def __init__(self, W: torch.Tensor, acts: Sequence[str], a: torch.Tensor,
                  b: torch.Tensor | None = None, c: torch.Tensor | None = None,
                  train_output: bool = False):
         super().__init__()
-        _tensor("W", W, 3)
         E, h, _ = W.shape
         if len(acts) != E:
             raise ValueError(f"acts must have one entry per member ({E}), got {len(acts)}")
-        for name in acts:
-            activation(name)
-        if tuple(a.shape) != (E, h):
-            raise ValueError(f"a must have shape ({E}, {h}), got {tuple(a.shape)}")
-        if b is not None and tuple(b.shape) != (E, h):
-            raise ValueError(f"b must have shape ({E}, {h}), got {tuple(b.shape)}")
-        if c is not None and tuple(c.shape) != (E,):
-            raise ValueError(f"c must have shape ({E},), got {tuple(c.shape)}")
+        for name, v, shape in (("a", a, (E, h)), ("b", b, (E, h)), ("c", c, (E,))):
+            if v is None:
+                continue
+            if tuple(v.shape) != shape:
+                raise ValueError(f"{name} must have shape {shape}, got {tuple(v.shape)}")
+            _same_dtype(name, v, W, "W")
+            if v.device != W.device:
+                raise ValueError(f"{name} must be on W's device ({W.device}), got {v.device}")
         self.acts = list(acts)
         self.W = torch.nn.Parameter(W.detach().clone())
         self.b = None if b is None else torch.nn.Parameter(b.detach().clone())
@@ -349,29 +431,49 @@ class TwoLayerNets(torch.nn.Module):
     def width(self) -> int:
         return int(self.W.shape[1])
 
+    def _check_input(self, x: torch.Tensor, name: str = "x") -> torch.Tensor:
+        """``x`` if the members can read it: a finite float tensor ``(n, d)`` or ``(E, n, d)``
+        of the weights' dtype (else an error naming ``name``)."""
+        _X.check(name, x)
+        if x.shape[-1] != self.W.shape[2]:
+            raise ValueError(f"{name} must have {self.W.shape[2]} columns, got {x.shape[-1]}")
+        if x.ndim == 3 and x.shape[0] != self.W.shape[0]:
+            raise ValueError(f"{name} (E, n, d) must have one sample per member "
+                             f"({self.W.shape[0]}), got {x.shape[0]}")
+        _same_dtype(name, x, self.W, "the weights")
+        return x
+
     def preactivations(self, x: torch.Tensor) -> torch.Tensor:
         """``W_e x + b_e`` for every member, ``(E, n, h)``; ``x`` is ``(n, d)`` or ``(E, n, d)``."""
-        _tensor("x", x, (2, 3))
-        if x.shape[-1] != self.W.shape[2]:
-            raise ValueError(f"x must have {self.W.shape[2]} columns, got {x.shape[-1]}")
-        pre = torch.matmul(x, self.W.transpose(1, 2))
-        return pre if self.b is None else pre + self.b.unsqueeze(1)
+        return self._preactivations(self._check_input(x))
 
     def hidden(self, x: torch.Tensor) -> torch.Tensor:
         """The representation ``act_e(W_e x + b_e)``, ``(E, n, h)``."""
-        pre = self.preactivations(x)
+        return self._hidden(self._check_input(x))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Outputs ``(E, n)``."""
+        return self._forward(self._check_input(x))
+
+    # unchecked versions for the training steps (their inputs were checked once, on entry)
+    def _preactivations(self, x: torch.Tensor) -> torch.Tensor:
+        pre = torch.matmul(x, self.W.transpose(1, 2))
+        return pre if self.b is None else pre + self.b.unsqueeze(1)
+
+    def _hidden(self, x: torch.Tensor) -> torch.Tensor:
+        pre = self._preactivations(x)
         if len(self._groups) == 1:
             return activation(self._groups[0][0])(pre)
         parts = [activation(name)(pre[getattr(self, f"_group{k}")])
                  for k, (name, _) in enumerate(self._groups)]
         return torch.cat(parts)[self._inverse]
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Outputs ``(E, n)``."""
-        out = (self.hidden(x) * self.a.unsqueeze(1)).sum(-1)
+    def _forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = (self._hidden(x) * self.a.unsqueeze(1)).sum(-1)
         return out if self.c is None else out + self.c.unsqueeze(1)
 
 
+@boundary(acts=_ACTS, dim=count(), width=count(), seeds=tuple_of(SEED))
 def init_two_layer(acts: Sequence[str], dim: int, width: int, seeds: Sequence[int],
                    frozen_output: bool = True, bias: bool = False) -> TwoLayerNets:
     """E freshly initialized two-layer networks, member ``e`` seeded by ``seeds[e]``.
@@ -387,16 +489,14 @@ def init_two_layer(acts: Sequence[str], dim: int, width: int, seeds: Sequence[in
         On a bad size, an unknown activation, seeds and acts of different lengths, or an odd
         ``width`` with ``frozen_output``.
     """
-    dim = _int("dim", dim)
-    width = _int("width", width)
-    if len(acts) != len(seeds) or len(acts) == 0:
-        raise ValueError(f"acts and seeds must be non-empty and of equal length, got {len(acts)} "
+    if len(acts) != len(seeds):
+        raise ValueError(f"acts and seeds must have equal lengths, got {len(acts)} "
                          f"and {len(seeds)}")
     if frozen_output and width % 2:
         raise ValueError(f"width must be even with a frozen output layer, got {width}")
     Ws, bs, as_, cs = [], [], [], []
     for s in seeds:
-        g = torch.Generator().manual_seed(_int("seed", s, 0))
+        g = torch.Generator().manual_seed(int(s))
         lim = 1.0 / np.sqrt(dim)
         Ws.append((torch.rand(width, dim, generator=g) * 2 - 1) * lim)
         bs.append((torch.rand(width, generator=g) * 2 - 1) * lim)
@@ -416,8 +516,23 @@ def init_two_layer(acts: Sequence[str], dim: int, width: int, seeds: Sequence[in
 # ---------------------------------------------------------------------------------------------
 # Losses and metrics
 # ---------------------------------------------------------------------------------------------
+def _check_outputs(f: torch.Tensor, y: torch.Tensor) -> None:
+    """Outputs ``f`` and labels ``y`` that pair up over the last axis (``y`` broadcasts)."""
+    if y.ndim > f.ndim or f.shape[f.ndim - y.ndim:] != y.shape:
+        raise ValueError(f"y must have the shape of f {tuple(f.shape)} or of its last axes, "
+                         f"got {tuple(y.shape)}")
+
+
+@boundary(name=Options(BINARY_LOSSES), f=Tensor("float"), y=_Signs((1, 2)))
 def binary_loss(name: str, f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Mean hinge ``max(0, 1 - y f)`` or logistic ``log(1 + exp(-y f))`` loss over the last axis."""
+    """Mean hinge ``max(0, 1 - y f)`` or logistic ``log(1 + exp(-y f))`` loss over the last axis.
+
+    ``y`` holds the labels -1.0 and +1.0, with the shape of ``f`` or of its last axes."""
+    _check_outputs(f, y)
+    return _binary_loss(name, f, y)
+
+
+def _binary_loss(name: str, f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     if name == "hinge":
         return F.relu(1.0 - y * f).mean(-1)
     if name == "logistic":
@@ -425,25 +540,35 @@ def binary_loss(name: str, f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     raise ValueError(f"loss must be one of {BINARY_LOSSES}, got {name!r}")
 
 
+@boundary(f=Tensor("float"), y=_Signs((1, 2)))
 def binary_accuracy(f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Fraction of points with ``sign(f) == y`` (ties count as errors), over the last axis."""
+    _check_outputs(f, y)
+    return _binary_accuracy(f, y)
+
+
+def _binary_accuracy(f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return (f * y > 0).float().mean(-1)
 
 
+def _check_weights(W: torch.Tensor, emb: Embedding) -> None:
+    if W.shape[-1] != emb.dim:
+        raise ValueError(f"W must have {emb.dim} columns, got {W.shape[-1]}")
+    _same_dtype("W", W, emb.core, "emb")
+
+
+@boundary(W=Tensor("float", (2, 3)))
 def projection_norms(W: torch.Tensor, emb: Embedding) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-neuron norms of the first-layer weights projected on the core and background subspaces.
 
     ``||P_c^T w_j||`` and ``||P_b^T w_j||`` for the rows ``w_j`` of ``W`` ((h, d) or (E, h, d)):
     the quantities whose means the paper plots in Figure 3.
     """
-    _tensor("W", W, (2, 3))
-    if not isinstance(emb, Embedding):
-        raise TypeError(f"emb must be an Embedding, got {type(emb).__name__}")
-    if W.shape[-1] != emb.dim:
-        raise ValueError(f"W must have {emb.dim} columns, got {W.shape[-1]}")
+    _check_weights(W, emb)
     return (W @ emb.core).norm(dim=-1), (W @ emb.background).norm(dim=-1)
 
 
+@boundary(W=Tensor("float", (2, 3)))
 def mean_direction_components(W: torch.Tensor,
                               emb: Embedding) -> tuple[torch.Tensor, torch.Tensor]:
     """Split each neuron's background weights ``P_b^T w_j`` along the mean direction.
@@ -454,11 +579,7 @@ def mean_direction_components(W: torch.Tensor,
     background coordinate by ``-m`` moves neuron ``j``'s pre-activation by
     ``-m sqrt(k_b) (e . P_b^T w_j)``: the shift sees only the first part.
     """
-    _tensor("W", W, (2, 3))
-    if not isinstance(emb, Embedding):
-        raise TypeError(f"emb must be an Embedding, got {type(emb).__name__}")
-    if W.shape[-1] != emb.dim:
-        raise ValueError(f"W must have {emb.dim} columns, got {W.shape[-1]}")
+    _check_weights(W, emb)
     v = W @ emb.background                       # P_b^T w_j, (..., h, k_b)
     k = v.shape[-1]
     along = v.sum(-1) / np.sqrt(k)               # e . P_b^T w_j
@@ -466,14 +587,13 @@ def mean_direction_components(W: torch.Tensor,
     return along, orth
 
 
+@boundary(pre=Tensor("float", (2, 3)), y=_Signs())
 def activation_asymmetry(pre: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Per-neuron ``|P(active | y=+1) - P(active | y=-1)|`` with *active* meaning pre-activation > 0.
 
     ``pre`` is ``(n, h)`` or ``(E, n, h)``; ``y`` in {-1, +1} is ``(n,)``. Theorem 4.1 of the paper:
     after training, most neurons are active mostly on one ("positive") class.
     """
-    _tensor("pre", pre, (2, 3))
-    _tensor("y", y, 1)
     if pre.shape[-2] != y.shape[0]:
         raise ValueError(f"pre must have one row per label ({y.shape[0]}), got {pre.shape[-2]}")
     pos, neg = y > 0, y < 0
@@ -483,6 +603,7 @@ def activation_asymmetry(pre: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return (active[..., pos, :].mean(-2) - active[..., neg, :].mean(-2)).abs()
 
 
+@boundary(pre=Tensor("float", (2, 3)), y=_Signs(), a=Tensor("float", (1, 2)), act=_ACT)
 def signed_asymmetry(pre: torch.Tensor, y: torch.Tensor, a: torch.Tensor,
                      act: str = "relu") -> torch.Tensor:
     """Per-neuron ``sign(a_j) (E[act'(pre_j) | y=+1] - E[act'(pre_j) | y=-1])``.
@@ -494,9 +615,6 @@ def signed_asymmetry(pre: torch.Tensor, y: torch.Tensor, a: torch.Tensor,
     it is the same class asymmetry of the gate ``act'`` through which the neuron's gradient
     flows. ``pre`` is ``(n, h)`` or ``(E, n, h)``, ``a`` is ``(h,)`` or ``(E, h)``.
     """
-    _tensor("a", a, (1, 2))
-    _tensor("pre", pre, (2, 3))
-    _tensor("y", y, 1)
     if a.shape[-1] != pre.shape[-1]:
         raise ValueError(f"a must have one entry per neuron ({pre.shape[-1]}), "
                          f"got {a.shape[-1]}")
@@ -515,9 +633,9 @@ def signed_asymmetry(pre: torch.Tensor, y: torch.Tensor, a: torch.Tensor,
     return torch.sign(a) * (gate[..., pos, :].mean(-2) - gate[..., neg, :].mean(-2))
 
 
+@boundary(h=Tensor("float", (2, 3)), target=Tensor("float", (2, 3)))
 def relative_error(h: torch.Tensor, target: torch.Tensor) -> float:
     """``sum ||h - target||^2 / sum ||target||^2``: the relative error of a representation fit."""
-    _tensor("h", h, (2, 3))
     if h.shape != target.shape:
         raise ValueError(f"h and target must have the same shape, got {tuple(h.shape)} and "
                          f"{tuple(target.shape)}")
@@ -562,18 +680,48 @@ class ToyHistory(Result):
 
     def array(self, name: str) -> np.ndarray:
         """A recorded curve as a ``(records, E)`` array."""
+        Options(_CURVES).check("name", name)
+        if not getattr(self, name):
+            raise ValueError(f"name: the curve {name!r} was not recorded (the ID and OOD curves "
+                             "need a test set)")
         return torch.stack(getattr(self, name)).cpu().numpy()
+
+
+_CURVES = tuple(f for f in ToyHistory.__dataclass_fields__ if f != "step")
 
 
 def _member_losses(specs: Sequence[NetSpec], f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     hinge = torch.tensor([s.loss == "hinge" for s in specs], device=f.device)
     if hinge.all():
-        return binary_loss("hinge", f, y)
+        return _binary_loss("hinge", f, y)
     if not hinge.any():
-        return binary_loss("logistic", f, y)
-    return torch.where(hinge, binary_loss("hinge", f, y), binary_loss("logistic", f, y))
+        return _binary_loss("logistic", f, y)
+    return torch.where(hinge, _binary_loss("hinge", f, y), _binary_loss("logistic", f, y))
 
 
+def _check_specs(specs: Sequence[NetSpec], net: TwoLayerNets) -> None:
+    if len(specs) != net.size:
+        raise ValueError(f"specs must have one entry per member ({net.size}), got {len(specs)}")
+    for e, s in enumerate(specs):
+        if s.act != net.acts[e]:
+            raise ValueError(f"specs[{e}].act is {s.act!r} but the net's member {e} uses "
+                             f"{net.acts[e]!r}")
+
+
+def _check_sample(net: TwoLayerNets, emb: Embedding, x: torch.Tensor, y: torch.Tensor,
+                  names: tuple[str, str] = ("x", "y")) -> None:
+    """Inputs the members read and their labels, in the embedding's space."""
+    net._check_input(x, names[0])
+    if x.shape[:-1] != y.shape:
+        raise ValueError(f"{names[0]} (n, d) or (E, n, d) and {names[1]} (n,) or (E, n) must "
+                         f"match, got {tuple(x.shape)} and {tuple(y.shape)}")
+    if emb.dim != x.shape[-1]:
+        raise ValueError(f"emb must embed into the inputs' R^{x.shape[-1]}, got R^{emb.dim}")
+    _same_dtype("emb", emb.core, x, names[0])
+
+
+@boundary(steps=count(0), x=_X, y=_Signs((1, 2)), x_test=Tensor("float", (2, 3), optional=True),
+          y_test=_Signs((1, 2), optional=True), record_every=count())
 def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor, y: torch.Tensor,
                     steps: int, emb: Embedding, x_test: torch.Tensor | None = None,
                     y_test: torch.Tensor | None = None, shift: float = 1.0,
@@ -591,89 +739,97 @@ def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor
     (:func:`mean_direction_components`), the training loss and, when a test set is given,
     the loss and accuracy on it (ID) and on its background-shifted copy (OOD, ``shift``).
     """
-    if not isinstance(net, TwoLayerNets):
-        raise TypeError(f"net must be TwoLayerNets, got {type(net).__name__}")
-    if len(specs) != net.size:
-        raise ValueError(f"specs must have one entry per member ({net.size}), got {len(specs)}")
-    for e, s in enumerate(specs):
-        s.validate()
-        if s.act != net.acts[e]:
-            raise ValueError(f"specs[{e}].act is {s.act!r} but the net's member {e} uses {net.acts[e]!r}")
-    steps = _int("steps", steps, 0)
-    record_every = _int("record_every", record_every)
-    _tensor("x", x, (2, 3))
-    _tensor("y", y, (1, 2))
-    if x.shape[:-1] != y.shape:
-        raise ValueError(f"x (n, d) or (E, n, d) and y (n,) or (E, n) must match, got "
-                         f"{tuple(x.shape)} and {tuple(y.shape)}")
-    x_ood = None if x_test is None else shift_background(x_test, emb, shift)
+    _check_specs(specs, net)
+    _check_sample(net, emb, x, y)
+    if (x_test is None) != (y_test is None):
+        raise ValueError("x_test and y_test must be given together, got "
+                         f"{'x_test' if y_test is None else 'y_test'} alone")
+    if x_test is not None:
+        _check_sample(net, emb, x_test, y_test, ("x_test", "y_test"))
+    x_ood = None if x_test is None else shift_background.__wrapped__(x_test, emb, shift)
     opt = _optimizer(net.parameters(), specs)
     hist = ToyHistory()
+    norms, components = projection_norms.__wrapped__, mean_direction_components.__wrapped__
 
     def record(step: int, due: torch.Tensor) -> None:
         with torch.no_grad():
-            core, bg = projection_norms(net.W, emb)
+            core, bg = norms(net.W, emb)
             hist.step.append(step)
             hist.core_norm.append(core.mean(-1))
             hist.background_norm.append(bg.mean(-1))
-            along, orth = mean_direction_components(net.W, emb)
+            along, orth = components(net.W, emb)
             hist.background_mean.append(along.abs().mean(-1))
             hist.background_orth.append(orth.mean(-1))
-            hist.train_loss.append(_member_losses(specs, net(x), y))
+            hist.train_loss.append(_member_losses(specs, net._forward(x), y))
             if x_test is not None:
-                f_id, f_ood = net(x_test), net(x_ood)
+                f_id, f_ood = net._forward(x_test), net._forward(x_ood)
                 hist.id_loss.append(_member_losses(specs, f_id, y_test))
                 hist.ood_loss.append(_member_losses(specs, f_ood, y_test))
-                hist.id_acc.append(binary_accuracy(f_id, y_test))
-                hist.ood_acc.append(binary_accuracy(f_ood, y_test))
+                hist.id_acc.append(_binary_accuracy(f_id, y_test))
+                hist.ood_acc.append(_binary_accuracy(f_ood, y_test))
 
     # full batch: no batch order; fit checks (records) at step 0, every record_every steps and last
-    fit(lambda step, batch: _member_losses(specs, net(x), y), opt, steps, check=record,
+    fit(lambda step, batch: _member_losses(specs, net._forward(x), y), opt, steps, check=record,
         every=record_every)
     return hist
 
 
+@boundary(x=_X, y=_Signs((1, 2)), magnitudes=None)
 @torch.no_grad()
 def shift_sweep(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor, y: torch.Tensor,
                 emb: Embedding, magnitudes: Sequence[float]) -> dict[str, np.ndarray]:
     """Loss, accuracy and margins ``y f(x)`` of every member under background shifts of each magnitude.
 
-    Returns arrays ``loss`` and ``acc`` of shape ``(M, E)`` and ``margins`` of shape ``(M, E, n)``
-    for the ``M`` magnitudes (the interactive figure of the chapter).
+    ``magnitudes`` is a non-empty list or 1-D array of finite numbers. Returns arrays ``loss``
+    and ``acc`` of shape ``(M, E)`` and ``margins`` of shape ``(M, E, n)`` for the ``M``
+    magnitudes (the interactive figure of the chapter).
     """
-    if len(magnitudes) == 0:
-        raise ValueError("magnitudes must not be empty")
+    magnitudes = _reals("magnitudes", magnitudes)
+    _check_specs(specs, net)
+    _check_sample(net, emb, x, y)
     loss, acc, marg = [], [], []
     for m in magnitudes:
-        f = net(shift_background(x, emb, m))
+        f = net._forward(shift_background.__wrapped__(x, emb, m))
         loss.append(_member_losses(specs, f, y))
-        acc.append(binary_accuracy(f, y))
+        acc.append(_binary_accuracy(f, y))
         marg.append(y * f)
     return {"magnitude": np.asarray(magnitudes, dtype=float), "loss": torch.stack(loss).cpu().numpy(),
             "acc": torch.stack(acc).cpu().numpy(), "margins": torch.stack(marg).cpu().numpy()}
 
 
+@boundary(h_train=Tensor("float", 2), y_train=_Signs(), max_iter=count())
 def linear_probe(h_train: torch.Tensor, y_train: torch.Tensor,
                  evaluations: Sequence[tuple[torch.Tensor, torch.Tensor]], max_iter: int = 3000
                  ) -> list[float]:
     """Fit a logistic-regression probe on representations ``h_train`` and score it elsewhere.
 
     Features are standardized with the training statistics. Returns the accuracy on each
-    ``(h, y)`` of ``evaluations`` (the linear-probe protocol of the paper's Section 3).
+    ``(h, y)`` of ``evaluations`` (the linear-probe protocol of the paper's Section 3); labels
+    are -1.0 and +1.0, as everywhere in this module.
     """
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    _tensor("h_train", h_train, 2)
-    _tensor("y_train", y_train, 1)
     if h_train.shape[0] != y_train.shape[0]:
         raise ValueError("h_train and y_train must have the same number of rows")
+    if not (bool((y_train > 0).any()) and bool((y_train < 0).any())):
+        raise ValueError("y_train must contain both classes -1 and +1")
+    evaluations = list(evaluations)
+    for i, pair in enumerate(evaluations):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"evaluations[{i}] must be a pair (h, y), got {type(pair).__name__}")
+        h, y = pair
+        Tensor("float", 2).check(f"evaluations[{i}] h", h)
+        _Signs().check(f"evaluations[{i}] y", y)
+        if h.shape[1] != h_train.shape[1] or h.shape[0] != y.shape[0]:
+            raise ValueError(f"evaluations[{i}] must pair h (m, {h_train.shape[1]}) with y (m,), "
+                             f"got {tuple(h.shape)} and {tuple(y.shape)}")
     scaler = StandardScaler().fit(h_train.cpu().numpy())
-    clf = LogisticRegression(max_iter=_int("max_iter", max_iter)).fit(
+    clf = LogisticRegression(max_iter=max_iter).fit(
         scaler.transform(h_train.cpu().numpy()), y_train.cpu().numpy())
+
     out = []
     for h, y in evaluations:
-        _tensor("h", h, 2)
         out.append(float(clf.score(scaler.transform(h.cpu().numpy()), y.cpu().numpy())))
     return out
 
@@ -738,6 +894,7 @@ class TheoryConfig(ToyConfig):
     variants: tuple[str, ...] = param(VARIANTS, tuple_of(InstanceOf(str), min_len=0, distinct=True))
 
 
+@boundary()
 def theory_specs(cfg: TheoryConfig) -> list[NetSpec]:
     """The configurations of the theory experiment: ReLU, linear, then ``cfg.variants``."""
     base = NetSpec(act="relu", loss="hinge", optimizer="sgd", lr=cfg.lr, momentum=cfg.momentum,
@@ -772,32 +929,40 @@ class ToyResult(Result):
     history: ToyHistory
     b_init: torch.Tensor | None = None
 
+    @boundary(x=Tensor("float", 2))
     def preactivations(self, x: torch.Tensor, label: str, initial: bool = False) -> torch.Tensor:
-        """Pre-activations ``(n, h)`` of the first member called ``label``, trained or at initialization."""
+        """Pre-activations ``(n, h)`` of the first member called ``label`` for inputs ``x``
+        ``(n, d)``, trained or at initialization."""
         i = self.members(label)[0]
+        self.net._check_input(x)
         with torch.no_grad():
             if not initial:
-                return self.net.preactivations(x)[i]
+                return self.net._preactivations(x)[i]
             pre = x @ self.W_init[i].T
             return pre if self.b_init is None else pre + self.b_init[i]
 
+    @boundary()
     def members(self, label: str) -> list[int]:
         """Indices of the members whose spec is called ``label``."""
         idx = [i for i, s in enumerate(self.specs) if s.name == label]
         if not idx:
-            raise ValueError(f"no member called {label!r}; have {sorted({s.name for s in self.specs})}")
+            raise ValueError(f"label must name a member, one of "
+                             f"{sorted({s.name for s in self.specs})}, got {label!r}")
         return idx
 
+    @boundary()
     def background_ratio(self, label: str) -> float:
         """Final / initial mean background projection norm, averaged over ``label``'s members."""
         bg = self.history.array("background_norm")[:, self.members(label)]
         return float((bg[-1] / bg[0]).mean())
 
+    @boundary()
     def final(self, name: str, label: str) -> float:
         """The last recorded value of curve ``name`` averaged over ``label``'s members."""
         return float(self.history.array(name)[-1, self.members(label)].mean())
 
 
+@boundary(seed=_RUN_SEED)
 def run_theory(cfg: TheoryConfig, seed: int = 0, device=None) -> ToyResult:
     """Train the ReLU net, the linear net and every variant of ``cfg`` as one batched stack.
 
@@ -805,9 +970,7 @@ def run_theory(cfg: TheoryConfig, seed: int = 0, device=None) -> ToyResult:
     the OOD test set is the ID test set with its background shifted by 1 (:func:`shift_background`).
     Training runs on ``device`` (default: the run settings'); the result lives on the CPU.
     """
-    if not isinstance(cfg, TheoryConfig):
-        raise TypeError(f"cfg must be a TheoryConfig, got {type(cfg).__name__}")
-    seed = _int("seed", seed, 0)
+    dev = _device(device)
     emb = random_embedding(cfg.d_core, cfg.d_background, cfg.dim, seed=seed)
     train = sample_toy(cfg.n, emb, "theory", seed=1000 * seed + 1, centred=cfg.centred)
     test = sample_toy(cfg.n_test, emb, "theory", seed=1000 * seed + 2, centred=cfg.centred)
@@ -817,7 +980,6 @@ def run_theory(cfg: TheoryConfig, seed: int = 0, device=None) -> ToyResult:
                          bias=cfg.bias)
     W_init = net.W.detach().clone()
     b_init = None if net.b is None else net.b.detach().clone()
-    dev = _device(device)
     net.to(dev)
     hist = train_two_layer(net, specs, train.x.to(dev), train.y.to(dev), cfg.steps, emb.to(dev),
                            test.x.to(dev), test.y.to(dev), record_every=cfg.record_every)
@@ -855,6 +1017,7 @@ ACT_LABELS = {"relu": "ReLU", "gelu": "GELU", "silu": "SiLU", "leaky_relu": "lea
               "tanh": "tanh", "sigmoid": "sigmoid", "identity": "linear"}
 
 
+@boundary(seed=_RUN_SEED)
 def run_default(cfg: DefaultConfig, seed: int = 0, device=None) -> ToyResult:
     """Train ``cfg.replicates`` nets of the default configuration per activation, one sample each.
 
@@ -864,9 +1027,7 @@ def run_default(cfg: DefaultConfig, seed: int = 0, device=None) -> ToyResult:
     the background shifted by 1; ``result.test`` holds a fresh held-out ID sample per member
     (stacked, ``(E, n, d)``).
     """
-    if not isinstance(cfg, DefaultConfig):
-        raise TypeError(f"cfg must be a DefaultConfig, got {type(cfg).__name__}")
-    seed = _int("seed", seed, 0)
+    dev = _device(device)
     R = _int("replicates", cfg.replicates)
     acts = list(cfg.activations)
     if not acts:
@@ -890,7 +1051,6 @@ def run_default(cfg: DefaultConfig, seed: int = 0, device=None) -> ToyResult:
                          frozen_output=False, bias=True)
     W_init = net.W.detach().clone()
     b_init = None if net.b is None else net.b.detach().clone()
-    dev = _device(device)
     net.to(dev)
     x, y = train.x.to(dev), train.y.to(dev)
     hist = train_two_layer(net, specs, x, y, cfg.steps, emb.to(dev), x, y,
@@ -945,13 +1105,11 @@ class DistillResult(Result):
     student_background_mean: tuple[float, float] = (0.0, 0.0)
 
 
+@boundary(seed=_RUN_SEED)
 def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillResult:
     """Train the teacher, distill its representation into the student, probe both (see
     :class:`DistillConfig`). Errors and probe accuracies are measured on a held-out ID sample
     and on its background-shifted copy."""
-    if not isinstance(cfg, DistillConfig):
-        raise TypeError(f"cfg must be a DistillConfig, got {type(cfg).__name__}")
-    seed = _int("seed", seed, 0)
     dev = _device(device)
     emb = random_embedding(cfg.d_core, cfg.d_background, cfg.dim, seed=seed)
     train = sample_toy(cfg.n, emb, "default", seed=1000 * seed + 5, centred=cfg.centred)
@@ -965,7 +1123,7 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
                     weight_decay=cfg.weight_decay)
     core_net = init_two_layer(["relu"], cfg.d_core, cfg.width, [1000 * seed + 70],
                               frozen_output=False, bias=True).to(dev)
-    fit(lambda step, batch: binary_loss("logistic", core_net(train.core), train.y),
+    fit(lambda step, batch: _binary_loss("logistic", core_net._forward(train.core), train.y),
         _optimizer(core_net.parameters(), [tspec]), _int("teacher_steps", cfg.teacher_steps))
     teacher = TwoLayerNets(core_net.W.detach() @ emb.core.T, ["relu"], core_net.a.detach(),
                            b=core_net.b.detach(), c=core_net.c.detach()).to(dev)
@@ -975,20 +1133,21 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
                              bias=True).to(dev)
     sspec = NetSpec(act="relu", optimizer="adamw", lr=cfg.lr, weight_decay=0.0)
     with torch.no_grad():
-        target, t_test, t_ood = (teacher.hidden(z)[0] for z in (train.x, test.x, x_ood))
+        target, t_test, t_ood = (teacher._hidden(z)[0] for z in (train.x, test.x, x_ood))
         scale = (target ** 2).sum(-1).mean()
     bg0 = float(projection_norms(student.W.detach(), emb)[1].mean())
     mean0 = float(mean_direction_components(student.W.detach(), emb)[0].abs().mean())
     steps, cid, cood = [], [], []
+    rel = relative_error.__wrapped__
 
     def record(step: int, due: torch.Tensor) -> None:
         with torch.no_grad():
             steps.append(step)
-            cid.append(relative_error(student.hidden(test.x)[0], t_test))
-            cood.append(relative_error(student.hidden(x_ood)[0], t_ood))
+            cid.append(rel(student._hidden(test.x)[0], t_test))
+            cood.append(rel(student._hidden(x_ood)[0], t_ood))
 
     # the student's output layer is not trained: only W and b go to the optimizer
-    fit(lambda step, batch: ((student.hidden(train.x) - target) ** 2).sum(-1).mean(-1) / scale,
+    fit(lambda step, batch: ((student._hidden(train.x) - target) ** 2).sum(-1).mean(-1) / scale,
         _optimizer([student.W, student.b], [sspec]), _int("student_steps", cfg.student_steps),
         check=record, every=cfg.record_every)
     with torch.no_grad():
@@ -1031,24 +1190,23 @@ class Mnist1dConfig(Config):
     centred_mlp: bool = param(False, Boolean())
 
 
+@boundary(x=Tensor("float", 2), n_background=count())
 def append_background(x: torch.Tensor, n_background: int, generator: torch.Generator) -> torch.Tensor:
     """``x`` with ``n_background`` extra ``U[0,1]`` columns drawn independently of everything else."""
-    _tensor("x", x, 2)
-    n_background = _int("n_background", n_background)
     return torch.cat([x, torch.rand(x.shape[0], n_background, generator=generator)], 1)
 
 
+@boundary(x=Tensor("float", 2), n_background=count())
 def shift_last(x: torch.Tensor, n_background: int, magnitude: float) -> torch.Tensor:
     """Subtract ``magnitude`` from the last ``n_background`` columns of ``x`` (the MNIST-1D shift)."""
-    _tensor("x", x, 2)
-    n_background = _int("n_background", n_background)
     if n_background > x.shape[1]:
         raise ValueError(f"n_background must be <= {x.shape[1]}, got {n_background}")
     out = x.clone()
-    out[:, -n_background:] -= _number("magnitude", magnitude)
+    out[:, -n_background:] -= float(magnitude)
     return out
 
 
+@boundary(seed=_RUN_SEED)
 def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
     """Train a ReLU MLP and a linear classifier on MNIST-1D + background, and a classifier on the
     background alone; return their accuracies (train, ID test, test under each shift magnitude).
@@ -1060,16 +1218,14 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
     from .models import MLP
     from .train import TrainConfig, accuracy, train
 
-    if not isinstance(cfg, Mnist1dConfig):
-        raise TypeError(f"cfg must be a Mnist1dConfig, got {type(cfg).__name__}")
-    seed = _int("seed", seed, 0)
+    dev = _device(device)
     if 0.0 not in cfg.magnitudes or 1.0 not in cfg.magnitudes:
         raise ValueError(f"cfg.magnitudes must contain 0.0 and 1.0, got {cfg.magnitudes}")
     ds = mnist1d(cfg.n_train, cfg.n_test, device="cpu")
     g = torch.Generator().manual_seed(1000 * seed + 8)
     x_tr = append_background(ds.x, cfg.n_background, g)
     x_te = append_background(ds.x_test, cfg.n_background, g)
-    dev = _device(device)
+
     x_tr, x_te, y_tr, y_te = x_tr.to(dev), x_te.to(dev), ds.y.to(dev), ds.y_test.to(dev)
     k = cfg.n_background
     models = {"ReLU MLP": (cfg.depth, cfg.width, slice(None), 0, 0.0),

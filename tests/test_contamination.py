@@ -259,7 +259,7 @@ def test_bad_inputs_raise(emb):
         fc.projection_norms(torch.zeros(3, 5), emb)
     with pytest.raises(ValueError, match="both classes"):
         fc.activation_asymmetry(torch.zeros(2, 3), torch.ones(2))
-    with pytest.raises(ValueError, match="loss"):
+    with pytest.raises(ValueError, match="name must be one of"):
         fc.binary_loss("mse", torch.zeros(2), torch.ones(2))
     with pytest.raises(ValueError, match="loss"):
         fc.NetSpec(loss="mse").validate()
@@ -267,7 +267,7 @@ def test_bad_inputs_raise(emb):
         fc.NetSpec(optimizer="adam").validate()
     with pytest.raises(ValueError, match="lr"):
         fc.NetSpec(lr=0).validate()
-    with pytest.raises(ValueError, match="activation"):
+    with pytest.raises(ValueError, match=r"acts\[0\] must be one of \('relu'"):
         fc.init_two_layer(["swish"], 3, 2, [0])
     with pytest.raises(ValueError, match="width"):
         fc.init_two_layer(["relu"], 3, 3, [0])
