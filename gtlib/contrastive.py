@@ -39,8 +39,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .checks import (SEED, Constraint, InstanceOf, Interval, Tensor, boundary, check_fraction,
-                     check_labels, count, fraction, nonnegative, positive, tuple_of)
+from .checks import (SEED, Constraint, InstanceOf, Interval, Sequence, Tensor, boundary,
+                     check_fraction, check_labels, count, fraction, nonnegative, positive,
+                     tuple_of)
 from .config import Config, Result, param
 from .data import long_tailed, mnist1d
 from .engine import ReplacementBatches, StackedOptimizer, fit
@@ -59,6 +60,19 @@ class _Mask(Tensor):
         if not bool(((value == 0) | (value == 1)).all()):
             self._fail(name, value)
         return value
+
+
+class _Numbers(Sequence):
+    """A non-empty list or tuple of numbers each satisfying ``item``; a 1-D numpy array or torch
+    tensor of them too (``checks.Sequence`` takes lists and tuples only)."""
+
+    def __init__(self, item: Constraint):
+        super().__init__(item)
+
+    def check(self, name, value):
+        if isinstance(value, (np.ndarray, torch.Tensor)) and value.ndim == 1:
+            value = value.tolist()
+        return super().check(name, value)
 
 
 class _Axes(Constraint):
@@ -535,7 +549,7 @@ def bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
     return cfg.bias_max * min(1.0, step / cfg.bias_ramp)
 
 
-@boundary(ratios=tuple_of(Interval(float, 1)), fractions=tuple_of(fraction()), seed=_RUN_SEED,
+@boundary(ratios=_Numbers(Interval(float, 1)), fractions=_Numbers(fraction()), seed=_RUN_SEED,
           replicates=Interval(int, 1, 999, optional=True))
 def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
                    replicates: int | None = None, hard_mask: bool = False) -> EncoderRun:
@@ -793,7 +807,7 @@ def augment_1d(x: torch.Tensor, generator: torch.Generator, shift: int, scale: f
     return x + jitter * torch.randn(x.shape, generator=generator)
 
 
-@boundary(prune_fractions=tuple_of(fraction()), seed=SEED)
+@boundary(prune_fractions=_Numbers(fraction()), seed=SEED)
 def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 0) -> dict:
     """Contrastive pretraining of MLP encoders (one per pruning fraction, batched, same init and
     same minibatches) on long-tailed MNIST-1D; then per-class linear-probe test accuracy.

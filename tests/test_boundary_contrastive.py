@@ -233,3 +233,15 @@ def test_training_steps_skip_the_boundary_checks(monkeypatch):
                    steps=3, prune_every=2)
     out = C.train_longtail(lcfg, (0.0, 0.5), seed=0)
     assert out["acc"].shape == (2, 10)
+
+
+def test_conditions_may_be_arrays_but_not_strings_or_nan():
+    a = C.train_encoders(TINY, np.array([1.0, 2.0]), np.array([0.0, 0.5]), seed=0, replicates=1)
+    b = C.train_encoders(TINY, [1.0, 2.0], (0.0, 0.5), seed=0, replicates=1)
+    assert torch.equal(a.W, b.W) and a.ratios == b.ratios
+    for bad, kind in (("abc", TypeError), (np.array([1.0, NAN]), ValueError),
+                      (np.array([[1.0, 2.0]]), TypeError), ([True, 2.0], TypeError)):
+        with pytest.raises(kind, match="ratios"):
+            C.train_encoders(TINY, bad, [0.0, 0.5])
+    with pytest.raises(ValueError, match=r"prune_fractions\[1\]"):
+        C.train_longtail(C.LongTailConfig(), prune_fractions=np.array([0.0, 1.5]))
