@@ -36,7 +36,6 @@ unit ``i`` of the permuted network is unit ``p[i]`` of the original.
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -45,17 +44,65 @@ import torch
 import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
 
-from .checks import (InstanceOf, Interval, check_seeds, count, fraction, nonnegative, positive,
-                     tuple_of)
+from .checks import (SEED, Constraint, InstanceOf, Interval, Options, Tensor, boundary,
+                     check_labels, check_seeds, count, fraction, nonnegative, positive, tuple_of)
 from .config import Config, Result, param
 from . import engine
 from .engine import EpochBatches, StackedOptimizer, member_batch
 from .ensemble import BatchedMLP, make_mlp
-from .models import MLP
+from .models import ACTIVATIONS, MLP
 
 # ---------------------------------------------------------------------------------------------
-# 1. Stacks of networks and their training
+# 0. Argument checks shared by the public functions (see gtlib.checks.boundary)
 # ---------------------------------------------------------------------------------------------
+
+#: Inputs: a non-empty, finite, floating-point ``(n, d)`` tensor.
+INPUTS = Tensor("float", 2)
+#: Class labels: a non-empty integer ``(n,)`` tensor (the range is checked against the network).
+LABELS = Tensor("int", 1)
+#: Base seed of an experiment: its parts use ``1_000_003 * seed + 1000 * tag + i`` (< 2**63).
+EXPERIMENT_SEED = Interval(int, 0, 2**63 // 1_000_003 - 1)
+
+
+class _Numbers(Constraint):
+    """A non-empty 1-D list, tuple, array or tensor of finite numbers, in ``[low, high]`` if given;
+    with ``grid=True`` also an int >= 2 (that many points evenly spaced in [0, 1])."""
+
+    def __init__(self, low: float | None = None, high: float | None = None, grid: bool = False):
+        self.low, self.high, self.grid = low, high, grid
+
+    def describe(self) -> str:
+        what = "a non-empty 1-D sequence of finite numbers"
+        if self.low is not None:
+            what += f" in [{self.low}, {self.high}]"
+        return ("an int >= 2 (evenly spaced points in [0, 1]) or " + what) if self.grid else what
+
+    def check(self, name: str, value):
+        if isinstance(value, (bool, np.bool_)):
+            self._fail(name, value, TypeError)
+        if isinstance(value, (int, np.integer)):
+            if not self.grid:
+                self._fail(name, value, TypeError)
+            if value < 2:
+                self._fail(name, value)
+            return value
+        if value is None or isinstance(value, (str, bytes, dict, float, np.floating)):
+            self._fail(name, value, TypeError)
+        try:
+            arr = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
+        except (TypeError, ValueError, RuntimeError):
+            self._fail(name, value, TypeError)
+        if arr.dtype.kind not in "iuf":
+            self._fail(name, value, TypeError)
+        if arr.ndim != 1 or arr.size == 0 or not np.isfinite(arr).all():
+            self._fail(name, value)
+        if self.low is not None and (arr.min() < self.low or arr.max() > self.high):
+            self._fail(name, value)
+        return value
+
+
+#: Points along a path: a sequence of finite numbers, or a number of evenly spaced points.
+GRID = _Numbers(grid=True)
 
 
 def _check_mlp(name: str, model) -> MLP:
@@ -64,36 +111,97 @@ def _check_mlp(name: str, model) -> MLP:
     return model
 
 
-def _check_same_shape(a: MLP, b: MLP, body_only: bool = False) -> None:
-    _check_mlp("a", a)
-    _check_mlp("b", b)
+def _check_same_shape(a: MLP, b: MLP, body_only: bool = False, names: tuple = ("a", "b")) -> None:
+    na, nb = names
+    _check_mlp(na, a)
+    _check_mlp(nb, b)
     cut = -1 if body_only else None
     sa = [tuple(l.weight.shape) for l in a.layers[:cut]]
     sb = [tuple(l.weight.shape) for l in b.layers[:cut]]
     if sa != sb:
-        raise ValueError(f"a and b must have the same layer shapes, got {sa} and {sb}")
+        raise ValueError(f"{na} and {nb} must have the same layer shapes, got {sa} and {sb}")
     if (a.layers[0].bias is None) != (b.layers[0].bias is None):
-        raise ValueError("a and b must both have biases or both not")
+        raise ValueError(f"{na} and {nb} must both have biases or both not")
     if a.act_name != b.act_name:
-        raise ValueError(f"a and b must share the activation, got {a.act_name!r} and {b.act_name!r}")
+        raise ValueError(f"{na} and {nb} must share the activation, got {a.act_name!r} and "
+                         f"{b.act_name!r}")
 
 
+def _sizes(model) -> tuple[int, int, torch.dtype]:
+    """Input size, number of classes and dtype of an MLP or a stack."""
+    if isinstance(model, BatchedMLP):
+        return (int(model.weights[0].shape[2]), int(model.weights[-1].shape[1]),
+                model.weights[0].dtype)
+    return model.layers[0].in_features, model.layers[-1].out_features, model.layers[0].weight.dtype
+
+
+def _check_inputs(name: str, x: torch.Tensor, model, min_rows: int = 1) -> None:
+    """``x`` (already a finite float tensor) fits ``model``: its columns and its dtype."""
+    d, _, dtype = _sizes(model)
+    if x.shape[-1] != d:
+        raise ValueError(f"{name} must have {d} columns (the networks' input size), got shape "
+                         f"{tuple(x.shape)}")
+    if x.dtype != dtype:
+        raise TypeError(f"{name} must have the networks' dtype {dtype}, got {x.dtype}")
+    if x.shape[-2] < min_rows:
+        raise ValueError(f"{name} must have at least {min_rows} rows, got shape {tuple(x.shape)}")
+
+
+def _check_data(model, x: torch.Tensor, y: torch.Tensor, xname: str = "x",
+                yname: str = "y") -> None:
+    """Inputs that fit ``model`` and one label per row in ``[0, number of outputs)``."""
+    _check_inputs(xname, x, model)
+    check_labels(yname, y, _sizes(model)[1], n=x.shape[0])
+
+
+def _check_train_labels(name: str, y: torch.Tensor, n: int) -> int:
+    """Labels of a training set whose number of classes is read off them: ``max(y) + 1``."""
+    check_labels(name, y, n=n)
+    if int(y.min()) < 0:
+        raise ValueError(f"{name} must hold labels >= 0, got minimum {int(y.min())}")
+    if len(torch.unique(y)) < 2:
+        raise ValueError(f"{name} must hold at least two classes, got only label {int(y[0])}")
+    return int(y.max()) + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Stacks of networks and their training
+# ---------------------------------------------------------------------------------------------
+
+
+@boundary()
 def params(model: MLP) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
     """The weights ``[W_1, ..., W_{L+1}]`` and biases (or None) of an MLP, detached."""
-    _check_mlp("model", model)
     ws = [l.weight.detach() for l in model.layers]
     bs = None if model.layers[0].bias is None else [l.bias.detach() for l in model.layers]
     return ws, bs
 
 
+@boundary(weights=tuple_of(Tensor("float", 2), min_len=2),
+          biases=None,  # checked below, layer by layer
+          act=Options(tuple(ACTIVATIONS)))
 def from_params(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor] | None,
                 act: str = "relu") -> MLP:
     """An :class:`MLP` with the given weights (``(out, in)`` each) and biases."""
-    if len(weights) < 2:
-        raise ValueError("weights must hold at least two layers (one hidden layer)")
     width = weights[0].shape[0]
     if any(w.shape[0] != width for w in weights[:-1]):
-        raise ValueError("every hidden layer must have the same width")
+        raise ValueError("weights: every hidden layer must have the same width")
+    for l in range(1, len(weights)):
+        if weights[l].shape[1] != weights[l - 1].shape[0]:
+            raise ValueError(f"weights[{l}] must have {weights[l - 1].shape[0]} columns (the "
+                             f"previous layer's outputs), got shape {tuple(weights[l].shape)}")
+    if biases is not None:
+        if isinstance(biases, (str, bytes)) or not isinstance(biases, (list, tuple)):
+            raise TypeError(f"biases must be a list of tensors (one per layer) or None, got "
+                            f"{type(biases).__name__}")
+        if len(biases) != len(weights):
+            raise ValueError(f"biases must hold one tensor per layer ({len(weights)}), got "
+                             f"{len(biases)}")
+        for l, (b, w) in enumerate(zip(biases, weights)):
+            Tensor("float", 1).check(f"biases[{l}]", b)
+            if b.shape[0] != w.shape[0]:
+                raise ValueError(f"biases[{l}] must have shape ({w.shape[0]},), got "
+                                 f"{tuple(b.shape)}")
     m = MLP(weights[0].shape[1], width, len(weights) - 1, weights[-1].shape[0],
             bias=biases is not None, activation=act).to(weights[0].device)
     with torch.no_grad():
@@ -104,15 +212,15 @@ def from_params(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor] 
     return m
 
 
+@boundary()
 def stack(models: Sequence[MLP]) -> BatchedMLP:
     """Stack identically shaped MLPs into a :class:`BatchedMLP` (copies the weights)."""
-    if len(models) == 0:
-        raise ValueError("models must not be empty")
-    for m in models:
-        _check_same_shape(models[0], m)
+    for i, m in enumerate(models):
+        _check_same_shape(models[0], m, names=("models[0]", f"models[{i}]"))
     return BatchedMLP.from_models(list(models))
 
 
+@boundary()
 def members(model: BatchedMLP) -> list[MLP]:
     """Every member of a stack as a stand-alone MLP."""
     return [model.member(i) for i in range(model.size)]
@@ -135,23 +243,40 @@ class Recipe(Config):
     start_factor: float = param(0.05, fraction("right"))
     weight_decay: float = param(0.0, nonnegative())
 
+    @boundary(n=count())
     def steps(self, n: int) -> int:
         """Number of SGD steps on ``n`` training points."""
         return self.epochs * -(-n // self.batch_size)
 
+    @boundary(step=count(0), total=count())
     def lr_factor(self, step: int, total: int) -> float:
-        """The schedule's factor at update number ``step`` (0-based) out of ``total``: the
-        learning rate is ``lr * lr_factor(step, total)``, bit for bit :meth:`lr_at`."""
+        """The schedule's factor at update number ``step`` (0-based, at most ``total``) out of
+        ``total``: the learning rate is ``lr * lr_factor(step, total)``, bit for bit
+        :meth:`lr_at`."""
+        _check_step(step, total)
+        return self._lr_factor(step, total)
+
+    def _lr_factor(self, step: int, total: int) -> float:
+        # unchecked: the training loops call it at every step with steps they counted themselves
         w = int(round(self.warmup * total))
         if step < w:
             return self.start_factor + (1 - self.start_factor) * step / w
         return max(0.0, (total - step) / max(1, total - w))
 
+    @boundary(step=count(0), total=count())
     def lr_at(self, step: int, total: int) -> float:
-        """Learning rate of update number ``step`` (0-based) out of ``total``."""
-        return self.lr * self.lr_factor(step, total)
+        """Learning rate of update number ``step`` (0-based, at most ``total``) out of ``total``."""
+        _check_step(step, total)
+        return self.lr * self._lr_factor(step, total)
 
 
+def _check_step(step: int, total: int) -> None:
+    if step > total:
+        raise ValueError(f"step must lie in [0, total] = [0, {total}], got {step}")
+
+
+@boundary(x=Tensor("float", (2, 3), empty=True), y=Tensor("int", (1, 2), empty=True),
+          stop_step=count(optional=True), snapshot_steps=tuple_of(count(0), min_len=0))
 def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
         seeds: Sequence[int], start_steps: Sequence[int] | None = None,
         stop_step: int | None = None, only_last_layer: bool = False, freeze_last_layer: bool = False,
@@ -200,35 +325,41 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     ``start=start_steps``, the schedule :meth:`Recipe.lr_factor` and, for the snapshots, a check
     at every step.
     """
-    if not isinstance(model, BatchedMLP):
-        raise TypeError(f"model must be a BatchedMLP, got {type(model).__name__}")
-    recipe.validate()
     E = model.size
-    seeds = list(seeds)
+    seeds = check_seeds("seeds", seeds)
     if len(seeds) != E:
         raise ValueError(f"seeds must have one entry per member ({E}), got {len(seeds)}")
-    if x.ndim == 2:
-        n = x.shape[0]
-        if y.shape not in ((n,), (E, n)):
-            raise ValueError(f"y must have shape ({n},) or ({E}, {n}), got {tuple(y.shape)}")
-    elif x.ndim == 3 and x.shape[0] == E:
-        n = x.shape[1]
-        if y.shape != (E, n):
-            raise ValueError(f"y must have shape ({E}, {n}), got {tuple(y.shape)}")
-    else:
+    if x.ndim == 3 and x.shape[0] != E:
         raise ValueError(f"x must have shape (n, d) or ({E}, n, d), got {tuple(x.shape)}")
+    n = x.shape[-2]
     if n == 0:
         raise ValueError("x must hold at least one training signal, got n = 0")
-    if not bool(torch.isfinite(x).all()):
-        raise ValueError("x must be finite (it holds NaN or inf)")
+    if x.ndim == 2 and y.shape not in ((n,), (E, n)):
+        raise ValueError(f"y must have shape ({n},) or ({E}, {n}), got {tuple(y.shape)}")
+    if x.ndim == 3 and y.shape != (E, n):
+        raise ValueError(f"y must have shape ({E}, {n}), got {tuple(y.shape)}")
+    _check_inputs("x", x, model)
+    check_labels("y", y, _sizes(model)[1], n=n)
     total = recipe.steps(n)
     last = total if stop_step is None else int(stop_step)
     if not 0 <= last <= total:
         raise ValueError(f"stop_step must lie in [0, {total}], got {stop_step}")
-    start = torch.zeros(E, dtype=torch.long) if start_steps is None else torch.as_tensor(
-        list(start_steps), dtype=torch.long)
-    if start.shape != (E,) or bool((start < 0).any()):
-        raise ValueError(f"start_steps must hold {E} non-negative ints")
+    if start_steps is None:
+        start = torch.zeros(E, dtype=torch.long)
+    else:
+        if isinstance(start_steps, (str, bytes)) or not isinstance(start_steps, (list, tuple)):
+            raise TypeError(f"start_steps must be a list of {E} ints or None, got "
+                            f"{type(start_steps).__name__}")
+        if len(start_steps) != E:
+            raise ValueError(f"start_steps must hold {E} ints (one per member), got "
+                             f"{len(start_steps)}")
+        for i, k in enumerate(start_steps):
+            count(0).check(f"start_steps[{i}]", k)
+        start = torch.as_tensor([int(k) for k in start_steps], dtype=torch.long)
+    snaps = {int(k) for k in snapshot_steps}
+    if snaps and max(snaps) > total:
+        raise ValueError(f"snapshot_steps must lie in [0, {total}] (the recipe's steps), got "
+                         f"{max(snaps)}")
     if only_last_layer and freeze_last_layer:
         raise ValueError("only_last_layer and freeze_last_layer exclude each other")
     head = [model.weights[-1]] + ([model.biases[-1]] if model.has_bias else [])
@@ -249,7 +380,6 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.reshape(-1),
                                reduction="none").view(E, -1).mean(1)
 
-    snaps = {int(k) for k in snapshot_steps}
     out: dict[int, list[MLP]] = {}
 
     def snapshot(step: int, due: torch.Tensor) -> None:
@@ -257,17 +387,24 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
             out[step] = members(model)
 
     engine.fit(loss, opt, last, batches, check=snapshot if snaps else None, every=1,
-               start=start.tolist(), schedule=lambda step: recipe.lr_factor(step, total))
+               start=start.tolist(), schedule=lambda step: recipe._lr_factor(step, total))
     return out
 
 
+# the experiments below call fit without the boundary checks (their arguments are built here)
+_fit = fit.__wrapped__
+
+
+@boundary(x=Tensor("float", (2, 3)), y=Tensor("int", (1, 2)), width=count(), depth=count(0),
+          num_classes=count())
 def train_nets(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, width: int, depth: int,
                num_classes: int, recipe: Recipe) -> list[MLP]:
     """Train one MLP per seed (its initialization and its SGD noise), all in one stack."""
     seeds = check_seeds("seeds", seeds)
+    check_labels("y", y, num_classes, n=x.shape[-2])
     model = BatchedMLP.init(seeds, x.shape[-1], width, depth, num_classes,
                             device=x.device)
-    fit(model, x, y, recipe, seeds=[10_000 + int(s) for s in seeds])
+    _fit(model, x, y, recipe, seeds=[10_000 + int(s) for s in seeds])
     return members(model)
 
 
@@ -276,18 +413,18 @@ def train_nets(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, width: in
 # ---------------------------------------------------------------------------------------------
 
 
+@boundary()
 def lerp(a: MLP, b: MLP, alpha: float) -> MLP:
     """The network ``(1 - alpha) * theta_A + alpha * theta_B`` (every weight and bias)."""
     _check_same_shape(a, b)
     alpha = float(alpha)
-    if not math.isfinite(alpha):
-        raise ValueError(f"alpha must be finite, got {alpha}")
     (wa, ba), (wb, bb) = params(a), params(b)
     ws = [(1 - alpha) * u + alpha * v for u, v in zip(wa, wb)]
     bs = None if ba is None else [(1 - alpha) * u + alpha * v for u, v in zip(ba, bb)]
     return from_params(ws, bs, a.act_name)
 
 
+@boundary(alphas=_Numbers())
 def path_stack(a: MLP, b: MLP, alphas: Sequence[float]) -> BatchedMLP:
     """All networks on the segment from ``a`` to ``b`` at ``alphas``, as one stack."""
     _check_same_shape(a, b)
@@ -308,6 +445,15 @@ class Path:
     alphas: np.ndarray
     loss: np.ndarray
     acc: np.ndarray
+
+    def __post_init__(self):
+        for name in ("alphas", "loss", "acc"):
+            value = getattr(self, name)
+            _Numbers().check(f"Path.{name}", value)
+            setattr(self, name, np.asarray(value))
+        if not len(self.alphas) == len(self.loss) == len(self.acc):
+            raise ValueError(f"Path.alphas, loss and acc must have the same length, got "
+                             f"{len(self.alphas)}, {len(self.loss)} and {len(self.acc)}")
 
     @property
     def loss_barrier(self) -> float:
@@ -339,12 +485,14 @@ def _curve(alphas, values) -> tuple[np.ndarray, np.ndarray]:
     a = np.asarray(alphas, dtype=float)
     v = np.asarray(values, dtype=float)
     if a.ndim != 1 or v.shape != a.shape or len(a) < 2:
-        raise ValueError("alphas and values must be 1-D of the same length >= 2")
+        raise ValueError(f"alphas and values must be 1-D of the same length >= 2, got "
+                         f"{len(a)} and {len(v)}")
     if not (np.isclose(a[0], 0.0) and np.isclose(a[-1], 1.0)) or np.any(np.diff(a) <= 0):
         raise ValueError("alphas must increase from 0 to 1")
     return a, v
 
 
+@boundary(alphas=_Numbers(), values=_Numbers())
 def barrier(alphas: Sequence[float], values: Sequence[float]) -> float:
     """Barrier of a curve above its chord (Entezari et al. 2022, loss-barrier definition).
 
@@ -358,6 +506,7 @@ def barrier(alphas: Sequence[float], values: Sequence[float]) -> float:
     return float(np.max(v - chord))
 
 
+@boundary(alphas=_Numbers(), values=_Numbers())
 def barrier_mean(alphas: Sequence[float], values: Sequence[float]) -> float:
     """Barrier above the mean of the endpoints (Frankle et al. 2020, error barrier height).
 
@@ -369,6 +518,7 @@ def barrier_mean(alphas: Sequence[float], values: Sequence[float]) -> float:
     return float(np.max(v) - (v[0] + v[-1]) / 2)
 
 
+@boundary(x=INPUTS, y=LABELS, alphas=GRID)
 @torch.no_grad()
 def evaluate_path(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
                   alphas: Sequence[float] | int = 25) -> Path:
@@ -376,29 +526,34 @@ def evaluate_path(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
 
     ``alphas`` is a sequence from 0 to 1 or a number of evenly spaced points (Git Re-Basin uses 25).
     """
-    if isinstance(alphas, (int, np.integer)) and not isinstance(alphas, bool):
-        if alphas < 2:
-            raise ValueError(f"alphas must be >= 2 points, got {alphas}")
-        alphas = np.linspace(0, 1, int(alphas))
-    alphas = np.asarray(alphas, dtype=float)
-    return evaluate_stack(path_stack(a, b, alphas), alphas, x, y)
+    _check_same_shape(a, b)
+    _check_data(a, x, y)
+    alphas = _alpha_grid(alphas)
+    return _evaluate_stack(path_stack(a, b, alphas), alphas, x, y)
 
 
 def _alpha_grid(alphas) -> np.ndarray:
     if isinstance(alphas, (int, np.integer)) and not isinstance(alphas, bool):
-        if alphas < 2:
-            raise ValueError(f"alphas must be >= 2 points, got {alphas}")
         return np.linspace(0, 1, int(alphas))
-    return np.asarray(alphas, dtype=float)
+    return np.asarray(alphas.detach().cpu() if isinstance(alphas, torch.Tensor) else alphas,
+                      dtype=float)
 
 
-@torch.no_grad()
+@boundary(alphas=_Numbers(), x=INPUTS, y=LABELS)
 def evaluate_stack(model: BatchedMLP, alphas: Sequence[float], x: torch.Tensor,
                    y: torch.Tensor) -> Path:
     """Loss and accuracy of the members of a stack of networks along a path (one per alpha)."""
     alphas = np.asarray(alphas, dtype=float)
     if model.size != len(alphas):
-        raise ValueError(f"the stack has {model.size} members for {len(alphas)} alphas")
+        raise ValueError(f"alphas must have one entry per member of the stack ({model.size}), "
+                         f"got {len(alphas)}")
+    _check_data(model, x, y)
+    return _evaluate_stack(model, alphas, x, y)
+
+
+@torch.no_grad()
+def _evaluate_stack(model: BatchedMLP, alphas: np.ndarray, x: torch.Tensor,
+                    y: torch.Tensor) -> Path:
     logits = model(x)
     C = logits.shape[-1]
     loss = F.cross_entropy(logits.reshape(-1, C), y.repeat(len(alphas)),
@@ -412,19 +567,35 @@ def evaluate_stack(model: BatchedMLP, alphas: Sequence[float], x: torch.Tensor,
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_perms(model: MLP, perms) -> list[np.ndarray]:
-    widths = [l.weight.shape[0] for l in model.layers[:-1]]
-    if not isinstance(perms, (list, tuple)) or len(perms) != len(widths):
-        raise ValueError(f"perms must be a list of {len(widths)} permutations (one per hidden layer)")
+def _check_perm_list(name: str, perms, widths: list[int] | None = None) -> list[np.ndarray]:
+    """A list with one permutation (1-D integer array) per hidden layer (of ``widths`` if given)."""
+    if isinstance(perms, (str, bytes)) or not isinstance(perms, (list, tuple)):
+        raise TypeError(f"{name} must be a list of permutations (one integer array per hidden "
+                        f"layer), got {type(perms).__name__}")
+    if widths is not None and len(perms) != len(widths):
+        raise ValueError(f"{name} must be a list of {len(widths)} permutations (one per hidden "
+                         f"layer), got {len(perms)}")
+    if not perms:
+        raise ValueError(f"{name} must hold at least one permutation, got []")
     out = []
-    for l, (p, w) in enumerate(zip(perms, widths)):
-        p = np.asarray(p)
-        if p.shape != (w,) or not np.array_equal(np.sort(p), np.arange(w)):
-            raise ValueError(f"perms[{l}] must be a permutation of range({w})")
+    for l, p in enumerate(perms):
+        p = np.asarray(p.detach().cpu() if isinstance(p, torch.Tensor) else p)
+        if p.dtype.kind not in "iu":
+            raise TypeError(f"{name}[{l}] must be an integer array (a permutation), got dtype "
+                            f"{p.dtype}")
+        w = len(p) if widths is None or p.ndim != 1 else widths[l]
+        if p.ndim != 1 or p.shape != (w,) or not np.array_equal(np.sort(p), np.arange(w)):
+            raise ValueError(f"{name}[{l}] must be a permutation of range({w}), got shape "
+                             f"{p.shape}")
         out.append(p.astype(np.int64))
     return out
 
 
+def _check_perms(model: MLP, perms) -> list[np.ndarray]:
+    return _check_perm_list("perms", perms, [l.weight.shape[0] for l in model.layers[:-1]])
+
+
+@boundary(perms=None)  # checked against the model's widths below
 def permute(model: MLP, perms: Sequence[np.ndarray]) -> MLP:
     """The same function with hidden units reordered: unit ``i`` of layer ``l`` becomes ``perms[l][i]``.
 
@@ -432,7 +603,6 @@ def permute(model: MLP, perms: Sequence[np.ndarray]) -> MLP:
     the same permutation, so the network computes exactly the same function (Entezari et al. 2022,
     Section 2; Git Re-Basin, Section 2).
     """
-    _check_mlp("model", model)
     perms = _check_perms(model, perms)
     ws, bs = params(model)
     ws, bs = [w.clone() for w in ws], None if bs is None else [b.clone() for b in bs]
@@ -445,12 +615,19 @@ def permute(model: MLP, perms: Sequence[np.ndarray]) -> MLP:
     return from_params(ws, bs, model.act_name)
 
 
+@boundary(seed=SEED)
 def random_perms(model: MLP, seed: int = 0) -> list[np.ndarray]:
     """One uniformly random permutation per hidden layer of ``model``."""
     rng = np.random.default_rng(seed)
-    return [rng.permutation(l.weight.shape[0]) for l in _check_mlp("model", model).layers[:-1]]
+    return [rng.permutation(l.weight.shape[0]) for l in model.layers[:-1]]
 
 
+def _check_finite_weights(name: str, model: MLP) -> None:
+    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+        raise ValueError(f"{name} must have finite weights, got NaN or inf")
+
+
+@boundary(max_iter=count(), seed=SEED)
 def weight_matching(a: MLP, b: MLP, max_iter: int = 100,
                     seed: int = 0) -> list[np.ndarray]:
     """Permutations that align ``b`` to ``a`` by weight matching (Git Re-Basin, Alg. 1).
@@ -463,8 +640,8 @@ def weight_matching(a: MLP, b: MLP, max_iter: int = 100,
     after ``max_iter`` passes. Apply the result with ``permute(b, perms)``.
     """
     _check_same_shape(a, b)
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
+    _check_finite_weights("a", a)
+    _check_finite_weights("b", b)
     (wa, ba), (wb, bb) = params(a), params(b)
     wa = [w.cpu().double().numpy() for w in wa]
     wb = [w.cpu().double().numpy() for w in wb]
@@ -493,6 +670,7 @@ def weight_matching(a: MLP, b: MLP, max_iter: int = 100,
     return perms
 
 
+@boundary(x=INPUTS, method=Options(("cross", "pearson")))
 @torch.no_grad()
 def activation_matching(a: MLP, b: MLP, x: torch.Tensor, method: str = "cross") -> list[np.ndarray]:
     """Permutations that align ``b`` to ``a`` by matching hidden activations on inputs ``x``.
@@ -506,8 +684,7 @@ def activation_matching(a: MLP, b: MLP, x: torch.Tensor, method: str = "cross") 
     because the features depend only on the inputs.
     """
     _check_same_shape(a, b)
-    if method not in ("cross", "pearson"):
-        raise ValueError(f"method must be 'cross' or 'pearson', got {method!r}")
+    _check_inputs("x", x, a, min_rows=2 if method == "pearson" else 1)
     perms = []
     for fa, fb in zip(a.features(x)[:-1], b.features(x)[:-1]):
         if method == "pearson":
@@ -518,14 +695,15 @@ def activation_matching(a: MLP, b: MLP, x: torch.Tensor, method: str = "cross") 
     return perms
 
 
+@boundary(found=None, planted=None)  # checked below (lists or arrays)
 def perm_recovery(found: Sequence[np.ndarray], planted: Sequence[np.ndarray]) -> list[float]:
     """Fraction of units per layer for which matching undid a planted permutation.
 
     If ``b = permute(a, planted)`` then aligning ``b`` back to ``a`` needs ``found[l] =
     argsort(planted[l])`` (the inverse permutation); this returns the fraction of agreeing entries.
     """
-    if len(found) != len(planted):
-        raise ValueError("found and planted must have one permutation per hidden layer each")
+    found = _check_perm_list("found", found)
+    planted = _check_perm_list("planted", planted, [len(p) for p in found])
     return [float(np.mean(np.asarray(f) == np.argsort(np.asarray(p))))
             for f, p in zip(found, planted)]
 
@@ -535,10 +713,13 @@ def perm_recovery(found: Sequence[np.ndarray], planted: Sequence[np.ndarray]) ->
 # ---------------------------------------------------------------------------------------------
 
 
+@boundary(u=INPUTS, v=INPUTS)
 def cosine_dissimilarity(u: torch.Tensor, v: torch.Tensor) -> float:
     """Mean over rows of ``1 - cos(u_i, v_i)`` (0 for identical rows, including two zero rows)."""
-    if not isinstance(u, torch.Tensor) or not isinstance(v, torch.Tensor):
-        raise TypeError("u and v must be tensors")
+    return _cosine_dissimilarity(u, v)
+
+
+def _cosine_dissimilarity(u: torch.Tensor, v: torch.Tensor) -> float:
     if u.shape != v.shape or u.ndim != 2:
         raise ValueError(f"u and v must be 2-D of the same shape, got {tuple(u.shape)}, "
                          f"{tuple(v.shape)}")
@@ -549,6 +730,7 @@ def cosine_dissimilarity(u: torch.Tensor, v: torch.Tensor) -> float:
     return float((1 - cos).mean())
 
 
+@boundary(x=INPUTS, alpha=fraction())
 @torch.no_grad()
 def llfc_dissimilarity(a: MLP, b: MLP, x: torch.Tensor, alpha: float = 0.5) -> list[float]:
     """Per-layer LLFC dissimilarity (Zhou et al. 2023, Definition 3.1 and their metric).
@@ -560,10 +742,12 @@ def llfc_dissimilarity(a: MLP, b: MLP, x: torch.Tensor, alpha: float = 0.5) -> l
     et al. (2024).
     """
     _check_same_shape(a, b)
+    _check_inputs("x", x, a)
     fa, fb, fm = a.features(x), b.features(x), lerp(a, b, alpha).features(x)
-    return [cosine_dissimilarity(m, (1 - alpha) * u + alpha * v) for u, v, m in zip(fa, fb, fm)]
+    return [_cosine_dissimilarity(m, (1 - alpha) * u + alpha * v) for u, v, m in zip(fa, fb, fm)]
 
 
+@boundary(x=INPUTS)
 @torch.no_grad()
 def commutativity_residual(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     """Relative commutativity residual per hidden layer (Zhou et al. 2023, Definition 5.2).
@@ -574,6 +758,7 @@ def commutativity_residual(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     weak additivity of ReLU implies LLFC.
     """
     _check_same_shape(a, b)
+    _check_inputs("x", x, a)
     fa, fb = a.features(x)[:-1], b.features(x)[:-1]
     (wa, _), (wb, _) = params(a), params(b)
     out = []
@@ -585,6 +770,7 @@ def commutativity_residual(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     return out
 
 
+@boundary(x=INPUTS)
 @torch.no_grad()
 def endpoint_dissimilarity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     """Per-layer ``mean_x [1 - cos(f_l(theta_A; x), f_l(theta_B; x))]``, hidden layers and logits.
@@ -595,13 +781,19 @@ def endpoint_dissimilarity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     other (two networks with identical features satisfy LLFC trivially).
     """
     _check_same_shape(a, b)
-    return [cosine_dissimilarity(u, v) for u, v in zip(a.features(x), b.features(x))]
+    _check_inputs("x", x, a)
+    return [_cosine_dissimilarity(u, v) for u, v in zip(a.features(x), b.features(x))]
+
+
+@boundary(x=INPUTS)
+def preactivations(model: MLP, x: torch.Tensor) -> list[torch.Tensor]:
+    """The pre-activations ``W_l h_{l-1} + b_l`` of every hidden layer (rows = inputs)."""
+    _check_inputs("x", x, model)
+    return _preactivations(model, x)
 
 
 @torch.no_grad()
-def preactivations(model: MLP, x: torch.Tensor) -> list[torch.Tensor]:
-    """The pre-activations ``W_l h_{l-1} + b_l`` of every hidden layer (rows = inputs)."""
-    _check_mlp("model", model)
+def _preactivations(model: MLP, x: torch.Tensor) -> list[torch.Tensor]:
     out, h = [], x
     for layer in model.layers[:-1]:
         z = layer(h)
@@ -610,6 +802,7 @@ def preactivations(model: MLP, x: torch.Tensor) -> list[torch.Tensor]:
     return out
 
 
+@boundary(x=INPUTS)
 @torch.no_grad()
 def weak_additivity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     """Weak-additivity dissimilarity of ReLU per hidden layer (Zhou et al. 2023, Sec. 5).
@@ -621,9 +814,10 @@ def weak_additivity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     for different inputs.
     """
     _check_same_shape(a, b)
+    _check_inputs("x", x, a)
     act = a.act
-    return [cosine_dissimilarity(act(u) + act(v), act(u + v))
-            for u, v in zip(preactivations(a, x), preactivations(b, x))]
+    return [_cosine_dissimilarity(act(u) + act(v), act(u + v))
+            for u, v in zip(_preactivations(a, x), _preactivations(b, x))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -631,6 +825,7 @@ def weak_additivity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
 # ---------------------------------------------------------------------------------------------
 
 
+@boundary(alphas=_Numbers(), x=INPUTS, eps=positive())
 @torch.no_grad()
 def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
                  eps: float = 1e-6) -> BatchedMLP:
@@ -647,12 +842,14 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
     """
     _check_same_shape(a, b)
     if a.layers[0].bias is None:
-        raise ValueError("REPAIR needs networks with biases")
+        raise ValueError("a and b must have biases (REPAIR shifts them)")
+    _check_inputs("x", x, a, min_rows=2)  # a standard deviation needs two rows
+    alphas = _alpha_grid(alphas)
     al = torch.as_tensor(np.asarray(alphas, dtype=np.float32)).to(x.device).view(-1, 1)
     stk = path_stack(a, b, alphas)
     ws = [w.detach().clone() for w in stk.weights]
     bs = [v.detach().clone() for v in stk.biases]
-    za, zb = preactivations(a, x), preactivations(b, x)
+    za, zb = _preactivations(a, x), _preactivations(b, x)
     h = x.unsqueeze(0)
     for l in range(len(ws) - 1):
         z = torch.matmul(h, ws[l].transpose(1, 2)) + bs[l].unsqueeze(1)
@@ -666,22 +863,27 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
     return BatchedMLP(ws, bs, act=a.act_name)
 
 
+@boundary(x_stats=INPUTS, x=INPUTS, y=LABELS, alphas=GRID)
 def repair_path(a: MLP, b: MLP, x_stats: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
                 alphas: Sequence[float] | int = 25) -> Path:
     """Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations (statistics on ``x_stats``)."""
+    _check_same_shape(a, b)
+    _check_inputs("x_stats", x_stats, a, min_rows=2)
+    _check_data(a, x, y)
     alphas = _alpha_grid(alphas)
-    return evaluate_stack(repair_stack(a, b, alphas, x_stats), alphas, x, y)
+    return _evaluate_stack(repair_stack(a, b, alphas, x_stats), alphas, x, y)
 
 
+@boundary(ts=_Numbers())
 def bezier_stack(a: MLP, m: MLP, b: MLP, ts: Sequence[float] | torch.Tensor) -> BatchedMLP:
     """Networks on the quadratic Bezier curve ``(1-t)^2 theta_A + 2t(1-t) theta_M + t^2 theta_B``.
 
     Garipov et al. (2018), Section 3.2: the curve starts at A, ends at B and bends towards the
     control point ``theta_M``; with ``theta_M = (theta_A + theta_B) / 2`` it is the straight line.
     """
-    _check_same_shape(a, m)
+    _check_same_shape(a, m, names=("a", "m"))
     _check_same_shape(a, b)
-    t = torch.as_tensor(ts, dtype=torch.float32).to(a.layers[0].weight.device).view(-1)
+    t = torch.as_tensor(_alpha_grid(ts), dtype=torch.float32).to(a.layers[0].weight.device).view(-1)
     ws, bs = _bezier_params([params(n) for n in (a, m, b)], t)
     return BatchedMLP(ws, bs, act=a.act_name)
 
@@ -694,6 +896,7 @@ def _bezier_params(pts, t):
     return ws, bs
 
 
+@boundary(x=INPUTS, y=LABELS, seed=SEED, samples=count())
 def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe, seed: int = 0,
                samples: int = 4) -> MLP:
     """Train the control point of a quadratic Bezier curve from ``a`` to ``b`` (Garipov et al. 2018).
@@ -708,9 +911,7 @@ def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     draws each epoch's minibatch order and, at every step after it, the ``samples`` values of t.
     """
     _check_same_shape(a, b)
-    recipe.validate()
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-        raise ValueError(f"samples must be a positive int, got {samples!r}")
+    _check_data(a, x, y)
     mid = lerp(a, b, 0.5)
     pa, pb = params(a), params(b)
     wm = [w.clone().requires_grad_(True) for w in params(mid)[0]]
@@ -738,16 +939,20 @@ def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
         return F.cross_entropy(h.reshape(-1, h.shape[-1]), y[idx].repeat(samples))
 
     engine.fit(loss, opt, total, EpochBatches(n, recipe.batch_size, [gen], device=x.device),
-               schedule=lambda step: recipe.lr_factor(step, total))
+               schedule=lambda step: recipe._lr_factor(step, total))
     return from_params([w.detach() for w in wm], None if bm is None else [v.detach() for v in bm],
                        a.act_name)
 
 
+@boundary(x=INPUTS, y=LABELS, ts=GRID)
 def evaluate_bezier(a: MLP, m: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
                     ts: Sequence[float] | int = 25) -> Path:
     """Loss and accuracy along the Bezier curve with control point ``m`` (``alphas`` = ``t``)."""
+    _check_same_shape(a, m, names=("a", "m"))
+    _check_same_shape(a, b)
+    _check_data(a, x, y)
     ts = _alpha_grid(ts)
-    return evaluate_stack(bezier_stack(a, m, b, ts), ts, x, y)
+    return _evaluate_stack(bezier_stack(a, m, b, ts), ts, x, y)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -755,12 +960,11 @@ def evaluate_bezier(a: MLP, m: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
 # ---------------------------------------------------------------------------------------------
 
 
+@boundary()
 def average(models: Sequence[MLP]) -> MLP:
     """The uniform weight average of identically shaped MLPs (a "uniform soup", Wortsman et al. 2022)."""
-    if len(models) == 0:
-        raise ValueError("models must not be empty")
-    for m in models:
-        _check_same_shape(models[0], m)
+    for i, m in enumerate(models):
+        _check_same_shape(models[0], m, names=("models[0]", f"models[{i}]"))
     ps = [params(m) for m in models]
     ws = [torch.stack([p[0][l] for p in ps]).mean(0) for l in range(len(ps[0][0]))]
     bs = None if ps[0][1] is None else [torch.stack([p[1][l] for p in ps]).mean(0)
@@ -768,13 +972,14 @@ def average(models: Sequence[MLP]) -> MLP:
     return from_params(ws, bs, models[0].act_name)
 
 
+@boundary()
 def task_vector(pretrained: MLP, finetuned: MLP) -> list[torch.Tensor]:
     """``theta_ft - theta_pre`` for every hidden layer's weights and biases (Ilharco et al. 2023).
 
     The output layer is not part of the vector: each task keeps its own head. The list holds
     ``W_1, b_1, W_2, b_2, ...`` for the hidden layers (weights only without biases).
     """
-    _check_same_shape(pretrained, finetuned, body_only=True)
+    _check_same_shape(pretrained, finetuned, body_only=True, names=("pretrained", "finetuned"))
     out = []
     for lp, lf in zip(pretrained.layers[:-1], finetuned.layers[:-1]):
         out.append((lf.weight - lp.weight).detach())
@@ -783,18 +988,21 @@ def task_vector(pretrained: MLP, finetuned: MLP) -> list[torch.Tensor]:
     return out
 
 
+@boundary()
 def apply_task_vectors(pretrained: MLP, vectors: Sequence[Sequence[torch.Tensor]], scale: float,
                        head: MLP) -> MLP:
     """``theta_pre + scale * sum_t tau_t`` on the hidden layers, with the output layer of ``head``."""
-    _check_same_shape(pretrained, head, body_only=True)
-    if not vectors:
-        raise ValueError("vectors must hold at least one task vector")
+    _check_same_shape(pretrained, head, body_only=True, names=("pretrained", "head"))
     ws, bs = params(pretrained)
     ws, bs = [w.clone() for w in ws], None if bs is None else [b.clone() for b in bs]
     per = 2 if bs is not None else 1
+    want = [p.shape for l in range(len(ws) - 1) for p in ([ws[l]] + ([bs[l]] if bs else []))]
+    for i, tau in enumerate(vectors):
+        got = [t.shape for t in tau]
+        if got != want:
+            raise ValueError(f"vectors[{i}] must match pretrained's hidden layers (shapes "
+                             f"{[tuple(w) for w in want]}), got {[tuple(g) for g in got]}")
     for tau in vectors:
-        if len(tau) != per * (len(ws) - 1):
-            raise ValueError("every task vector must match the network's hidden layers")
         for l in range(len(ws) - 1):
             ws[l] += scale * tau[per * l]
             if bs is not None:
@@ -806,17 +1014,30 @@ def apply_task_vectors(pretrained: MLP, vectors: Sequence[Sequence[torch.Tensor]
     return from_params(ws, bs, pretrained.act_name)
 
 
+@boundary(head_weight=Tensor("float", 2), head_bias=Tensor("float", 1, optional=True))
 def with_head(body: MLP, head_weight: torch.Tensor, head_bias: torch.Tensor | None) -> MLP:
     """A copy of ``body`` whose output layer is replaced (its size may change)."""
+    width = body.layers[-1].in_features
+    if head_weight.shape[1] != width:
+        raise ValueError(f"head_weight must have shape (classes, {width}), got "
+                         f"{tuple(head_weight.shape)}")
+    if (head_bias is None) != (body.layers[0].bias is None):
+        raise ValueError("head_bias must be given exactly when body has biases, got "
+                         + ("None" if head_bias is None else "a tensor for a body without biases"))
+    if head_bias is not None and head_bias.shape != head_weight.shape[:1]:
+        raise ValueError(f"head_bias must have shape ({head_weight.shape[0]},), got "
+                         f"{tuple(head_bias.shape)}")
     ws, bs = params(body)
     ws = [w.clone() for w in ws[:-1]] + [head_weight.detach().clone()]
     bs = None if bs is None else [b.clone() for b in bs[:-1]] + [head_bias.detach().clone()]
     return from_params(ws, bs, body.act_name)
 
 
+@boundary(x=INPUTS, y=LABELS)
 @torch.no_grad()
 def accuracy(model: MLP, x: torch.Tensor, y: torch.Tensor) -> float:
     """Test accuracy of one MLP."""
+    _check_data(model, x, y)
     return float((model(x).argmax(-1) == y).float().mean())
 
 
@@ -885,6 +1106,7 @@ def _seeds(seed: int, tag: int, k: int) -> list[int]:
     return [1_000_003 * int(seed) + 1_000 * tag + i for i in range(k)]
 
 
+@boundary(x=INPUTS, y=LABELS, seed=EXPERIMENT_SEED, snapshots=InstanceOf(dict, optional=True))
 def train_pairs(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed: int = 0,
                 snapshots: dict | None = None) -> dict[int, tuple[MLP, MLP]]:
     """Two independently initialized and trained MLPs per width of ``cfg.widths`` (one stack each).
@@ -892,16 +1114,15 @@ def train_pairs(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed:
     If ``snapshots`` is a dict, it receives the pair of width ``cfg.epoch_width`` at the epochs
     ``cfg.epoch_snapshots`` (``{global step: [net A, net B]}``), taken during the same training.
     """
-    cfg.validate()
+    C = _check_train_labels("y", y, len(x))
     out = {}
-    C = int(y.max()) + 1
     per_epoch = -(-x.shape[0] // cfg.recipe.batch_size)
     for j, w in enumerate(cfg.widths):
         s = _seeds(seed, 10 + j, 2)
         model = BatchedMLP.init(s, x.shape[-1], int(w), cfg.depth, C, device=x.device)
         snap = [int(e * per_epoch) for e in cfg.epoch_snapshots] if (
             snapshots is not None and int(w) == cfg.epoch_width) else []
-        got = fit(model, x, y, cfg.recipe, seeds=[10_000 + int(v) for v in s],
+        got = _fit(model, x, y, cfg.recipe, seeds=[10_000 + int(v) for v in s],
                   snapshot_steps=snap)
         out[int(w)] = tuple(members(model))
         if snap:
@@ -924,9 +1145,14 @@ class Alignment(Result):
     matched_train: Path
 
 
+@boundary(x=INPUTS, y=LABELS, x_test=INPUTS, y_test=LABELS, alphas=count(2), max_iter=count(),
+          seed=SEED)
 def align(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor,
           y_test: torch.Tensor, alphas: int = 25, max_iter: int = 100, seed: int = 0) -> Alignment:
     """Weight-match ``b`` to ``a`` and evaluate the naive and the matched paths (Git Re-Basin, Fig. 2)."""
+    _check_same_shape(a, b)
+    _check_data(a, x, y)
+    _check_data(a, x_test, y_test, "x_test", "y_test")
     perms = weight_matching(a, b, max_iter=max_iter, seed=seed)
     bm = permute(b, perms)
     return Alignment(a, b, bm, perms,
@@ -970,6 +1196,7 @@ class Spawning(Result):
         return None
 
 
+@boundary(x=INPUTS, y=LABELS, x_test=INPUTS, y_test=LABELS, seed=EXPERIMENT_SEED)
 def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
                      x_test: torch.Tensor, y_test: torch.Tensor, seed: int = 0,
                      recipe: Recipe | None = None, control: bool = True) -> Spawning:
@@ -981,14 +1208,17 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     test set (Frankle et al. call a network stable at ``k`` when it is at most 2 points). With
     ``control``, two independently initialized networks are trained in the same stack.
     """
-    cfg.validate()
+    C = _check_train_labels("y", y, len(x))
+    if x_test.shape[1] != x.shape[1] or x_test.dtype != x.dtype:
+        raise ValueError(f"x_test must have x's columns ({x.shape[1]}) and dtype ({x.dtype}), "
+                         f"got shape {tuple(x_test.shape)} and dtype {x_test.dtype}")
+    check_labels("y_test", y_test, C, n=len(x_test))
     recipe = recipe or cfg.spawn_recipe
     total = recipe.steps(x.shape[0])
     steps = sorted({int(round(f * total)) for f in cfg.spawn_fractions})
-    C = int(y.max()) + 1
     parent = BatchedMLP.init(_seeds(seed, 30, 1), x.shape[1], cfg.spawn_width, cfg.depth, C,
                              device=x.device)
-    snaps = fit(parent, x, y, recipe, seeds=_seeds(seed, 31, 1), stop_step=max(steps),
+    snaps = _fit(parent, x, y, recipe, seeds=_seeds(seed, 31, 1), stop_step=max(steps),
                 snapshot_steps=steps)
     per = 2 * cfg.spawn_pairs
     nets = [snaps[k][0] for k in steps for _ in range(per)]
@@ -1000,7 +1230,7 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
         seeds += _seeds(seed, 34, 2)
         starts += [0, 0]
     kids = stack(nets)
-    fit(kids, x, y, recipe, seeds=seeds, start_steps=starts)
+    _fit(kids, x, y, recipe, seeds=seeds, start_steps=starts)
     kids = members(kids)
     children, err, loss = {}, [], []
     for i, k in enumerate(steps):
@@ -1026,6 +1256,8 @@ class SweepPoint:
     matched: Path
 
 
+@boundary(snapshots=InstanceOf(dict), steps_per_epoch=count(), x=INPUTS, y=LABELS,
+          alphas=count(2), max_iter=count(), seed=SEED)
 def barrier_vs_epoch(snapshots: dict[int, list[MLP]], steps_per_epoch: int, x: torch.Tensor,
                      y: torch.Tensor, alphas: int = 25, max_iter: int = 100, seed: int = 0
                      ) -> list[SweepPoint]:
@@ -1034,6 +1266,17 @@ def barrier_vs_epoch(snapshots: dict[int, list[MLP]], steps_per_epoch: int, x: t
     ``snapshots`` maps a global step to the two runs' networks at that step (as returned by
     :func:`fit` with ``snapshot_steps``); each point is labelled by its epoch.
     """
+    if not snapshots:
+        raise ValueError("snapshots must hold at least one step, got {}")
+    for k, nets in snapshots.items():
+        count(0).check("snapshots (a key, a global step)", k)
+        if not isinstance(nets, (list, tuple)) or len(nets) < 2:
+            raise ValueError(f"snapshots[{k}] must be a list of the two runs' networks, got "
+                             f"{nets!r:.80}")
+        for i in (0, 1):
+            _check_mlp(f"snapshots[{k}][{i}]", nets[i])
+        _check_same_shape(nets[0], nets[1], names=(f"snapshots[{k}][0]", f"snapshots[{k}][1]"))
+        _check_data(nets[0], x, y)
     out = []
     for k in sorted(snapshots):
         a, b = snapshots[k][:2]
@@ -1043,6 +1286,7 @@ def barrier_vs_epoch(snapshots: dict[int, list[MLP]], steps_per_epoch: int, x: t
     return out
 
 
+@boundary(x=INPUTS, y=LABELS, seed=EXPERIMENT_SEED)
 def depth_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed: int = 0
                 ) -> list[SweepPoint]:
     """Naive and matched training-loss paths of two independent nets per depth in ``cfg.depths``.
@@ -1050,17 +1294,18 @@ def depth_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed:
     Width ``cfg.depth_width``, recipe ``cfg.recipe``: Entezari et al. (2022) vary depth at a
     fixed width and find the barrier grows with depth, where width shrinks it.
     """
-    cfg.validate()
+    C = _check_train_labels("y", y, len(x))
     out = []
     for j, dep in enumerate(cfg.depths):
-        a, b = train_nets(_seeds(seed, 50 + j, 2), x, y, cfg.depth_width, int(dep),
-                          int(y.max()) + 1, cfg.recipe)
+        a, b = train_nets(_seeds(seed, 50 + j, 2), x, y, cfg.depth_width, int(dep), C,
+                          cfg.recipe)
         bm = permute(b, weight_matching(a, b, max_iter=cfg.max_iter, seed=seed))
         out.append(SweepPoint(int(dep), evaluate_path(a, b, x, y, cfg.alphas),
                               evaluate_path(a, bm, x, y, cfg.alphas)))
     return out
 
 
+@boundary(y=LABELS, task=None)  # task is checked below
 def task_labels(y: torch.Tensor, task: int | str) -> torch.Tensor:
     """Labels of the chapter's cross-task experiment, all five-way except the two-way pretext task.
 
@@ -1069,8 +1314,7 @@ def task_labels(y: torch.Tensor, task: int | str) -> torch.Tensor:
     1 share a label, 2 and 3, ...). Both need finer digit features than the pretext task teaches,
     and they group the digits differently.
     """
-    if not isinstance(y, torch.Tensor) or y.is_floating_point():
-        raise TypeError("y must be an integer tensor")
+    check_labels("y", y, 10)  # MNIST-1D's digits
     if isinstance(task, str) and task == "pretrain":
         return y // 5
     if task == 0 and not isinstance(task, bool):
@@ -1162,6 +1406,8 @@ def _task_arithmetic(base: MLP, ends: Sequence[MLP], lam: np.ndarray, tr, te):
     return acc_te, acc_tr, float(lam[int(np.argmax(norm.min(1)))]), lo, hi
 
 
+@boundary(x=INPUTS, y=LABELS, x_test=INPUTS, y_test=LABELS, seed=EXPERIMENT_SEED,
+          x_pre=Tensor("float", 2, optional=True), y_pre=Tensor("int", 1, optional=True))
 def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
                           x_test: torch.Tensor, y_test: torch.Tensor, seed: int = 0,
                           x_pre: torch.Tensor | None = None, y_pre: torch.Tensor | None = None
@@ -1182,29 +1428,41 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
     each task, and task arithmetic ``theta_0 + lambda (tau_0 + tau_1)`` with ``lambda`` chosen on
     the *training* signals, for the pretrained model and for the control.
     """
-    cfg.validate()
     width, d = cfg.ctl_width, x.shape[1]
+    check_labels("y", y, 10, n=len(x))  # MNIST-1D's digits (see task_labels)
+    if x_test.shape[1] != d or x_test.dtype != x.dtype:
+        raise ValueError(f"x_test must have x's columns ({d}) and dtype ({x.dtype}), got shape "
+                         f"{tuple(x_test.shape)} and dtype {x_test.dtype}")
+    check_labels("y_test", y_test, 10, n=len(x_test))
+    if (x_pre is None) != (y_pre is None):
+        raise ValueError("x_pre and y_pre must be given together (or both left None)")
     if x_pre is None:
         x_pre, y_pre = x, task_labels(y, "pretrain")
-    pre = BatchedMLP.init(_seeds(seed, 40, 1), d, width, cfg.depth, int(y_pre.max()) + 1,
+        n_pre_classes = int(y_pre.max()) + 1
+    else:
+        if x_pre.shape[1] != d or x_pre.dtype != x.dtype:
+            raise ValueError(f"x_pre must have x's columns ({d}) and dtype ({x.dtype}), got "
+                             f"shape {tuple(x_pre.shape)} and dtype {x_pre.dtype}")
+        n_pre_classes = _check_train_labels("y_pre", y_pre, len(x_pre))
+    pre = BatchedMLP.init(_seeds(seed, 40, 1), d, width, cfg.depth, n_pre_classes,
                           device=x.device)
-    fit(pre, x_pre, y_pre, cfg.spawn_recipe, seeds=_seeds(seed, 41, 1))
+    _fit(pre, x_pre, y_pre, cfg.spawn_recipe, seeds=_seeds(seed, 41, 1))
     pre = pre.member(0)
     tr = [(x, task_labels(y, t)) for t in (0, 1)]
     te = [(x_test, task_labels(y_test, t)) for t in (0, 1)]
     X, Y = x, torch.stack([tr[0][1], tr[1][1]])
     heads = [make_mlp(s, d, width, cfg.depth, 5).to(x.device) for s in _seeds(seed, 42, 2)]
     probes = stack([with_head(pre, h.layers[-1].weight, h.layers[-1].bias) for h in heads])
-    fit(probes, X, Y, cfg.probe_recipe, seeds=_seeds(seed, 43, 2), only_last_layer=True)
+    _fit(probes, X, Y, cfg.probe_recipe, seeds=_seeds(seed, 43, 2), only_last_layer=True)
     probes = members(probes)
     ft = stack([probes[0], probes[0], probes[1], probes[1]])
-    fit(ft, X, Y[[0, 0, 1, 1]], cfg.ft_recipe, seeds=_seeds(seed, 44, 4),
+    _fit(ft, X, Y[[0, 0, 1, 1]], cfg.ft_recipe, seeds=_seeds(seed, 44, 4),
         freeze_last_layer=True)
     ft = members(ft)
     ft = [ft[0:2], ft[2:4]]
     init = make_mlp(_seeds(seed, 45, 1)[0], d, width, cfg.depth, 5).to(x.device)
     sc = stack([init, init])
-    fit(sc, X, Y, cfg.spawn_recipe, seeds=_seeds(seed, 46, 2))
+    _fit(sc, X, Y, cfg.spawn_recipe, seeds=_seeds(seed, 46, 2))
     sc = members(sc)
 
     acc_pre = [accuracy(probes[t], *te[t]) for t in (0, 1)]
@@ -1236,6 +1494,7 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
                      best, sc_te, sc_best, sc_tr, ends)
 
 
+@boundary(scale=nonnegative(), seed=SEED)
 @torch.no_grad()
 def add_noise(model: MLP, scale: float, seed: int = 0) -> MLP:
     """A copy of ``model`` with Gaussian noise added to every weight and bias.
@@ -1243,9 +1502,6 @@ def add_noise(model: MLP, scale: float, seed: int = 0) -> MLP:
     The noise of a layer has standard deviation ``scale`` times the standard deviation of that
     layer's weights (resp. biases), so ``scale = 0.1`` is a 10% perturbation at every layer.
     """
-    _check_mlp("model", model)
-    if not (math.isfinite(scale) and scale >= 0):
-        raise ValueError(f"scale must be a finite number >= 0, got {scale}")
     gen = torch.Generator().manual_seed(int(seed))
     ws, bs = params(model)
 
@@ -1257,6 +1513,8 @@ def add_noise(model: MLP, scale: float, seed: int = 0) -> MLP:
                        model.act_name)
 
 
+@boundary(x=INPUTS, y=LABELS, seed=Interval(int, 0, 2**63 - 2), max_iter=count(),
+          noise=nonnegative())
 @torch.no_grad()
 def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed: int = 0,
                               max_iter: int = 100, noise: float = 0.0) -> dict:
@@ -1271,6 +1529,7 @@ def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed
     weight noise of that relative size (:func:`add_noise`), so that matching has to find the
     permutation among near-ties instead of reading off an exact copy.
     """
+    _check_data(model, x, y)
     planted = random_perms(model, seed)
     shuffled = permute(model, planted)
     x64 = x.double()
@@ -1289,6 +1548,8 @@ def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed
             "path": path, "unaligned_path": unaligned}
 
 
+@boundary(x=INPUTS, alphas=_Numbers(0, 1))
 def llfc_profile(a: MLP, b: MLP, x: torch.Tensor, alphas: Sequence[float]) -> np.ndarray:
     """LLFC dissimilarity of every hidden layer (columns) at every ``alpha`` (rows)."""
+    alphas = _alpha_grid(alphas)
     return np.array([llfc_dissimilarity(a, b, x, float(al))[:-1] for al in alphas])

@@ -1,0 +1,228 @@
+"""gtlib.connectivity refuses bad input at its boundary, naming the argument (issue 19).
+
+One case per silent result the bad-input probe found (the call returned, often NaN, on bad input),
+plus a representative set of the errors that used to come from deep inside torch or numpy.
+"""
+import numpy as np
+import pytest
+import torch
+
+from gtlib import connectivity as C
+from gtlib.ensemble import BatchedMLP
+from gtlib.models import MLP
+
+NAN, INF = float("nan"), float("inf")
+
+torch.manual_seed(0)
+X = torch.randn(30, 5, generator=torch.Generator().manual_seed(0))
+Y = torch.arange(30) % 3
+A, B = MLP(5, 8, 1, 3), MLP(5, 8, 1, 3)
+NO_BIAS = MLP(5, 8, 1, 3, bias=False)
+RECIPE = C.Recipe(lr=0.05, epochs=1, warmup=0.0, batch_size=10)
+CFG = C.ConnectivityConfig(n_train=30, n_test=12, depth=1, widths=(4, 8), alphas=3, max_iter=2,
+                           recipe=RECIPE, spawn_width=8, spawn_fractions=(0.0, 0.5),
+                           spawn_pairs=1, spawn_recipe=RECIPE, ctl_width=8, probe_recipe=RECIPE,
+                           ft_recipe=RECIPE, lambdas=(0.0, 1.0), epoch_width=8,
+                           epoch_snapshots=(0, 1), depths=(1,), depth_width=8, bezier_width=8,
+                           bezier_recipe=RECIPE)
+
+
+def _nan(t):
+    t = t.clone()
+    t.view(-1)[0] = NAN
+    return t
+
+
+def _neg(y):
+    y = y.clone()
+    y[0] = -1
+    return y
+
+
+def _stack():
+    return BatchedMLP.init([0, 1], 5, 8, 1, 3)
+
+
+# (call, error, the argument the message must name): every case returned silently before
+SILENT = [
+    (lambda: RECIPE.lr_at(True, 10), TypeError, "step"),
+    (lambda: RECIPE.lr_at(2.5, 10), TypeError, "step"),
+    (lambda: RECIPE.lr_at(11, 10), ValueError, "step"),
+    (lambda: RECIPE.lr_factor(1, 0), ValueError, "total"),
+    (lambda: RECIPE.lr_factor(1, -1), ValueError, "total"),
+    (lambda: RECIPE.steps(0), ValueError, "n"),
+    (lambda: RECIPE.steps(True), TypeError, "n"),
+    (lambda: C.fit(_stack(), X, Y, RECIPE, [0, 1], stop_step=0), ValueError, "stop_step"),
+    (lambda: C.fit(_stack(), X, Y, RECIPE, [0, 1], stop_step=2.5), TypeError, "stop_step"),
+    (lambda: C.fit(_stack(), X, Y, RECIPE, [0, 1], only_last_layer="yes"), TypeError,
+     "only_last_layer"),
+    (lambda: C.fit(_stack(), X, Y, RECIPE, [0, 1], freeze_last_layer=None), TypeError,
+     "freeze_last_layer"),
+    (lambda: C.fit(_stack(), X, Y, RECIPE, [0, 1], snapshot_steps=[10**6]), ValueError,
+     "snapshot_steps"),
+    (lambda: C.lerp(A, B, "0.5"), TypeError, "alpha"),
+    (lambda: C.evaluate_path(A, B, _nan(X), Y, 3), ValueError, "x"),
+    (lambda: C.evaluate_stack(C.path_stack(A, B, [0, 1]), [0, 1], _nan(X), Y), ValueError, "x"),
+    (lambda: C.Path(np.zeros(0), np.zeros(0), np.zeros(0)).error_barrier, ValueError, "alphas"),
+    (lambda: C.Path(np.array([0, .5, 1]), np.ones(3), np.array([NAN, .5, .9])), ValueError,
+     "acc"),
+    (lambda: C.Path("abc", np.ones(3), np.ones(3)), TypeError, "alphas"),
+    (lambda: C.Path(np.array([0, .5, 1]), None, np.ones(3)), TypeError, "loss"),
+    (lambda: C.random_perms(A, 2**64), ValueError, "seed"),
+    (lambda: C.random_perms(A, True), TypeError, "seed"),
+    (lambda: C.weight_matching(A, B, seed=True), TypeError, "seed"),
+    (lambda: C.cosine_dissimilarity(_nan(X), X), ValueError, "u"),
+    (lambda: C.llfc_dissimilarity(A, B, X[:0]), ValueError, "x"),
+    (lambda: C.llfc_dissimilarity(A, B, X, -0.1), ValueError, "alpha"),
+    (lambda: C.llfc_dissimilarity(A, B, X, 1.5), ValueError, "alpha"),
+    (lambda: C.llfc_dissimilarity(A, B, X, True), TypeError, "alpha"),
+    (lambda: C.commutativity_residual(A, B, X[:0]), ValueError, "x"),
+    (lambda: C.endpoint_dissimilarity(A, B, X[:0]), ValueError, "x"),
+    (lambda: C.preactivations(A, _nan(X)), ValueError, "x"),
+    (lambda: C.preactivations(A, X[0]), ValueError, "x"),
+    (lambda: C.weak_additivity(A, B, _nan(X)), ValueError, "x"),
+    (lambda: C.repair_stack(A, B, [0, 0.5, 1], X[0]), ValueError, "x"),
+    (lambda: C.repair_stack(A, B, [0, 0.5, 1], X[:1]), ValueError, "x"),
+    (lambda: C.repair_stack(A, B, [0, 0.5, 1], X, eps=0.0), ValueError, "eps"),
+    (lambda: C.repair_stack(A, B, [0, 0.5, 1], X, eps=NAN), ValueError, "eps"),
+    (lambda: C.repair_path(A, B, X[0], X, Y, 3), ValueError, "x_stats"),
+    (lambda: C.bezier_stack(A, A, B, []), ValueError, "ts"),
+    (lambda: C.bezier_stack(A, A, B, [NAN]), ValueError, "ts"),
+    (lambda: C.fit_bezier(A, B, _nan(X), Y, RECIPE), ValueError, "x"),
+    (lambda: C.fit_bezier(A, B, X, Y, RECIPE, seed=-1), ValueError, "seed"),
+    (lambda: C.fit_bezier(A, B, X, Y, RECIPE, seed="0"), TypeError, "seed"),
+    (lambda: C.evaluate_bezier(A, A, B, _nan(X), Y, 3), ValueError, "x"),
+    (lambda: C.apply_task_vectors(A, [C.task_vector(A, B)], NAN, B), ValueError, "scale"),
+    (lambda: C.apply_task_vectors(A, [C.task_vector(A, B)], INF, B), ValueError, "scale"),
+    (lambda: C.with_head(A, _nan(torch.randn(4, 8)), torch.randn(4)), ValueError, "head_weight"),
+    (lambda: C.with_head(A, torch.randn(4, 8).long(), torch.randn(4)), TypeError, "head_weight"),
+    (lambda: C.with_head(A, torch.randn(4, 8), _nan(torch.randn(4))), ValueError, "head_bias"),
+    (lambda: C.with_head(A, torch.randn(4, 8), None), ValueError, "head_bias"),
+    (lambda: C.accuracy(A, X, torch.full_like(Y, 99)), ValueError, "y"),
+    (lambda: C.accuracy(A, X, _neg(Y)), ValueError, "y"),
+    (lambda: C.accuracy(A, X, Y.float()), TypeError, "y"),
+    (lambda: C.train_pairs(CFG, X, torch.full_like(Y, 99)), ValueError, "y"),
+    (lambda: C.train_pairs(CFG, X, Y, seed=1.5), TypeError, "seed"),
+    (lambda: C.align(A, B, _nan(X), Y, X, Y, 3, 2), ValueError, "x"),
+    (lambda: C.align(A, B, X, Y, X, Y, 3, 2, seed=2**64), ValueError, "seed"),
+    (lambda: C.spawn_experiment(CFG, X, torch.full_like(Y, 99), X, Y), ValueError, "y"),
+    (lambda: C.spawn_experiment(CFG, X, Y, X, Y, recipe={}), TypeError, "recipe"),
+    (lambda: C.spawn_experiment(CFG, X, Y, X, Y, control="yes"), TypeError, "control"),
+    (lambda: C.spawn_experiment(CFG, X, Y, X, Y, seed="0"), TypeError, "seed"),
+    (lambda: C.barrier_vs_epoch({0: [A, B]}, -1, X, Y, 3, 2), ValueError, "steps_per_epoch"),
+    (lambda: C.barrier_vs_epoch({0: [A, B]}, 2.5, X, Y, 3, 2), TypeError, "steps_per_epoch"),
+    (lambda: C.barrier_vs_epoch({0: [A, B]}, 3, _nan(X), Y, 3, 2), ValueError, "x"),
+    (lambda: C.depth_sweep(CFG, X, torch.full_like(Y, 99)), ValueError, "y"),
+    (lambda: C.depth_sweep(CFG, X, Y, seed=True), TypeError, "seed"),
+    (lambda: C.task_labels(_neg(Y), 0), ValueError, "y"),
+    (lambda: C.task_labels(torch.full_like(Y, 12), "pretrain"), ValueError, "y"),
+    (lambda: C.cross_task_experiment(CFG, X, Y, X, _neg(Y)), ValueError, "y_test"),
+    (lambda: C.cross_task_experiment(CFG, X, Y, X, Y, seed=1.5), TypeError, "seed"),
+    (lambda: C.cross_task_experiment(CFG, X, Y, X, Y, x_pre=X), ValueError, "y_pre"),
+    (lambda: C.add_noise(A, True), TypeError, "scale"),
+    (lambda: C.add_noise(A, 0.1, seed=-1), ValueError, "seed"),
+    (lambda: C.planted_permutation_check(A, X, Y, noise=-0.5), ValueError, "noise"),
+    (lambda: C.planted_permutation_check(A, X, Y, noise=NAN), ValueError, "noise"),
+    (lambda: C.planted_permutation_check(A, X, Y, seed=2**64), ValueError, "seed"),
+    (lambda: C.llfc_profile(A, B, X[:0], [0.0, 1.0]), ValueError, "x"),
+    (lambda: C.llfc_profile(A, B, X, []), ValueError, "alphas"),
+    (lambda: C.from_params([torch.full((8, 5), NAN), torch.randn(3, 8)], None), ValueError,
+     "weights"),
+]
+
+# errors that came from inside torch, numpy or another gtlib function, not naming the argument
+UNCLEAR = [
+    (lambda: RECIPE.lr_factor(-1, 10), ValueError, "step"),  # ZeroDivisionError before
+    (lambda: C.from_params(None, None), TypeError, "weights"),
+    (lambda: C.from_params([torch.randn(8, 5), torch.randn(3, 8)], []), ValueError, "biases"),
+    (lambda: C.from_params([torch.randn(8, 5), torch.randn(3, 7)], None), ValueError,
+     "weights"),
+    (lambda: C.stack(None), TypeError, "models"),
+    (lambda: C.members("net"), TypeError, "model"),
+    (lambda: C.fit(_stack(), X[:0], Y, RECIPE, [0, 1]), ValueError, "x"),
+    (lambda: C.fit(_stack(), X.long(), Y, RECIPE, [0, 1]), TypeError, "x"),
+    (lambda: C.fit(_stack(), X.double(), Y, RECIPE, [0, 1]), TypeError, "x"),
+    (lambda: C.fit(_stack(), X, torch.full_like(Y, 99), RECIPE, [0, 1]), ValueError, "y"),
+    (lambda: C.fit(_stack(), X, Y.float(), RECIPE, [0, 1]), TypeError, "y"),
+    (lambda: C.fit(_stack(), X, Y, None, [0, 1]), TypeError, "recipe"),
+    (lambda: C.fit(_stack(), X, Y, RECIPE, 3), TypeError, "seeds"),
+    (lambda: C.fit(_stack(), X, Y, RECIPE, [0, 1], start_steps=[NAN, 0]), TypeError,
+     "start_steps"),
+    (lambda: C.fit(_stack(), X, Y, RECIPE, [0, 1], snapshot_steps="a"), TypeError,
+     "snapshot_steps"),
+    (lambda: C.train_nets([0, 1], X, Y, 8, 1, 0, RECIPE), ValueError, "num_classes"),
+    (lambda: C.train_nets([0, 1], X, Y, 8, 1, 2, RECIPE), ValueError, "y"),
+    (lambda: C.path_stack(A, B, "abc"), TypeError, "alphas"),
+    (lambda: C.barrier("abc", [0.1, 0.5, 0.2]), TypeError, "alphas"),
+    (lambda: C.barrier_mean([0, 0.5, 1], "abc"), TypeError, "values"),
+    (lambda: C.evaluate_path(A, B, X, Y[:-1], 3), ValueError, "y"),
+    (lambda: C.evaluate_path(A, B, X, Y, True), TypeError, "alphas"),
+    (lambda: C.evaluate_stack(None, [0, 1], X, Y), TypeError, "model"),
+    (lambda: C.evaluate_stack(C.path_stack(A, B, [0, 1]), [0, 0.5, 1], X, Y), ValueError,
+     "alphas"),
+    (lambda: C.weight_matching(A, B, seed=-1), ValueError, "seed"),
+    (lambda: C.perm_recovery(None, C.random_perms(A)), TypeError, "found"),
+    (lambda: C.perm_recovery(C.random_perms(A), [np.zeros(8, int)]), ValueError, "planted"),
+    (lambda: C.permute(A, "abc"), TypeError, "perms"),
+    (lambda: C.cosine_dissimilarity(X.long(), X.long()), TypeError, "u"),
+    (lambda: C.weak_additivity(A, B, X[0]), ValueError, "x"),
+    (lambda: C.weak_additivity(A, B, X[:, :3]), ValueError, "x"),
+    (lambda: C.repair_stack(A, B, "abc", X), TypeError, "alphas"),
+    (lambda: C.repair_path(A, B, X, X, Y.float(), 3), TypeError, "y"),
+    (lambda: C.fit_bezier(A, B, X, Y[:-1], RECIPE), ValueError, "y"),
+    (lambda: C.fit_bezier(A, B, X, Y, {}), TypeError, "recipe"),
+    (lambda: C.evaluate_bezier(A, A, B, X, Y, 2.5), TypeError, "ts"),
+    (lambda: C.task_vector(None, B), TypeError, "pretrained"),
+    (lambda: C.task_vector(A, MLP(5, 9, 1, 3)), ValueError, "pretrained"),
+    (lambda: C.apply_task_vectors(A, "ab", 0.5, B), TypeError, "vectors"),
+    (lambda: C.apply_task_vectors(A, [[torch.zeros(2, 2)]], 0.5, B), ValueError, "vectors"),
+    (lambda: C.apply_task_vectors(A, [C.task_vector(A, B)], 0.5, None), TypeError, "head"),
+    (lambda: C.with_head(None, torch.randn(4, 8), torch.randn(4)), TypeError, "body"),
+    (lambda: C.with_head(A, torch.randn(4, 7), torch.randn(4)), ValueError, "head_weight"),
+    (lambda: C.with_head(A, torch.randn(4, 8), torch.randn(3)), ValueError, "head_bias"),
+    (lambda: C.accuracy(None, X, Y), TypeError, "model"),
+    (lambda: C.train_pairs({}, X, Y), TypeError, "cfg"),
+    (lambda: C.train_pairs(CFG, X, Y, snapshots=[1]), TypeError, "snapshots"),
+    (lambda: C.align(A, B, X, Y, X[0], Y, 3, 2), ValueError, "x_test"),
+    (lambda: C.align(A, B, X, Y, X, Y[:-1], 3, 2), ValueError, "y_test"),
+    (lambda: C.spawn_experiment(CFG, X, Y, X, torch.full_like(Y, 99)), ValueError, "y_test"),
+    (lambda: C.spawn_experiment(CFG, X[0], Y, X, Y), ValueError, "x"),
+    (lambda: C.barrier_vs_epoch(None, 3, X, Y), TypeError, "snapshots"),
+    (lambda: C.barrier_vs_epoch({0: [A]}, 3, X, Y), ValueError, "snapshots"),
+    (lambda: C.barrier_vs_epoch({0: [A, B]}, 0, X, Y), ValueError, "steps_per_epoch"),
+    (lambda: C.cross_task_experiment(CFG, X.long(), Y, X, Y), TypeError, "x"),
+    (lambda: C.cross_task_experiment(CFG, X, Y, X, Y[:-1]), ValueError, "y_test"),
+    (lambda: C.add_noise(A, "0.1"), TypeError, "scale"),
+    (lambda: C.add_noise(A, 0.1, seed=2**64), ValueError, "seed"),
+    (lambda: C.planted_permutation_check(A, X[:0], Y), ValueError, "x"),
+    (lambda: C.planted_permutation_check(A, X, Y, noise=None), TypeError, "noise"),
+    (lambda: C.llfc_profile(A, B, X, [NAN]), ValueError, "alphas"),
+    (lambda: C.llfc_profile(A, B, X, [0.0, 1.5]), ValueError, "alphas"),
+]
+
+
+@pytest.mark.parametrize("call,error,name", SILENT + UNCLEAR)
+def test_bad_input_is_refused_naming_the_argument(call, error, name):
+    with pytest.raises(error, match=rf"\b{name}\b"):
+        call()
+
+
+def test_valid_input_is_still_accepted():
+    """What the boundary must let through: a declared optional None, defaults, the edge values
+    the chapter uses (a spawn at step 0 trains the parent for no step; a snapshot between the
+    stop step and the end of the schedule is not reached)."""
+    assert len(C.with_head(NO_BIAS, torch.randn(4, 8), None).layers) == 2
+    assert RECIPE.lr_at(3, 3) == 0.0 and RECIPE.lr_factor(0, 1) == 1.0
+    k0 = C.ConnectivityConfig(depth=1, alphas=3, spawn_width=8, spawn_fractions=(0.0,),
+                              spawn_pairs=1, spawn_recipe=RECIPE)
+    s = C.spawn_experiment(k0, X, Y, X, Y, control=False)
+    assert s.steps == [0] and s.error_barrier.shape == (1, 1)
+    snaps = C.fit(_stack(), X, Y, RECIPE, [0, 1], stop_step=1, snapshot_steps=[0, 1, 3])
+    assert sorted(snaps) == [0, 1]
+    assert C.fit(_stack(), X, Y, RECIPE, [0, 1], snapshot_steps=[]) == {}
+    assert C.evaluate_path(A, B, X, Y, np.linspace(0, 1, 4)).alphas.shape == (4,)
+    assert C.bezier_stack(A, A, B, torch.tensor([0.0, 1.0])).size == 2
+    assert C.perm_recovery([[1, 0, 2]], [np.array([1, 0, 2])]) == [1.0]
+    assert C.apply_task_vectors(A, [C.task_vector(A, B)], -2.0, B) is not None
+    assert C.llfc_profile(A, B, X, np.array([0.0, 0.5, 1.0])).shape == (3, 1)
+    assert C.task_labels(Y[:-1], 1).shape == (29,)  # no length to check against: accepted
