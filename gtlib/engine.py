@@ -170,15 +170,20 @@ class StackedOptimizer:
             live = idx[act[idx]]
             if len(live) == 0:
                 continue
-            whole = len(live) == E  # every member moves: update the tensors in place
+            # the live members form a contiguous range (often all E): update views in place
+            lo, hi = int(live[0]), int(live[-1]) + 1
+            block = slice(lo, hi) if hi - lo == len(live) else None
             lrs = [self.lr[int(e)] * lr_scale for e in live] if not self.uniform_lr else None
             lr = self.lr[0] * lr_scale if self.uniform_lr else None
             for p, g, st in zip(self.params, grads, self.state):
                 if g is None:
                     continue
-                if whole:
+                if block == slice(0, E):
                     self._update(kind, momentum, wd, p, g, st, lr, lrs, live)
-                else:
+                elif block is not None:
+                    sub = {k: (None if v is None else v[block]) for k, v in st.items()}
+                    self._update(kind, momentum, wd, p[block], g[block], sub, lr, lrs, live)
+                else:  # scattered members: gather, update, write back
                     sub = {k: (None if v is None else v[live]) for k, v in st.items()}
                     w = p[live]
                     self._update(kind, momentum, wd, w, g[live], sub, lr, lrs, live)
