@@ -28,6 +28,7 @@ This module holds, top to bottom:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,10 +36,11 @@ import torch
 import torch.nn.functional as F
 from numpy.polynomial import legendre as _leg
 
-from .checks import (Interval, check_int, check_positive, count, fraction, nonnegative, positive,
-                     tuple_of)
+from .checks import (SEED, Boolean, Constraint, InstanceOf, Interval, Options, Tensor, boundary,
+                     check_finite, check_int, check_labels, check_positive, count, fraction,
+                     nonnegative, positive, tuple_of)
 from .config import Config, Result, param
-from .data import corrupt_labels, mnist1d
+from .data import Dataset, corrupt_labels, mnist1d
 from .engine import StackedOptimizer, StreamBatches, fit
 from .ensemble import BatchedMLP, train_ensemble
 from .models import MLP
@@ -49,6 +51,69 @@ from .train import TrainConfig
 # small validation helpers
 # ------------------------------------------------------------------------------------------------
 _pos = check_positive
+
+
+class _Array(Constraint):
+    """An array-like of numbers (list, tuple, numpy array or CPU tensor): not None, not a string,
+    not empty, with ``ndim`` dimensions (any if None), finite (``finite``), integer-valued
+    (``integer``: int dtype, or floats that are whole numbers); ``optional`` also accepts None."""
+
+    def __init__(self, ndim=1, finite: bool = True, integer: bool = False, optional: bool = False,
+                 empty: bool = False):
+        self.ndim = (ndim,) if isinstance(ndim, int) else ndim
+        self.finite, self.integer, self.optional, self.empty = finite, integer, optional, empty
+
+    def describe(self) -> str:
+        dims = "" if self.ndim is None else "/".join(map(str, self.ndim)) + "-D "
+        what = "integers" if self.integer else ("finite numbers" if self.finite else "numbers")
+        text = f"a {'' if self.empty else 'non-empty '}{dims}array (list or numpy array) of {what}"
+        return text + (" or None" if self.optional else "")
+
+    def check(self, name: str, value):
+        if value is None and self.optional:
+            return value
+        if value is None or isinstance(value, (str, bytes, dict, set)):
+            self._fail(name, value, TypeError)
+        try:
+            arr = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
+        except (TypeError, ValueError, RuntimeError):
+            self._fail(name, value, TypeError)
+        if arr.dtype.kind not in "iuf" and not (arr.dtype.kind == "O" and arr.size == 0):
+            self._fail(name, value, TypeError)  # strings, bools, objects, ragged lists
+        if self.ndim is not None and arr.ndim not in self.ndim:
+            self._fail(name, value)
+        if arr.size == 0 and not self.empty:
+            self._fail(name, value)
+        if arr.size and arr.dtype.kind == "f":
+            if self.finite and not np.isfinite(arr).all():
+                raise ValueError(f"{name} must hold finite values only, got NaN or inf")
+            if self.integer and not (np.isfinite(arr).all() and np.all(arr == np.round(arr))):
+                self._fail(name, value, TypeError)
+        return value
+
+
+class _Bits(Constraint):
+    """A non-empty list/tuple/array of bits (ints 0 and 1)."""
+
+    def describe(self) -> str:
+        return "a non-empty list of bits (0s and 1s)"
+
+    def check(self, name: str, value):
+        if value is None or isinstance(value, (str, bytes, dict, set)) or \
+                not hasattr(value, "__len__"):
+            self._fail(name, value, TypeError)
+        if len(value) == 0:
+            self._fail(name, value)
+        arr = np.asarray(value)
+        if arr.ndim != 1 or arr.dtype.kind not in "iu":
+            self._fail(name, value, TypeError)
+        if not np.all((arr == 0) | (arr == 1)):
+            self._fail(name, value)
+        return value
+
+
+_ARR = _Array()
+_POLY = dict(x=_ARR, y=_ARR, degree=count(0), gamma=Interval(float, 1))
 
 
 def _vec(name: str, x) -> np.ndarray:
@@ -63,6 +128,7 @@ def _vec(name: str, x) -> np.ndarray:
 # ================================================================================================
 # 1. Order-regularized polynomials (Wilson 2025, the soft-inductive-bias example)
 # ================================================================================================
+@boundary(x=_ARR, degree=count(0))
 def legendre_features(x, degree: int) -> np.ndarray:
     """Orthonormal Legendre features ``sqrt(2j + 1) P_j(x)``, ``j = 0..degree``, of shape (n, degree+1).
 
@@ -82,6 +148,7 @@ def legendre_features(x, degree: int) -> np.ndarray:
     return _leg.legvander(x, degree) * np.sqrt(2 * np.arange(degree + 1) + 1.0)
 
 
+@boundary(degree=count(0), gamma=Interval(float, 1), scale=nonnegative())
 def order_penalty(degree: int, gamma: float, scale: float = 1.0) -> np.ndarray:
     """The per-coefficient weights ``scale * gamma**j`` of Wilson's regularizer ``sum_j gamma^j w_j^2``.
 
@@ -96,6 +163,7 @@ def order_penalty(degree: int, gamma: float, scale: float = 1.0) -> np.ndarray:
     return scale * gamma ** np.arange(degree + 1, dtype=np.float64)
 
 
+@boundary(x=_ARR, y=_ARR, degree=count(0), penalty=_Array(optional=True))
 def fit_polynomial(x, y, degree: int, penalty=None) -> np.ndarray:
     """Legendre coefficients minimizing ``||y - Phi w||^2 + sum_j penalty_j w_j^2`` (closed form).
 
@@ -120,12 +188,14 @@ def fit_polynomial(x, y, degree: int, penalty=None) -> np.ndarray:
     return np.linalg.solve(phi.T @ phi + np.diag(penalty), phi.T @ y)
 
 
+@boundary(w=_ARR, x=_ARR)
 def predict_polynomial(w, x) -> np.ndarray:
     """Evaluate the Legendre expansion with coefficients ``w`` at ``x``."""
     w = _vec("w", w)
     return legendre_features(x, len(w) - 1) @ w
 
 
+@boundary(**_POLY, noise_vars=_ARR, prior_vars=_ARR)
 def poly_log_evidence(x, y, degree: int, gamma: float, noise_vars, prior_vars) -> np.ndarray:
     """Log marginal likelihood ``log p(y | x)`` of the Bayesian polynomial, on a grid.
 
@@ -155,13 +225,17 @@ def poly_log_evidence(x, y, degree: int, gamma: float, noise_vars, prior_vars) -
     return -0.5 * (proj2 / var).sum(-1) - 0.5 * np.log(var).sum(-1) - 0.5 * n * np.log(2 * np.pi)
 
 
+@boundary(x=_ARR, y=_ARR, degree=count(0), gammas=_ARR, noise_vars=_ARR, prior_vars=_ARR)
 def fit_soft_polynomial(x, y, degree: int, gammas, noise_vars, prior_vars) -> dict:
     """Empirical Bayes: pick ``(gamma, sigma^2, tau^2)`` by marginal likelihood, return the MAP fit.
 
     Returns a dict with ``w``, ``gamma``, ``noise_var``, ``prior_var`` and ``log_evidence``.
     """
+    gammas = _vec("gammas", gammas)
+    if np.any(gammas < 1):
+        raise ValueError(f"gammas must all be >= 1, got {gammas.tolist()}")
     best = None
-    for g in np.atleast_1d(np.asarray(gammas, dtype=np.float64)):
+    for g in gammas:
         ev = poly_log_evidence(x, y, degree, float(g), noise_vars, prior_vars)
         i, j = np.unravel_index(np.argmax(ev), ev.shape)
         if best is None or ev[i, j] > best[0]:
@@ -172,6 +246,7 @@ def fit_soft_polynomial(x, y, degree: int, gammas, noise_vars, prior_vars) -> di
     return {"w": w, "gamma": g, "noise_var": s2, "prior_var": t2, "log_evidence": ev}
 
 
+@boundary(**_POLY, noise_var=positive(), prior_var=positive())
 def evidence_decomposition(x, y, degree: int, gamma: float, noise_var: float,
                            prior_var: float) -> dict:
     """The log evidence of the Bayesian polynomial as data fit plus a (log) Occam factor.
@@ -200,12 +275,14 @@ def evidence_decomposition(x, y, degree: int, gamma: float, noise_var: float,
             "w": w}
 
 
+@boundary(x=_Array(None))
 def simple_target(x) -> np.ndarray:
     """The 'simple' structured target of the polynomial experiment (a gentle quadratic)."""
     x = np.asarray(x, dtype=np.float64)
     return 0.5 * x ** 2 - 0.3 * x + 0.2
 
 
+@boundary(x=_Array(None))
 def complex_target(x) -> np.ndarray:
     """The 'complex' structured target: a damped three-period sine plus a faster cosine."""
     x = np.asarray(x, dtype=np.float64)
@@ -279,6 +356,7 @@ class PolyResult(Result):
     targets: dict[str, PolyDataset]
 
 
+@boundary(seed=SEED)
 def run_polynomial(cfg: PolyConfig, seed: int = 0) -> PolyResult:
     """Wilson's three polynomial datasets (simple, complex, pure noise) with one design and one model.
 
@@ -359,6 +437,8 @@ class TaxonomyResult(Result):
     spectra: dict[str, InterpolantRisk]
 
 
+@boundary(n=count(2), noise=positive(), n_test=count(), seed=SEED, tail_dim=count(),
+          tail_var=positive())
 def overfitting_taxonomy(n: int = 200, noise: float = 0.5, n_test: int = 2000, seed: int = 0,
                          tail_dim: int = 20000, tail_var: float = 1e-3) -> TaxonomyResult:
     """Benign, tempered and catastrophic overfitting in one model: min-norm linear regression.
@@ -401,6 +481,8 @@ def overfitting_taxonomy(n: int = 200, noise: float = 0.5, n_test: int = 2000, s
 # ================================================================================================
 # 2. Gaussian-process label regression and its marginal likelihood (Wilson's Figure 1(d, e))
 # ================================================================================================
+@boundary(a=Tensor("float", 2), b=Tensor("float", 2), lengthscale=positive(),
+          variance=positive())
 def rbf_kernel(a: torch.Tensor, b: torch.Tensor, lengthscale: float, variance: float = 1.0) -> torch.Tensor:
     """``variance * exp(-||a - b||^2 / (2 lengthscale^2))`` between the rows of ``a`` and ``b``."""
     lengthscale = _pos("lengthscale", lengthscale)
@@ -411,6 +493,7 @@ def rbf_kernel(a: torch.Tensor, b: torch.Tensor, lengthscale: float, variance: f
     return variance * torch.exp(-0.5 * d2 / lengthscale ** 2)
 
 
+@boundary(x=Tensor("float", 2))
 def median_lengthscale(x: torch.Tensor) -> float:
     """The median pairwise distance of the rows of ``x`` (the 'median heuristic')."""
     if x.ndim != 2 or x.shape[0] < 2:
@@ -419,6 +502,8 @@ def median_lengthscale(x: torch.Tensor) -> float:
     return float(d[torch.triu(torch.ones_like(d, dtype=torch.bool), 1)].median())
 
 
+@boundary(x=Tensor("float", 2), y=Tensor("int", 1), x_test=Tensor("float", 2),
+          num_classes=count(2), lengthscales=_ARR, noise_ratio=positive())
 def gp_label_regression(x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor, num_classes: int,
                         lengthscales, noise_ratio: float = 1e-3) -> dict:
     """GP regression on centred one-hot labels, hyperparameters chosen by marginal likelihood.
@@ -439,8 +524,12 @@ def gp_label_regression(x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor, 
     """
     noise_ratio = _pos("noise_ratio", noise_ratio)
     lengthscales = _vec("lengthscales", lengthscales)
-    if y.ndim != 1 or y.shape[0] != x.shape[0]:
-        raise ValueError("y must hold one label per row of x")
+    if np.any(lengthscales <= 0):
+        raise ValueError(f"lengthscales must all be > 0, got {lengthscales.tolist()}")
+    check_labels("y", y, num_classes, x.shape[0])
+    if x_test.shape[1] != x.shape[1]:
+        raise ValueError(f"x_test must have the {x.shape[1]} columns of x, got "
+                         f"{tuple(x_test.shape)}")
     x = x.double()
     x_test = x_test.double()
     n, C = x.shape[0], num_classes
@@ -448,7 +537,7 @@ def gp_label_regression(x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor, 
     eye = torch.eye(n, dtype=torch.float64, device=x.device)
     best = None
     for ell in lengthscales:
-        k = rbf_kernel(x, x, float(ell))
+        k = rbf_kernel.__wrapped__(x, x, float(ell))
         chol = torch.linalg.cholesky(k + noise_ratio * eye)
         alpha = torch.cholesky_solve(t, chol)
         s = float((t * alpha).sum()) / (n * C)
@@ -458,7 +547,7 @@ def gp_label_regression(x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor, 
             best = (log_ml, float(ell), s, k, alpha)
     log_ml, ell, s, k, alpha = best
     train_mean = k @ alpha
-    test_mean = rbf_kernel(x_test, x, ell) @ alpha
+    test_mean = rbf_kernel.__wrapped__(x_test, x, ell) @ alpha
     return {"train_pred": train_mean.argmax(1), "test_pred": test_mean.argmax(1), "log_ml": log_ml,
             "lengthscale": ell, "signal_var": s}
 
@@ -493,13 +582,25 @@ class GPCorruptionResult(Result):
     chance: float
 
 
-def run_gp_corruption(cfg: GPConfig, ds, seed: int = 0) -> GPCorruptionResult:
+def _fits(ds: Dataset, n_train: int, n_test: int | None = None) -> None:
+    """Refuse a config that asks for more points than ``ds`` holds."""
+    if n_train > ds.n:
+        raise ValueError(f"cfg.n_train must be <= the dataset's {ds.n} training points, got "
+                         f"{n_train}")
+    if n_test is not None and n_test > ds.x_test.shape[0]:
+        raise ValueError(f"cfg.n_test must be <= the dataset's {ds.x_test.shape[0]} test points, "
+                         f"got {n_test}")
+
+
+@boundary(seed=SEED)
+def run_gp_corruption(cfg: GPConfig, ds: Dataset, seed: int = 0) -> GPCorruptionResult:
     """Train accuracy, test accuracy and log marginal likelihood (per training point) by corruption.
 
     ``ds`` is a :class:`gtlib.data.Dataset`; its first ``cfg.n_train`` training and ``cfg.n_test``
     test points are used. Corruptions are nested (``corrupt_labels`` with one seed); test accuracy
     is measured against the clean test labels, as in Zhang et al. (2017).
     """
+    _fits(ds, cfg.n_train, cfg.n_test)
     x, y0 = ds.x[:cfg.n_train].cpu(), ds.y[:cfg.n_train].cpu()
     xt, yt = ds.x_test[:cfg.n_test].cpu(), ds.y_test[:cfg.n_test].cpu()
     ells = np.asarray(cfg.lengthscale_factors) * median_lengthscale(x)
@@ -518,6 +619,7 @@ def run_gp_corruption(cfg: GPConfig, ds, seed: int = 0) -> GPCorruptionResult:
 # ================================================================================================
 # 3. Random-feature regression, min-norm least squares and effective dimensionality
 # ================================================================================================
+@boundary(eigs=_ARR, alpha=positive())
 def effective_dimensionality(eigs, alpha: float) -> float:
     """Maddox et al. (2020), Eq. 2: ``N_eff(H, alpha) = sum_i lambda_i / (lambda_i + alpha)``.
 
@@ -528,6 +630,7 @@ def effective_dimensionality(eigs, alpha: float) -> float:
     return float(np.sum(eigs / (eigs + alpha)))
 
 
+@boundary(eigs=_ARR, alpha=positive(), k=count())
 def poorly_determined(eigs, alpha: float, k: int) -> float:
     """``k - N_eff`` over the ``k`` directions the data touch: how many are *poorly* determined.
 
@@ -539,23 +642,35 @@ def poorly_determined(eigs, alpha: float, k: int) -> float:
     k = check_int("k", k, 1)
     if k > eigs.size:
         raise ValueError(f"k must be <= the number of eigenvalues ({eigs.size}), got {k}")
-    return float(k - effective_dimensionality(eigs[:k], alpha))
+    return float(k - effective_dimensionality.__wrapped__(eigs[:k], alpha))
 
 
+@boundary(x=_Array(2), w=_Array(2), b=_Array(1))
 def relu_features(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Random ReLU features ``max(0, x w + b) / sqrt(p)`` of inputs ``x`` (n, D); ``w`` is (D, p)."""
+    x, w, b = (np.asarray(v, dtype=np.float64) for v in (x, w, b))
+    if w.shape[0] != x.shape[1]:
+        raise ValueError(f"w must have one row per column of x ({x.shape[1]}), got {w.shape}")
+    if b.shape != (w.shape[1],):
+        raise ValueError(f"b must have one entry per column of w ({w.shape[1]}), got {b.shape}")
     return np.maximum(x @ w + b, 0.0) / np.sqrt(w.shape[1])
 
 
+@boundary(phi=_Array(2), y=_Array(1))
 def min_norm_lstsq(phi: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The minimum-norm least-squares solution ``phi^+ y`` (the interpolant of least norm when p >= n)."""
+    phi, y = np.asarray(phi, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if phi.ndim != 2 or y.ndim != 1 or phi.shape[0] != y.shape[0]:
         raise ValueError("phi must be (n, p) and y (n,) with the same n")
     return np.linalg.lstsq(phi, y, rcond=None)[0]
 
 
+@boundary(x=_Array(2))
 def rf_target(x: np.ndarray) -> np.ndarray:
     """Target of the random-feature experiment: a smooth function of the first two input coordinates."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.shape[1] < 2:
+        raise ValueError(f"x must have at least 2 columns, got shape {x.shape}")
     return np.sin(2 * x[:, 0]) + 0.5 * np.cos(3 * x[:, 1]) + 0.3 * x[:, 0] * x[:, 1]
 
 
@@ -584,6 +699,7 @@ class RFConfig(Config):
     ridges: tuple = param(tuple(np.logspace(-8, 1, 19)), tuple_of(positive()))
 
 
+@boundary(rng=InstanceOf(np.random.Generator))
 def rf_data(cfg: RFConfig, rng: np.random.Generator):
     """Training and test sets of the random-feature experiment: Gaussian inputs, noisy targets."""
     x = rng.normal(size=(cfg.n, cfg.dim))
@@ -593,6 +709,7 @@ def rf_data(cfg: RFConfig, rng: np.random.Generator):
     return x, y, xt, yt
 
 
+@boundary(phi=_Array(2), y=_Array(1), ridges=_ARR, rcond=fraction("neither"))
 def ridge_path(phi: np.ndarray, y: np.ndarray, ridges, rcond: float = 1e-10):
     """Ridge solutions ``(phi^T phi + lam I)^-1 phi^T y`` for every ``lam`` in ``ridges``, and the
     minimum-norm solution (``lam -> 0``), from one thin SVD of ``phi``.
@@ -600,6 +717,7 @@ def ridge_path(phi: np.ndarray, y: np.ndarray, ridges, rcond: float = 1e-10):
     Singular values below ``rcond`` times the largest are dropped (as ``numpy.linalg.lstsq``
     does). Returns ``(betas, beta_min_norm)`` with ``betas`` of shape ``(len(ridges), p)``.
     """
+    phi, y = np.asarray(phi, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if phi.ndim != 2 or y.ndim != 1 or phi.shape[0] != y.shape[0]:
         raise ValueError("phi must be (n, p) and y (n,) with the same n")
     lams = _vec("ridges", ridges)
@@ -631,6 +749,7 @@ class RandomFeaturesResult(Result):
     noise_var: float
 
 
+@boundary(seed=SEED)
 def run_random_features(cfg: RFConfig, seed: int = 0) -> RandomFeaturesResult:
     """Test MSE of min-norm and of tuned-ridge random-feature regression, and ``N_eff``.
 
@@ -654,30 +773,32 @@ def run_random_features(cfg: RFConfig, seed: int = 0) -> RandomFeaturesResult:
         yv = rf_target(xv) + cfg.noise * rng.normal(size=cfg.n_val)
         w = rng.normal(size=(cfg.dim, P)) / np.sqrt(cfg.dim)
         b = rng.uniform(-1, 1, size=P)
-        feats = [relu_features(z, w, b) * np.sqrt(P) for z in (x, xt, xv)]
+        feats = [relu_features.__wrapped__(z, w, b) * np.sqrt(P) for z in (x, xt, xv)]
         null[r] = np.mean((yt - y.mean()) ** 2)
         for j, p in enumerate(cfg.ps):
             phi, phit, phiv = (f[:, :p] / np.sqrt(p) for f in feats)
-            betas, beta = ridge_path(phi, y, cfg.ridges)
+            betas, beta = ridge_path.__wrapped__(phi, y, cfg.ridges)
             test[r, j] = np.mean((phit @ beta - yt) ** 2)
             best = int(np.argmin(((phiv @ betas.T - yv[:, None]) ** 2).mean(0)))
             ridge[r, j] = np.mean((phit @ betas[best] - yt) ** 2)
             eigs = np.linalg.svd(phi, compute_uv=False) ** 2 / cfg.n
-            neff[r, j] = effective_dimensionality(eigs, cfg.alpha)
-            poor[r, j] = poorly_determined(eigs, cfg.alpha, min(cfg.n, p))
+            neff[r, j] = effective_dimensionality.__wrapped__(eigs, cfg.alpha)
+            poor[r, j] = poorly_determined.__wrapped__(eigs, cfg.alpha, min(cfg.n, p))
     return RandomFeaturesResult(ps=np.array(cfg.ps), n=cfg.n, test_mse=np.median(test, 0),
                                 test_mse_draws=test, ridge_mse=np.median(ridge, 0),
                                 null_mse=float(np.median(null)), neff=neff.mean(0),
                                 poor=poor.mean(0), noise_var=cfg.noise ** 2)
 
 
+@boundary(ps=_Array(integer=True), mse=_ARR, n=count())
 def double_descent_summary(ps, mse, n: int) -> dict:
     """Belkin et al.'s comparison on one test-error curve: the best under-parameterized model
     (``p < n``), the best over-parameterized one (``p > n``), the smallest model, the largest
     error near the threshold (``n/2 <= p <= 2n``) and the largest relative rise between
     consecutive ``p``."""
     ps, mse = np.asarray(ps), np.asarray(mse, dtype=np.float64)
-    n = check_int("n", n, 1)
+    if mse.shape != ps.shape:
+        raise ValueError(f"mse must have one entry per p ({ps.size}), got {mse.size}")
     under, over = mse[ps < n], mse[ps > n]
     if under.size == 0 or over.size == 0:
         raise ValueError("ps must include values below and above n")
@@ -688,6 +809,7 @@ def double_descent_summary(ps, mse, n: int) -> dict:
             "max_rise": float(np.max(mse[1:] / mse[:-1]) - 1)}
 
 
+@boundary(p=count(), seed=SEED)
 def rf_spectrum(cfg: RFConfig, p: int, seed: int = 0) -> dict:
     """One draw of the random-feature experiment at ``p`` features: the Hessian spectrum and errors.
 
@@ -734,6 +856,8 @@ class MLPSweepConfig(Config):
         return [w for g in self.width_groups for w in g]
 
 
+@boundary(widths=tuple_of(count()), seeds=tuple_of(SEED), in_dim=count(), out_dim=count(),
+          depth=count())
 def masked_ensemble(widths, seeds, in_dim: int, out_dim: int, depth: int = 2) -> BatchedMLP:
     """A :class:`BatchedMLP` of common width ``max(widths)`` whose member ``i`` uses ``widths[i]`` units."""
     widths = [check_int("widths[i]", w, 1) for w in widths]
@@ -746,13 +870,19 @@ def masked_ensemble(widths, seeds, in_dim: int, out_dim: int, depth: int = 2) ->
     return BatchedMLP.init(list(seeds), in_dim, W, depth, out_dim, hidden_mask=mask)
 
 
+@boundary(i=count(0), width=count())
 def member_at_width(model: BatchedMLP, i: int, width: int) -> MLP:
     """Member ``i`` of a masked ensemble as a stand-alone MLP of its true ``width``.
 
     Unlike :meth:`BatchedMLP.member`, the masked units are cut out, so the parameter count (and the
     Hessian) is that of a ``width``-unit network.
     """
-    width = check_int("width", width, 1)
+    if i >= model.size:
+        raise ValueError(f"i must lie in [0, {model.size}), got {i}")
+    units = int(model.weights[0].shape[1]) if model.hidden_mask is None else \
+        int(model.hidden_mask[i].sum())
+    if width > units:
+        raise ValueError(f"width must be <= member {i}'s {units} hidden units, got {width}")
     full = model.member(i)
     depth = full.depth
     m = MLP(full.layers[0].in_features, width, depth, full.layers[-1].out_features,
@@ -785,7 +915,8 @@ class MLPSweepResult(Result):
     n_train: int
 
 
-def run_mlp_sweep(cfg: MLPSweepConfig, ds, seed: int = 0) -> MLPSweepResult:
+@boundary(seed=SEED)
+def run_mlp_sweep(cfg: MLPSweepConfig, ds: Dataset, seed: int = 0) -> MLPSweepResult:
     """Train ``cfg.replicates`` MLPs per width on ``ds`` with ``cfg.label_noise`` of its labels corrupted.
 
     Each group of widths (times the replicates) is one masked :class:`BatchedMLP` whose members
@@ -795,6 +926,7 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds, seed: int = 0) -> MLPSweepResult:
     clean test labels), per-replicate test errors, the noisy labels, and the first replicate's
     trained networks (stand-alone, at their true widths).
     """
+    _fits(ds, cfg.n_train)
     ds = ds.subset(torch.arange(cfg.n_train))
     y = corrupt_labels(ds.y, cfg.label_noise, ds.num_classes, seed=seed)
     tcfg = TrainConfig(lr=cfg.lr, momentum=cfg.momentum, batch_size=cfg.batch_size,
@@ -818,7 +950,9 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds, seed: int = 0) -> MLPSweepResult:
                           nets=nets, n_train=cfg.n_train)
 
 
-def width_peak_summary(widths, err_reps, threshold=None, keys_only: bool = False) -> dict:
+@boundary(widths=_ARR, err_reps=_Array(2), threshold=positive(optional=True))
+def width_peak_summary(widths, err_reps, threshold: float | None = None,
+                       keys_only: bool = False) -> dict:
     """Where a width sweep's mean error peaks, and by how much it stands out from replicate noise.
 
     ``err_reps`` is ``(replicates, widths)``. The peak is the largest mean error among widths
@@ -831,7 +965,11 @@ def width_peak_summary(widths, err_reps, threshold=None, keys_only: bool = False
     widths = np.asarray(widths)
     e = np.asarray(err_reps, dtype=np.float64)
     if e.ndim != 2 or e.shape[1] != widths.size or e.shape[0] < 2:
-        raise ValueError("err_reps must be (replicates >= 2, len(widths))")
+        raise ValueError(f"err_reps must be (replicates >= 2, len(widths) = {widths.size}), got "
+                         f"{e.shape}")
+    if widths.size < 3:
+        raise ValueError(f"widths must hold at least 3 widths (a peak between two ends), got "
+                         f"{widths.size}")
     m = e.mean(0)
     inner = np.arange(1, widths.size - 1)
     if threshold is not None:
@@ -846,9 +984,13 @@ def width_peak_summary(widths, err_reps, threshold=None, keys_only: bool = False
     return out
 
 
+@boundary(widths=_ARR, train_err=_ARR, tol=nonnegative())
 def interpolation_threshold(widths, train_err, tol: float = 0.01):
     """The smallest width whose training error is at most ``tol`` (None if no model interpolates)."""
     widths, train_err = np.asarray(widths), np.asarray(train_err)
+    if train_err.shape != widths.shape:
+        raise ValueError(f"train_err must have one entry per width ({widths.size}), got "
+                         f"{train_err.size}")
     ok = np.nonzero(train_err <= tol)[0]
     return None if ok.size == 0 else int(widths[ok[0]])
 
@@ -871,13 +1013,27 @@ def _flat_loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor):
     return loss, flat
 
 
+_XY = dict(x=Tensor("float", 2), y=Tensor("int", 1))
+
+
+def _check_xy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> None:
+    """Refuse labels outside the model's classes and inputs the model cannot take."""
+    p = next(iter(model.parameters()), None)
+    try:
+        with torch.no_grad():
+            out = model(x[:1].to(p.device, p.dtype) if p is not None else x[:1])
+    except RuntimeError as e:
+        raise ValueError(f"x must fit the model's input (shape {tuple(x.shape)}): {e}") from None
+    check_labels("y", y, int(out.shape[-1]), x.shape[0])
+
+
+@boundary(**_XY)
 def hessian_matvec(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor):
     """A function ``v -> H v`` (numpy in, numpy out) for the Hessian of the mean cross-entropy.
 
     Forward-over-reverse: ``torch.func.jvp`` of ``torch.func.grad``. Computations are float64.
     """
-    if x.ndim != 2 or y.ndim != 1 or x.shape[0] != y.shape[0]:
-        raise ValueError("x must be (n, d) and y (n,) with the same n")
+    _check_xy(model, x, y)
     model = _as_double(model)
     loss, flat = _flat_loss(model, x.double(), y)
     grad = torch.func.grad(loss)
@@ -895,13 +1051,16 @@ def _as_double(model: torch.nn.Module) -> torch.nn.Module:
     return copy.deepcopy(model).double().cpu()
 
 
+@boundary(**_XY)
 def dense_hessian(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
     """The full Hessian of the mean cross-entropy via ``torch.func.hessian`` (small models only)."""
+    _check_xy(model, x, y)
     model = _as_double(model)
     loss, flat = _flat_loss(model, x.double().cpu(), y.cpu())
     return torch.func.hessian(loss)(flat).numpy()
 
 
+@boundary(**_XY, k=count(), tol=positive(), seed=SEED)
 def lanczos_top_eigs(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, k: int,
                      tol: float = 1e-6, seed: int = 0, vectors: bool = False):
     """The ``k`` largest (algebraic) Hessian eigenvalues by Lanczos (``scipy.sparse.linalg.eigsh``).
@@ -926,7 +1085,9 @@ def lanczos_top_eigs(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, k
     return vals[order], vecs[:, order]
 
 
-def tail_trace(matvec, q: np.ndarray, probes: int = 20, seed: int = 0) -> tuple[float, float]:
+@boundary(q=_Array(2), probes=count(2), seed=SEED)
+def tail_trace(matvec: Callable, q: np.ndarray, probes: int = 20,
+               seed: int = 0) -> tuple[float, float]:
     """Hutchinson estimate of ``tr H - sum(top eigenvalues)``: the trace of ``H`` on the orthogonal
     complement of the computed eigenvectors ``q`` (columns), with Rademacher probes projected off
     ``q``. Returns ``(estimate, standard error)``.
@@ -934,7 +1095,7 @@ def tail_trace(matvec, q: np.ndarray, probes: int = 20, seed: int = 0) -> tuple[
     Deflating the top of the spectrum before probing (as Hutch++ does) removes the large
     eigenvalues from the estimator's variance.
     """
-    probes = check_int("probes", probes, 2)
+    q = np.asarray(q, dtype=np.float64)
     rng = np.random.default_rng(seed)
     vals = []
     for _ in range(probes):
@@ -945,6 +1106,8 @@ def tail_trace(matvec, q: np.ndarray, probes: int = 20, seed: int = 0) -> tuple[
     return float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(probes))
 
 
+@boundary(**_XY, alpha=positive(), k=count(), max_k=count(), weight_tol=fraction("neither"),
+          seed=SEED, probes=count(0))
 def effective_parameters(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, alpha: float,
                          k: int = 32, max_k: int = 256, weight_tol: float = 0.05, seed: int = 0,
                          probes: int = 0) -> dict:
@@ -960,7 +1123,12 @@ def effective_parameters(model: torch.nn.Module, x: torch.Tensor, y: torch.Tenso
     ``covered``, ``n_params``, ``train_loss`` (mean cross-entropy on ``x, y``) and, with probes, ``tail``, ``tail_se`` and ``neff_upper``
     (``neff + max(tail + 2 tail_se, 0) / alpha``).
     """
-    alpha = _pos("alpha", alpha)
+    if max_k < k:
+        raise ValueError(f"max_k must be >= k = {k}, got {max_k}")
+    if probes == 1:
+        raise ValueError("probes must be 0 (no tail estimate) or >= 2 (a standard error needs "
+                         "two), got 1")
+    _check_xy(model, x, y)
     P = sum(p.numel() for p in model.parameters())
     while True:
         k_eff = min(k, P - 1)
@@ -984,6 +1152,7 @@ def effective_parameters(model: torch.nn.Module, x: torch.Tensor, y: torch.Tenso
 # ================================================================================================
 # 6. Compression: subspace training, quantization, arithmetic coding, bounds
 # ================================================================================================
+@boundary(n=count())
 def elias_gamma(n: int) -> list[int]:
     """The Elias gamma code of a positive integer: a prefix-free code of ``2 floor(log2 n) + 1`` bits."""
     n = check_int("n", n, 1)
@@ -991,11 +1160,17 @@ def elias_gamma(n: int) -> list[int]:
     return [0] * (len(b) - 1) + [int(c) for c in b]
 
 
+@boundary(bits=_Bits(), pos=count(0))
 def elias_gamma_decode(bits, pos: int = 0) -> tuple[int, int]:
     """Decode one Elias gamma integer from ``bits`` at ``pos``; return ``(n, next_pos)``."""
+    if pos >= len(bits):
+        raise ValueError(f"pos must be < len(bits) = {len(bits)}, got {pos}")
     zeros = 0
-    while bits[pos + zeros] == 0:
+    while pos + zeros < len(bits) and bits[pos + zeros] == 0:
         zeros += 1
+    if pos + 2 * zeros + 1 > len(bits):
+        raise ValueError(f"bits ends inside an Elias gamma code (it starts at {pos} with {zeros} "
+                         f"zeros and needs {2 * zeros + 1} bits; {len(bits) - pos} are left)")
     val = 0
     for b in bits[pos + zeros: pos + 2 * zeros + 1]:
         val = 2 * val + int(b)
@@ -1008,6 +1183,7 @@ _HALF = 1 << (_PREC - 1)
 _QUARTER = 1 << (_PREC - 2)
 
 
+@boundary(symbols=_Array(integer=True, empty=True), alphabet_size=count())
 def arithmetic_encode(symbols, alphabet_size: int) -> list[int]:
     """Adaptive arithmetic code (Witten, Neal and Cleary 1987) of a symbol sequence, as a bit list.
 
@@ -1056,6 +1232,7 @@ def arithmetic_encode(symbols, alphabet_size: int) -> list[int]:
     return out
 
 
+@boundary(bits=_Bits(), n_symbols=count(0), alphabet_size=count())
 def arithmetic_decode(bits, n_symbols: int, alphabet_size: int) -> list[int]:
     """Invert :func:`arithmetic_encode` given the number of symbols and the alphabet size."""
     A = check_int("alphabet_size", alphabet_size, 1)
@@ -1104,6 +1281,7 @@ def arithmetic_decode(bits, n_symbols: int, alphabet_size: int) -> list[int]:
     return out
 
 
+@boundary(z=_ARR, levels=count(), iters=count())
 def quantize(z, levels: int, iters: int = 30) -> tuple[np.ndarray, np.ndarray]:
     """1-D k-means (Lloyd) quantization of ``z`` to ``levels`` float32 centres.
 
@@ -1123,6 +1301,7 @@ def quantize(z, levels: int, iters: int = 30) -> tuple[np.ndarray, np.ndarray]:
     return c, sym
 
 
+@boundary(centres=_ARR, symbols=_Array(integer=True))
 def encode_quantized(centres, symbols) -> list[int]:
     """A prefix-free description of a quantized vector: the whole message, as bits.
 
@@ -1132,8 +1311,11 @@ def encode_quantized(centres, symbols) -> list[int]:
     inequality, which is all the countable-hypothesis bound needs.
     """
     centres = np.asarray(centres, dtype=np.float32)
-    symbols = np.asarray(symbols, dtype=np.int64)
+    symbols = np.asarray(symbols).astype(np.int64)
     L, d = len(centres), len(symbols)
+    if symbols.min() < 0 or symbols.max() >= L:
+        raise ValueError(f"symbols must index the {L} centres (lie in [0, {L})), got range "
+                         f"[{symbols.min()}, {symbols.max()}]")
     bits = elias_gamma(d) + elias_gamma(L)
     for c in centres:
         word = int(np.frombuffer(np.float32(c).tobytes(), dtype=np.uint32)[0])
@@ -1141,10 +1323,15 @@ def encode_quantized(centres, symbols) -> list[int]:
     return bits + arithmetic_encode(symbols.tolist(), L)
 
 
+@boundary(bits=_Bits())
 def decode_quantized(bits) -> tuple[np.ndarray, np.ndarray]:
     """Invert :func:`encode_quantized`: return ``(centres, symbols)``."""
-    d, pos = elias_gamma_decode(bits, 0)
-    L, pos = elias_gamma_decode(bits, pos)
+    d, pos = elias_gamma_decode.__wrapped__(bits, 0)
+    if pos >= len(bits):
+        raise ValueError("bits ends after the length field (no number of levels)")
+    L, pos = elias_gamma_decode.__wrapped__(bits, pos)
+    if pos + 32 * L >= len(bits):
+        raise ValueError(f"bits ends inside the {L} float32 centres")
     centres = []
     for _ in range(L):
         word = 0
@@ -1152,9 +1339,14 @@ def decode_quantized(bits) -> tuple[np.ndarray, np.ndarray]:
             word = 2 * word + int(b)
         centres.append(np.frombuffer(np.uint32(word).tobytes(), dtype=np.float32)[0])
         pos += 32
-    return np.array(centres, dtype=np.float32), np.array(arithmetic_decode(bits[pos:], d, L))
+    return (np.array(centres, dtype=np.float32),
+            np.array(arithmetic_decode.__wrapped__(bits[pos:], d, L)))
 
 
+_BOUND = dict(train_error=fraction(), n=count(), delta=fraction("neither"))
+
+
+@boundary(**_BOUND, bits=nonnegative())
 def countable_bound(train_error: float, bits: float, n: int, delta: float = 0.05) -> float:
     """Wilson (2025), Eq. 1: ``R_hat + sqrt((K ln 2 + ln(1/delta)) / (2n))`` with ``K`` in bits.
 
@@ -1172,6 +1364,7 @@ def countable_bound(train_error: float, bits: float, n: int, delta: float = 0.05
     return float(train_error + math.sqrt((bits * math.log(2) + math.log(1 / delta)) / (2 * n)))
 
 
+@boundary(**_BOUND, n_params=count(), bits_per_param=count())
 def counting_bound(train_error: float, n_params: int, n: int, bits_per_param: int = 32,
                    delta: float = 0.05) -> float:
     """The same bound with ``K = bits_per_param * n_params``: counting all float32 networks alike."""
@@ -1180,10 +1373,13 @@ def counting_bound(train_error: float, n_params: int, n: int, bits_per_param: in
     return countable_bound(train_error, bits_per_param * n_params, n, delta)
 
 
+@boundary(q=fraction(), p=fraction())
 def kl_bernoulli(q: float, p: float) -> float:
     """``kl(q || p) = q ln(q/p) + (1-q) ln((1-q)/(1-p))`` between Bernoulli means (nats)."""
-    if not (0 <= q <= 1 and 0 <= p <= 1):
-        raise ValueError(f"q and p must lie in [0, 1], got {q}, {p}")
+    return _kl_bernoulli(q, p)
+
+
+def _kl_bernoulli(q: float, p: float) -> float:
     out = 0.0
     for a, b in ((q, p), (1 - q, 1 - p)):
         if a > 0:
@@ -1191,20 +1387,22 @@ def kl_bernoulli(q: float, p: float) -> float:
     return out
 
 
+@boundary(q=fraction(), c=nonnegative(), tol=positive())
 def kl_inverse(q: float, c: float, tol: float = 1e-12) -> float:
-    """The largest ``p`` in ``[q, 1]`` with ``kl(q || p) <= c`` (bisection)."""
-    c = _pos("c", c, allow_zero=True)
-    if not 0 <= q <= 1:
-        raise ValueError(f"q must lie in [0, 1], got {q}")
-    lo, hi = q, 1.0
-    if kl_bernoulli(q, hi) <= c:
+    """The largest ``p`` in ``[q, 1]`` with ``kl(q || p) <= c`` (bisection to width ``tol``, or
+    until the interval holds no float strictly inside)."""
+    lo, hi = float(q), 1.0
+    if _kl_bernoulli(q, hi) <= c:
         return 1.0
     while hi - lo > tol:
         mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if kl_bernoulli(q, mid) <= c else (lo, mid)
+        if not lo < mid < hi:  # adjacent floats: a tol below their spacing is met
+            break
+        lo, hi = (mid, hi) if _kl_bernoulli(q, mid) <= c else (lo, mid)
     return hi
 
 
+@boundary(**_BOUND, kl=nonnegative())
 def pac_bayes_kl_bound(train_error: float, kl: float, n: int, delta: float = 0.05) -> float:
     """The McAllester/Maurer PAC-Bayes bound in its kl form (Maurer 2004; Seeger 2002).
 
@@ -1220,7 +1418,7 @@ def pac_bayes_kl_bound(train_error: float, kl: float, n: int, delta: float = 0.0
     delta = _pos("delta", delta)
     if delta >= 1:
         raise ValueError(f"delta must lie in (0, 1), got {delta}")
-    return kl_inverse(train_error, (kl + math.log(2 * math.sqrt(n) / delta)) / n)
+    return kl_inverse.__wrapped__(train_error, (kl + math.log(2 * math.sqrt(n) / delta)) / n)
 
 
 class ConvNet1D(torch.nn.Module):
@@ -1230,10 +1428,10 @@ class ConvNet1D(torch.nn.Module):
     accuracy where an MLP reaches about 68%; Greydanus and Kobak 2024).
     """
 
+    @boundary(length=count(8), channels=count(), out_dim=count())
     def __init__(self, length: int = 40, channels: int = 16, out_dim: int = 10):
         super().__init__()
-        length = check_int("length", length, 8)
-        channels = check_int("channels", channels, 1)
+        self.length = length
         self.c1 = torch.nn.Conv1d(1, channels, 5, stride=2, padding=2)
         self.c2 = torch.nn.Conv1d(channels, channels, 3, stride=2, padding=1)
         self.c3 = torch.nn.Conv1d(channels, channels, 3, stride=2, padding=1)
@@ -1242,11 +1440,26 @@ class ConvNet1D(torch.nn.Module):
             out_len = (out_len + 1) // 2
         self.head = torch.nn.Linear(channels * out_len, out_dim)
 
+    @boundary(x=Tensor("float", 2))
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[1] != self.length:
+            raise ValueError(f"x must have {self.length} columns (the signal length), got "
+                             f"{tuple(x.shape)}")
         h = x.unsqueeze(1)
         for conv in (self.c1, self.c2, self.c3):
             h = F.relu(conv(h))
         return self.head(h.flatten(1))
+
+    def _apply_params(self, x: torch.Tensor, p: dict) -> torch.Tensor:
+        """:meth:`forward` with the weights ``p`` (by parameter name) in place of the module's,
+        unchecked: the same ``F.conv1d``/``F.linear`` calls the layers make (for training loops
+        that must not pay :meth:`forward`'s argument checks every step)."""
+        h = x.unsqueeze(1)
+        for name in ("c1", "c2", "c3"):
+            conv = getattr(self, name)
+            h = F.relu(F.conv1d(h, p[f"{name}.weight"], p[f"{name}.bias"], conv.stride,
+                                conv.padding, conv.dilation, conv.groups))
+        return F.linear(h.flatten(1), p["head.weight"], p["head.bias"])
 
 
 class SubspaceNet(torch.nn.Module):
@@ -1258,9 +1471,9 @@ class SubspaceNet(torch.nn.Module):
     and the architecture rebuilds the network from ``z`` alone: only ``z`` must be coded.
     """
 
+    @boundary(length=count(8), out_dim=count(), dim=count(), channels=count(), seed=SEED)
     def __init__(self, length: int, out_dim: int, dim: int, channels: int = 16, seed: int = 0):
         super().__init__()
-        dim = check_int("dim", dim, 1)
         g = torch.Generator().manual_seed(int(seed))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
@@ -1279,10 +1492,20 @@ class SubspaceNet(torch.nn.Module):
         """Parameters of the underlying network (not of the subspace)."""
         return int(self.theta0.numel())
 
+    @boundary(x=Tensor("float", 2), z=Tensor("float", 1, optional=True))
     def forward(self, x: torch.Tensor, z: torch.Tensor | None = None) -> torch.Tensor:
+        if x.shape[1] != self.base.length:
+            raise ValueError(f"x must have {self.base.length} columns (the signal length), got "
+                             f"{tuple(x.shape)}")
+        if z is not None and z.shape != self.z.shape:
+            raise ValueError(f"z must have shape {tuple(self.z.shape)}, got {tuple(z.shape)}")
+        return self._forward(x, z)
+
+    def _forward(self, x: torch.Tensor, z: torch.Tensor | None = None) -> torch.Tensor:
+        """:meth:`forward` without its argument checks (for the training loops)."""
         theta = self.theta0 + self.proj @ (self.z if z is None else z)
         params = {n: t.view(s) for n, t, s in zip(self.names, torch.split(theta, self.sizes), self.shapes)}
-        return torch.func.functional_call(self.base, params, (x,))
+        return self.base._apply_params(x, params)
 
 
 @dataclass
@@ -1304,6 +1527,15 @@ class CompressionConfig(Config):
     delta: float = param(0.05, fraction("neither"))
 
 
+def _check_data(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor) -> None:
+    """Refuse inputs of the wrong length and labels outside the network's classes."""
+    if x.shape[1] != model.base.length:
+        raise ValueError(f"x must have {model.base.length} columns (the signal length), got "
+                         f"{tuple(x.shape)}")
+    check_labels("y", y, model.base.head.out_features, x.shape[0])
+
+
+@boundary(**_XY, steps=count(), lr=positive(), batch_size=count(optional=True), seed=SEED)
 def train_subspace(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, steps: int, lr: float,
                    batch_size: int | None = None, seed: int = 0) -> None:
     """Train the subspace coordinates ``z`` of ``model`` in place (Li et al. 2018).
@@ -1315,7 +1547,7 @@ def train_subspace(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, steps: 
     ``seed``, a new permutation whenever fewer than ``batch_size`` points are left in the current
     one. A composition of :mod:`gtlib.engine` with one model (no member axis).
     """
-    steps = check_int("steps", steps, 1)
+    _check_data(model, x, y)
     n = x.shape[0]
     opt = StackedOptimizer([model.z], "adam", lr)
     batches = None
@@ -1324,13 +1556,14 @@ def train_subspace(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, steps: 
 
     def loss(step, batch):
         if batch is None:
-            return F.cross_entropy(model(x), y)
+            return F.cross_entropy(model._forward(x), y)
         idx = batch[0]
-        return F.cross_entropy(model(x[idx]), y[idx])
+        return F.cross_entropy(model._forward(x[idx]), y[idx])
 
     fit(loss, opt, steps, batches, schedule=lambda t: (1 + math.cos(math.pi * t / steps)) / 2)
 
 
+@boundary(**_XY, centres=_ARR, symbols=_Array(integer=True), steps=count(0), lr=positive())
 def tune_centres(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, centres, symbols,
                  steps: int = 30, lr: float = 0.01) -> np.ndarray:
     """Refit the ``L`` quantization centres to the training loss with the assignments held fixed.
@@ -1340,16 +1573,26 @@ def tune_centres(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, centres, 
     ``steps`` full-batch Adam updates (Kingma and Ba 2015) of the centres, through
     :mod:`gtlib.engine`. Returns the new centres as float32.
     """
-    steps = check_int("steps", steps, 0)
+    _check_data(model, x, y)
+    L, d = len(np.asarray(centres)), model.z.numel()
+    sym = np.asarray(symbols)
+    if sym.shape != (d,):
+        raise ValueError(f"symbols must hold one symbol per subspace coordinate ({d}), got "
+                         f"shape {sym.shape}")
+    if sym.min() < 0 or sym.max() >= L:
+        raise ValueError(f"symbols must index the {L} centres (lie in [0, {L})), got range "
+                         f"[{sym.min()}, {sym.max()}]")
     # a copy: the caller's centres stay as they were
     c = torch.nn.Parameter(torch.tensor(np.asarray(centres, dtype=np.float32), device=x.device))
-    sym = torch.as_tensor(np.asarray(symbols), dtype=torch.int64, device=x.device)
+    sym = torch.as_tensor(sym, dtype=torch.int64, device=x.device)
     opt = StackedOptimizer([c], "adam", lr)
-    fit(lambda step, batch: F.cross_entropy(model(x, c[sym]), y), opt, steps)
+    fit(lambda step, batch: F.cross_entropy(model._forward(x, c[sym]), y), opt, steps)
     return c.detach().cpu().numpy().astype(np.float32)
 
 
-def compress_and_bound(model: SubspaceNet, x, y, levels, delta: float = 0.05, tune_steps: int = 30) -> dict:
+@boundary(**_XY, levels=tuple_of(count()), delta=fraction("neither"), tune_steps=count(0))
+def compress_and_bound(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, levels,
+                       delta: float = 0.05, tune_steps: int = 30) -> dict:
     """Quantize ``z`` at each candidate number of levels, code it, and keep the tightest bound.
 
     For each ``L``: 1-D k-means, a short refit of the centres (:func:`tune_centres`), then the
@@ -1358,6 +1601,7 @@ def compress_and_bound(model: SubspaceNet, x, y, levels, delta: float = 0.05, tu
     bits, the quantized training error, the chosen levels, the bits themselves, the symbols and the
     centres.
     """
+    _check_data(model, x, y)
     z = model.z.detach().cpu().numpy().astype(np.float64)
     n = int(y.shape[0])
     best = None
@@ -1368,7 +1612,7 @@ def compress_and_bound(model: SubspaceNet, x, y, levels, delta: float = 0.05, tu
         bits = encode_quantized(centres, sym)
         with torch.no_grad():
             zq = torch.as_tensor(centres[sym], dtype=model.z.dtype, device=model.z.device)
-            err = float((model(x, zq).argmax(1) != y).float().mean())
+            err = float((model._forward(x, zq).argmax(1) != y).float().mean())
         bound = countable_bound(err, len(bits), n, delta)
         if best is None or bound < best["bound"]:
             best = {"bound": bound, "bits": len(bits), "train_err_q": err, "levels": int(L),
@@ -1402,7 +1646,8 @@ class CompressionResult(Result):
     roundtrip: bool
 
 
-def run_compression(cfg: CompressionConfig, ds, labels: str, seed: int = 0,
+@boundary(labels=Options(("true", "random")), seed=SEED, channels=count(optional=True))
+def run_compression(cfg: CompressionConfig, ds: Dataset, labels: str, seed: int = 0,
                     channels: int | None = None) -> CompressionResult:
     """Train a subspace CNN on true or random labels, compress it, and bound its error.
 
@@ -1415,9 +1660,8 @@ def run_compression(cfg: CompressionConfig, ds, labels: str, seed: int = 0,
     ``n_params`` float32 weights, and the ``dim`` float32 subspace coordinates), and whether the
     code decodes back to the same quantized weights.
     """
-    if labels not in ("true", "random"):
-        raise ValueError(f"labels must be 'true' or 'random', got {labels!r}")
-    channels = cfg.channels if channels is None else check_int("channels", channels, 1)
+    channels = cfg.channels if channels is None else channels
+    _fits(ds, cfg.n_train)
     ds = ds.subset(torch.arange(cfg.n_train))
     y = ds.y if labels == "true" else corrupt_labels(ds.y, 1.0, ds.num_classes, seed=seed + 1)
     model = SubspaceNet(ds.dim, ds.num_classes, cfg.dim, channels, seed=seed).to(ds.x.device)
