@@ -47,8 +47,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .checks import (SEED, Boolean, InstanceOf, Interval, Options, Tensor, boundary, check_int,
-                     count, fraction, nonnegative, positive, tuple_of)
+from .checks import (SEED, Boolean, Device, InstanceOf, Interval, Options, Tensor, boundary,
+                     check_int, count, fraction, nonnegative, positive, tuple_of)
 from .config import Config, Result, param
 from .engine import StackedOptimizer, fit
 from .models import ACTIVATIONS, activation
@@ -109,23 +109,7 @@ def _same_dtype(name: str, value: torch.Tensor, like: torch.Tensor, what: str) -
 
 def _check_device(name: str, device) -> torch.device:
     """``device`` as a ``torch.device`` this machine has, or an error naming ``name``."""
-    if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"{name} must be a device name ('cpu', 'cuda', 'cuda:<k>') or a "
-                        f"torch.device, got {type(device).__name__}")
-    try:
-        dev = torch.device(device)
-    except RuntimeError:
-        raise ValueError(f"{name} must be a device name ('cpu', 'cuda', 'cuda:<k>') or a "
-                         f"torch.device, got {device!r}") from None
-    if dev.type == "cuda":
-        ok = torch.cuda.is_available() and (dev.index or 0) < torch.cuda.device_count()
-    elif dev.type == "mps":
-        ok = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
-    else:
-        ok = dev.type == "cpu"
-    if not ok:
-        raise ValueError(f"{name} must be a device this machine has (e.g. 'cpu'), got {device!r}")
-    return dev
+    return torch.device(Device().check(name, device))
 
 
 def _device(device) -> torch.device:
