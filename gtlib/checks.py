@@ -70,7 +70,8 @@ def _check_bound(what: str, value: Any, kind: type) -> Any:
 def _show(value: Any) -> str:
     """A short rendering of a bad value for an error message."""
     if isinstance(value, (torch.Tensor, np.ndarray)):
-        return f"{type(value).__name__} of shape {tuple(value.shape)}"
+        dtype = str(value.dtype).replace("torch.", "")
+        return f"{type(value).__name__} of shape {tuple(value.shape)} and dtype {dtype}"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -519,6 +520,8 @@ def _from_annotation(hint) -> Constraint | None:
         return Tensor(numpy=True)
     if origin in (list, tuple, collections_abc.Sequence):
         return _SequenceOf(hint)
+    if origin is dict or hint is dict:
+        return InstanceOf(dict)
     if origin is collections_abc.Callable or hint is collections_abc.Callable:
         return _Callable()
     if isinstance(hint, type) and hint.__module__.split(".")[0] in ("gtlib", "torch"):
@@ -557,7 +560,8 @@ class _SequenceOf(Constraint):
         self.item = _from_annotation(args[0]) if len(args) == 1 and args[0] is not Any else None
 
     def describe(self) -> str:
-        return "a non-empty list or tuple" + (f" of {self.item.describe()}" if self.item else "")
+        return "a non-empty list or tuple" + (f" whose items are each {self.item.describe()}"
+                                             if self.item else "")
 
     def check(self, name: str, value: Any) -> Any:
         if isinstance(value, (str, bytes, dict)) or value is None or not hasattr(value, "__len__"):
