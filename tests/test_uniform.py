@@ -160,8 +160,8 @@ def test_train_on_subsets_frozen_member_keeps_weights():
     x, y = _tiny_problem()
     model = BatchedMLP.init([3, 4], 5, 16, 1, 2)
     before = [w.detach().clone() for w in model.weights]
-    # margin 0 reached by 0% of points is always met: both members stop at step 0, untouched
-    cfg = TrainConfig(lr=0.5, batch_size=4, margin_gamma=0.0, margin_fraction=0.0)
+    # any margin reached by 0% of points is always met: both members stop at step 0, untouched
+    cfg = TrainConfig(lr=0.5, batch_size=4, margin_gamma=1.0, margin_fraction=0.0)
     run = U.train_on_subsets(model, x, y, [8, 16], cfg)
     assert run.stop_step == [0, 0] and run.met_rule == [True, True]
     for w, w0 in zip(model.weights, before):
