@@ -33,13 +33,18 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .checks import check_int, check_positive, count, fraction, positive, tuple_of
+from .checks import (SEED, Constraint, Device, InstanceOf, Interval, Options, Tensor, boundary,
+                     check_int, check_labels, check_positive, check_seeds, count, fraction,
+                     positive, tuple_of)
 from .config import Config, Result, param
 from .data import corrupt_labels, mnist1d
 from .engine import (ReplacementBatches, StackedOptimizer, StreamBatches, fit, member_batch,
                      stop_rule)
 from .ensemble import BatchedMLP, _ensemble_loss, train_ensemble
 from .train import TrainConfig, accuracy
+
+# training steps call the engine's batch gather without its boundary checks
+_member_batch = getattr(member_batch, "__wrapped__", member_batch)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -54,6 +59,32 @@ def _sizes(name: str, values, minimum: int = 1) -> list[int]:
     if len(values) == 0:
         raise ValueError(f"{name} must not be empty")
     return [check_int(f"{name}[{i}]", v, minimum=minimum) for i, v in enumerate(values)]
+
+
+class _MaybeDevice(Device):
+    """A torch device this machine has, or None (the library's default)."""
+
+    def describe(self) -> str:
+        return super().describe() + " or None"
+
+    def check(self, name, value):
+        return value if value is None else super().check(name, value)
+
+
+class _Axes(Constraint):
+    """A matplotlib Axes (anything with the plotting methods used here)."""
+
+    def describe(self) -> str:
+        return "a matplotlib Axes"
+
+    def check(self, name, value):
+        if not all(hasattr(value, a) for a in ("contourf", "plot", "xaxis", "yaxis")):
+            self._fail(name, value, TypeError)
+        return value
+
+
+_DEVICE = _MaybeDevice()
+_RADII = tuple_of(positive(), min_len=2, increasing="strict")
 
 
 def _matrix(name: str, w) -> torch.Tensor:
@@ -119,6 +150,7 @@ class CorruptionResult(Result):
     x_train: torch.Tensor | None = None
 
 
+@boundary(cfg=InstanceOf(CorruptionConfig), seed=SEED, device=_DEVICE)
 def corruption_experiment(cfg: CorruptionConfig, seed: int = 0, device: str | None = None,
                           replicate: bool = True) -> CorruptionResult:
     """Train one MLP per corruption level (as one batched ensemble) and measure Zhang et al.'s curves.
@@ -205,6 +237,8 @@ class BatchedCNN1d(torch.nn.Module):
     one batched call computes every member on its own input exactly as a stand-alone network would.
     """
 
+    @boundary(seeds=tuple_of(SEED), channels=count(), hidden=count(), classes=count(2),
+              length=count())
     def __init__(self, seeds: Sequence[int], channels: int = 32, hidden: int = 256,
                  classes: int = 10, length: int = 40):
         super().__init__()
@@ -227,12 +261,19 @@ class BatchedCNN1d(torch.nn.Module):
         self.convs = torch.nn.ParameterList(torch.nn.Parameter(torch.stack(w)) for w in per[:3])
         self.fcs = torch.nn.ParameterList(torch.nn.Parameter(torch.stack(w)) for w in per[3:])
 
+    @boundary(x=Tensor("float", (2, 3)), members=Tensor("int", 1, optional=True))
     def forward(self, x: torch.Tensor, members: torch.Tensor | None = None) -> torch.Tensor:
         """Logits ``(E, n, classes)``; ``x`` is ``(n, 40)`` (shared) or ``(E, n, 40)``.
 
         With ``members`` (a 1-D tensor of member indices, A of them) only those members are
         computed: ``x`` is then ``(n, 40)`` or ``(A, n, 40)`` and the logits ``(A, n, classes)``.
         """
+        if members is not None and (int(members.min()) < 0 or int(members.max()) >= self.E):
+            raise ValueError(f"members must hold member indices in [0, {self.E})")
+        return self._logits(x, members)
+
+    def _logits(self, x: torch.Tensor, members: torch.Tensor | None = None) -> torch.Tensor:
+        """:meth:`forward` without the input checks (training steps call this)."""
         convs, fcs = list(self.convs), list(self.fcs)
         if members is not None:
             convs = [w.index_select(0, members) for w in convs]
@@ -262,6 +303,7 @@ class CNNRandomizationResult(Result):
     reached_target: list[bool]
 
 
+@boundary(cfg=InstanceOf(CNNRandomizationConfig), seed=SEED, device=_DEVICE)
 def cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
                       device: str | None = None) -> CNNRandomizationResult:
     """Zhang et al.'s randomization test (2017, Fig. 1a) with :class:`BatchedCNN1d` on MNIST-1D.
@@ -290,16 +332,16 @@ def cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
 
     def loss(step: int, idx: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         if bool(active.all()):
-            return _ensemble_loss("cross_entropy", model(ds.x[idx]), ys.gather(1, idx))
+            return _ensemble_loss("cross_entropy", model._logits(ds.x[idx]), ys.gather(1, idx))
         live = active.nonzero().flatten().to(dev)     # only the members still training
         idx = idx.index_select(0, live)
-        out = _ensemble_loss("cross_entropy", model(ds.x[idx], live),
+        out = _ensemble_loss("cross_entropy", model._logits(ds.x[idx], live),
                              ys.index_select(0, live).gather(1, idx))
         return out.new_zeros(E).index_put((live,), out)
 
     def check(step: int, due: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
-            return reached(model(ds.x), ys)
+            return reached(model._logits(ds.x), ys)
 
     stop = fit(loss, opt, cfg.max_steps, batches, check, every=cfg.check_every,
                active_only=True).stop_step
@@ -316,6 +358,7 @@ def cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
 # ---------------------------------------------------------------------------------------------
 # 2. norms and norm-based bounds
 # ---------------------------------------------------------------------------------------------
+@boundary(w=Tensor("float"))
 def spectral_norm(w: torch.Tensor) -> torch.Tensor:
     """Largest singular value ``||W||_2`` of ``w`` (shape ``(..., out, in)``), computed exactly.
 
@@ -338,6 +381,7 @@ def spectral_norm(w: torch.Tensor) -> torch.Tensor:
     return torch.linalg.svdvals(w.to(torch.float64))[..., 0].to(w.dtype)
 
 
+@boundary(w=Tensor("float"))
 def norm_21(w: torch.Tensor) -> torch.Tensor:
     """Bartlett et al.'s ``||W^T||_{2,1}``: the sum over units of the l2 norm of each unit's weights.
 
@@ -347,6 +391,7 @@ def norm_21(w: torch.Tensor) -> torch.Tensor:
     return _matrix("w", w).norm(dim=-1).sum(-1)
 
 
+@boundary()
 def distance_from_init(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor]) -> torch.Tensor:
     """``sqrt(sum_l ||W_l - W_l^0||_F^2)``, the distance from initialization of Nagarajan and Kolter (2017).
 
@@ -376,6 +421,7 @@ class NetworkMeasures(Result):
     neyshabur: float                 # Neyshabur-Bhojanapalli-Srebro complexity term, constants dropped
 
 
+@boundary(data_norm=positive(), gamma=positive(), n=count())
 def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor], data_norm: float,
                    gamma: float, n: int, spectral: Sequence[float] | None = None) -> float:
     """The complexity term of Bartlett, Foster and Telgarsky (2017), Theorem 1.1, without constants and logs.
@@ -393,12 +439,13 @@ def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor]
     O-notation; all are left out, so the value is a lower estimate of the bound itself.
     ``spectral`` may pass the layers' spectral norms if they are already known.
     """
-    _check_bound_args(weights, init, data_norm, gamma, n)
+    _check_bound_args(weights, init, data_norm, gamma, n, spectral, "data_norm")
     spec = spectral or [float(spectral_norm(w)) for w in weights]
     ratio = sum((float(norm_21(w - w0)) / s) ** (2 / 3) for w, w0, s in zip(weights, init, spec))
     return float(data_norm * np.prod(spec) * ratio ** 1.5 / (gamma * n))
 
 
+@boundary(input_norm=positive(), gamma=positive(), n=count())
 def neyshabur_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor], input_norm: float,
                     gamma: float, n: int, spectral: Sequence[float] | None = None) -> float:
     """The complexity term of Neyshabur, Bhojanapalli and Srebro (2018), Theorem 1, without constants.
@@ -413,7 +460,7 @@ def neyshabur_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor
     Frobenius norm. The theorem's ``ln(Ln/delta)`` term inside the root, the empirical margin loss
     and the O-constant are left out. ``spectral`` may pass the layers' spectral norms.
     """
-    _check_bound_args(weights, init, input_norm, gamma, n)
+    _check_bound_args(weights, init, input_norm, gamma, n, spectral)
     spec = spectral or [float(spectral_norm(w)) for w in weights]
     L = len(weights)
     h = max(max(w.shape[-1], w.shape[-2]) for w in weights)
@@ -422,17 +469,25 @@ def neyshabur_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor
     return float(math.sqrt(val / (gamma ** 2 * n)))
 
 
-def _check_bound_args(weights, init, input_norm, gamma, n) -> None:
+def _check_bound_args(weights, init, input_norm, gamma, n, spectral=None,
+                      norm_name="input_norm") -> None:
     if len(weights) == 0 or len(weights) != len(init):
         raise ValueError("weights and init must be non-empty lists of the same length")
     for l, (w, w0) in enumerate(zip(weights, init)):
         if _matrix(f"weights[{l}]", w).ndim != 2 or _matrix(f"init[{l}]", w0).shape != w.shape:
             raise ValueError(f"weights[{l}] and init[{l}] must be matrices of the same shape")
-    _pos("input_norm", input_norm)
+    _pos(norm_name, input_norm)
     _pos("gamma", gamma)
     check_int("n", n, minimum=1)
+    if spectral is not None:
+        if len(spectral) != len(weights):
+            raise ValueError(f"spectral must hold one norm per layer ({len(weights)}), got "
+                             f"{len(spectral)}")
+        for i, v in enumerate(spectral):
+            _pos(f"spectral[{i}]", v)
 
 
+@boundary(x=Tensor("float", 2), gamma=positive())
 def network_measures(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor],
                      x: torch.Tensor, gamma: float) -> NetworkMeasures:
     """Spectral norms, their product, the distance from initialization and both bounds.
@@ -467,6 +522,15 @@ class PowerLawFit(Result):
         return np.exp(self.intercept) * np.asarray(x, dtype=float) ** self.slope
 
 
+def _float_array(name: str, v) -> np.ndarray:
+    if isinstance(v, (str, bytes, dict)) or v is None:
+        raise TypeError(f"{name} must be a sequence of numbers, got {type(v).__name__}")
+    try:
+        return np.asarray(v, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a sequence of numbers, got {v!r}") from None
+
+
 def power_law_fit(x, y) -> PowerLawFit:
     """Fit ``y = C x^a`` by ordinary least squares in log-log coordinates.
 
@@ -480,8 +544,7 @@ def power_law_fit(x, y) -> PowerLawFit:
         If fewer than two points are given, lengths differ, any value is not positive and finite,
         or all ``x`` are equal.
     """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
+    x, y = _float_array("x", x), _float_array("y", y)
     if x.ndim != 1 or x.shape != y.shape:
         raise ValueError(f"x and y must be 1-D of the same length, got {x.shape} and {y.shape}")
     if len(x) < 2:
@@ -526,14 +589,25 @@ def _forward(ws, bs, x, act, mask=None):
     return h
 
 
+@boundary(model=InstanceOf(BatchedMLP), i=count(0), x=Tensor("float", 2))
 def member_logits(model: BatchedMLP, i: int, x: torch.Tensor) -> torch.Tensor:
     """Logits ``(n, C)`` of member ``i`` of ``model`` on ``x`` (n, d), without copying the ensemble."""
     if not 0 <= i < model.size:
         raise ValueError(f"i must lie in [0, {model.size}), got {i}")
+    if x.shape[1] != model.weights[0].shape[-1]:
+        raise ValueError(f"x must have {model.weights[0].shape[-1]} columns (the input size), "
+                         f"got {x.shape[1]}")
+    return _member_logits(model, i, x)
+
+
+def _member_logits(model, i, x):
     bs = [p[i] for p in model.biases] if model.has_bias else None
     return _forward([w[i] for w in model.weights], bs, x, model.act)
 
 
+@boundary(model=InstanceOf(BatchedMLP), x=Tensor("float", 2), y=Tensor("int", 1),
+          sizes=None, cfg=InstanceOf(TrainConfig), seeds=None, check_every_epochs=positive(),
+          max_epochs=positive())
 def train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, sizes: Sequence[int],
                      cfg: TrainConfig, seeds: Sequence[int] | None = None,
                      check_every_epochs: float = 1.0, max_epochs: float = 1000.0) -> SubsetTraining:
@@ -558,6 +632,20 @@ def train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, sizes:
     ValueError
         On a size larger than ``len(x)``, an unsupported optimizer, or mismatched shapes.
     """
+    E = model.size
+    sizes = _sizes("sizes", sizes)
+    if len(sizes) != E:
+        raise ValueError(f"sizes must have one entry per member ({E}), got {len(sizes)}")
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"x must be (n, d) and y (n,); got {tuple(x.shape)} and {tuple(y.shape)}")
+    if max(sizes) > x.shape[0]:
+        raise ValueError(f"sizes must not exceed len(x) = {x.shape[0]}, got {max(sizes)}")
+    if x.shape[1] != model.weights[0].shape[-1]:
+        raise ValueError(f"x must have {model.weights[0].shape[-1]} columns (the input size), "
+                         f"got {x.shape[1]}")
+    check_labels("y", y, num_classes=model.weights[-1].shape[-2], n=x.shape[0])
+    if seeds is not None:
+        seeds = check_seeds("seeds", seeds)
     cfg.validate()
     if cfg.optimizer != "sgd" or cfg.momentum != 0 or cfg.weight_decay != 0:
         raise ValueError("train_on_subsets supports plain SGD only (optimizer='sgd', momentum=0, "
@@ -566,14 +654,6 @@ def train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, sizes:
         raise ValueError("cfg.batch_size must be set (full-batch training would not need this)")
     if cfg.target_train_acc is None and cfg.margin_gamma is None:
         raise ValueError("cfg must set a stop rule (target_train_acc or margin_gamma)")
-    E = model.size
-    sizes = _sizes("sizes", sizes)
-    if len(sizes) != E:
-        raise ValueError(f"sizes must have one entry per member ({E}), got {len(sizes)}")
-    if x.ndim != 2 or y.ndim != 1 or x.shape[0] != y.shape[0]:
-        raise ValueError(f"x must be (n, d) and y (n,); got {tuple(x.shape)} and {tuple(y.shape)}")
-    if max(sizes) > x.shape[0]:
-        raise ValueError(f"sizes must not exceed len(x) = {x.shape[0]}, got {max(sizes)}")
     _pos("check_every_epochs", check_every_epochs)
     _pos("max_epochs", max_epochs)
     seeds = [cfg.seed + i for i in range(E)] if seeds is None else [int(s) for s in seeds]
@@ -594,7 +674,7 @@ def train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, sizes:
 
     def loss(step: int, idx: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         if bool(active.all()):
-            xb, yb = member_batch(x, y, idx)
+            xb, yb = _member_batch(x, y, idx)
             return _ensemble_loss(cfg.loss, _forward(weights, biases, xb, act), yb)
         # only the members still training: their weights, their batches, one forward pass
         live = active.nonzero().flatten()
@@ -608,7 +688,7 @@ def train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, sizes:
 
         ws = [pick(w) for w in weights]
         bs = None if biases is None else [pick(p) for p in biases]
-        xb, yb = member_batch(x, y, pick(idx))
+        xb, yb = _member_batch(x, y, pick(idx))
         out = _ensemble_loss(cfg.loss, _forward(ws, bs, xb, act), yb)
         return out.new_zeros(E).index_put((rows,), out)
 
@@ -616,7 +696,7 @@ def train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, sizes:
         met = torch.zeros(E, dtype=torch.bool)
         with torch.no_grad():
             for i in due.nonzero().flatten().tolist():     # member i on its own training set
-                met[i] = rule(member_logits(model, i, x[:sizes[i]]), y[:sizes[i]])
+                met[i] = rule(_member_logits(model, i, x[:sizes[i]]), y[:sizes[i]])
         return met
 
     run = fit(loss, opt, max_steps, batches, check, every=check_period, active_only=True)
@@ -675,6 +755,7 @@ class MarginSweepResult(Result):
                 "Neyshabur et al. bound": np.array([m.neyshabur for m in self.measures])}
 
 
+@boundary(cfg=InstanceOf(MarginSweepConfig), seed=SEED, device=_DEVICE)
 def margin_sweep(cfg: MarginSweepConfig, seed: int = 0, device: str | None = None) -> MarginSweepResult:
     """Train to a fixed margin at every size in ``cfg.sizes`` and measure what Nagarajan and Kolter plot.
 
@@ -734,6 +815,7 @@ class LinearConstruction(Config):
         """The signal direction, ``||u|| = 1/sqrt(m)``."""
         return torch.full((self.K,), 1.0 / math.sqrt(self.K * self.m), dtype=torch.float64)
 
+    @boundary(n=count(), generator=InstanceOf(torch.Generator))
     def sample(self, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``n`` draws ``(x1 (n, K), x2 (n, D), y (n,) in {-1, +1})`` in float64."""
         self.validate()
@@ -745,12 +827,14 @@ class LinearConstruction(Config):
         return x1, x2, y
 
 
+@boundary(cfg=InstanceOf(LinearConstruction), seed=SEED)
 def linear_data(cfg: LinearConstruction, seed: int = 0):
     """A training set of ``cfg.m`` points from :class:`LinearConstruction` (``x1, x2, y``)."""
     seed = check_int("seed", seed, minimum=0)
     return cfg.validate().sample(cfg.m, torch.Generator().manual_seed(seed))
 
 
+@boundary(x1=Tensor("float", 2), x2=Tensor("float", 2), y=Tensor("float", 1))
 def one_step_gd(x1: torch.Tensor, x2: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Weights after one step of size 1 from zero on ``-sum_i y_i w.x_i``: ``w = sum_i y_i x_i``.
 
@@ -773,6 +857,7 @@ def _check_linear(x1, x2, y) -> None:
         raise ValueError("y must hold labels +1 and -1")
 
 
+@boundary(x1=Tensor("float", 2), x2=Tensor("float", 2), y=Tensor("float", 1))
 def linear_sprime(x1: torch.Tensor, x2: torch.Tensor, y: torch.Tensor):
     """Nagarajan and Kolter's S': the training set with its noise part negated, ``(x1, -x2, y)``.
 
@@ -783,8 +868,22 @@ def linear_sprime(x1: torch.Tensor, x2: torch.Tensor, y: torch.Tensor):
     return x1, -x2, y
 
 
-def linear_predict(w1, w2, x1, x2) -> torch.Tensor:
+@boundary(w1=Tensor("float", 1), w2=Tensor("float", 1), x1=Tensor("float", 2),
+          x2=Tensor("float", 2))
+def linear_predict(w1: torch.Tensor, w2: torch.Tensor, x1: torch.Tensor,
+                   x2: torch.Tensor) -> torch.Tensor:
     """``sign(w1.x1 + w2.x2)`` as +-1 (0 counts as an error for either label)."""
+    if len(x1) != len(x2):
+        raise ValueError(f"x1 and x2 must have the same number of rows, got {len(x1)} and "
+                         f"{len(x2)}")
+    if x1.shape[1] != len(w1):
+        raise ValueError(f"w1 must have {x1.shape[1]} entries (the columns of x1), got {len(w1)}")
+    if x2.shape[1] != len(w2):
+        raise ValueError(f"w2 must have {x2.shape[1]} entries (the columns of x2), got {len(w2)}")
+    return _predict(w1, w2, x1, x2)
+
+
+def _predict(w1, w2, x1, x2) -> torch.Tensor:
     return torch.sign(x1 @ w1 + x2 @ w2)
 
 
@@ -797,6 +896,7 @@ class LinearErrors(Result):
     fresh: float = float("nan")     # error on an independent sample of m points (S' 's control)
 
 
+@boundary(cfg=InstanceOf(LinearConstruction), seed=SEED)
 def linear_errors(cfg: LinearConstruction, seed: int = 0) -> LinearErrors:
     """Train by one GD step on ``cfg.m`` points; return training, test and S' errors and the UC floor.
 
@@ -809,12 +909,12 @@ def linear_errors(cfg: LinearConstruction, seed: int = 0) -> LinearErrors:
     """
     x1, x2, y = linear_data(cfg, seed)
     w1, w2 = one_step_gd(x1, x2, y)
-    train = float((linear_predict(w1, w2, x1, x2) != y).double().mean())
+    train = float((_predict(w1, w2, x1, x2) != y).double().mean())
     s1, s2, sy = linear_sprime(x1, x2, y)
-    sprime = float((linear_predict(w1, w2, s1, s2) != sy).double().mean())
+    sprime = float((_predict(w1, w2, s1, s2) != sy).double().mean())
     fresh_gen = torch.Generator().manual_seed(10**6 + check_int("seed", seed, minimum=0))
     f1, f2, fy = cfg.sample(cfg.m, fresh_gen)
-    fresh = float((linear_predict(w1, w2, f1, f2) != fy).double().mean())
+    fresh = float((_predict(w1, w2, f1, f2) != fy).double().mean())
     mean = cfg.signal * float(w1 @ cfg.u)
     sd = float(w2.norm()) * math.sqrt(cfg.noise_var / cfg.D)
     test = 0.5 * math.erfc(mean / sd / math.sqrt(2)) if sd > 0 else float(mean <= 0)
@@ -822,6 +922,7 @@ def linear_errors(cfg: LinearConstruction, seed: int = 0) -> LinearErrors:
                         uc_lower_bound=max(0.0, sprime - test), fresh=fresh)
 
 
+@boundary(m=count(), Ds=None, seeds=None, K=count(), noise_var=positive())
 def linear_sweep(m: int, Ds: Sequence[int], seeds: Sequence[int], K: int = 1,
                  noise_var: float = 32.0) -> dict[str, np.ndarray]:
     """Mean training, test and S' errors and the UC floor over ``seeds``, for each ``D`` in ``Ds``."""
@@ -853,6 +954,7 @@ class EscapeResult(Result):
     ball_two_sided: float
 
 
+@boundary(cfg=InstanceOf(LinearConstruction), n_sets=count(2), seed=SEED)
 def one_sided_escape(cfg: LinearConstruction, n_sets: int = 20, seed: int = 0) -> EscapeResult:
     """Uniform convergence over the algorithm's outputs, one-sided and two-sided, in the linear
     construction; and the same over a norm ball.
@@ -878,12 +980,12 @@ def one_sided_escape(cfg: LinearConstruction, n_sets: int = 20, seed: int = 0) -
         outs.append(one_step_gd(x1, x2, y))
         sets += [(x1, x2, y), linear_sprime(x1, x2, y)]
     test = [_exact_test_error(cfg, w1, w2) for w1, w2 in outs]
-    gaps = torch.tensor([[test[i] - float((linear_predict(w1, w2, t1, t2) != ty).double().mean())
+    gaps = torch.tensor([[test[i] - float((_predict(w1, w2, t1, t2) != ty).double().mean())
                           for t1, t2, ty in sets] for i, (w1, w2) in enumerate(outs)])
     ball = []
     for i, (w1, w2) in enumerate(outs):
         x1, x2, y = sets[2 * i]
-        train = float((linear_predict(-w1, w2, x1, x2) != y).double().mean())
+        train = float((_predict(-w1, w2, x1, x2) != y).double().mean())
         ball.append(_exact_test_error(cfg, -w1, w2) - train)
     return EscapeResult(test_error=test, one_sided=float(gaps.max()),
                         two_sided=float(gaps.abs().max()), ball_one_sided=max(ball),
@@ -893,12 +995,15 @@ def one_sided_escape(cfg: LinearConstruction, n_sets: int = 20, seed: int = 0) -
 # ---------------------------------------------------------------------------------------------
 # 6. two concentric hyperspheres (Nagarajan and Kolter 2019, Section 3.2, Figure 2)
 # ---------------------------------------------------------------------------------------------
+@boundary(n=count(), d=count(2), radii=_RADII)
 def sphere_data(n: int, d: int, radii: tuple = (1.0, 1.2), generator: torch.Generator | None = None):
     """``n`` points, label 0 uniform on the sphere of radius ``radii[0]``, label 1 on ``radii[1]``.
 
     Labels are fair coin flips; directions are uniform on the unit sphere of R^d.
     """
     n, d = check_int("n", n, minimum=1), check_int("d", d, minimum=2)
+    if n * d > 10**9:
+        raise ValueError(f"n * d must be at most 1e9 values, got n={n}, d={d}")
     r0, r1 = _radii(radii)
     g = generator if generator is not None else torch.Generator().manual_seed(0)
     y = torch.randint(0, 2, (n,), generator=g)
@@ -917,6 +1022,7 @@ def _radii(radii) -> tuple[float, float]:
     return r0, r1
 
 
+@boundary(x=Tensor("float", 2), y=Tensor("int", 1), radii=_RADII, atol=positive())
 def sphere_sprime(x: torch.Tensor, y: torch.Tensor, radii: tuple = (1.0, 1.2), atol: float = 1e-4):
     """S' for the spheres: each point projected onto the *other* sphere, its label flipped.
 
@@ -985,6 +1091,7 @@ class SpheresResult(Result):
     projected_test_error: list[float] = field(default_factory=list)  # fresh points, projected
 
 
+@boundary(cfg=InstanceOf(SpheresConfig), seed=SEED, device=_DEVICE)
 def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) -> SpheresResult:
     """Nagarajan and Kolter's hypersphere experiment: test error and S' error against n.
 
@@ -1024,6 +1131,8 @@ def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) 
                          projected_test_error=proj_err)
 
 
+@boundary(model=InstanceOf(BatchedMLP), member=count(0), point=Tensor("float", 1),
+          radii=_RADII, half_width=positive(), resolution=count(2), seed=SEED)
 def boundary_slice(model: BatchedMLP, member: int, point: torch.Tensor, radii: tuple = (1.0, 1.2),
                    half_width: float = 0.6, resolution: int = 161, seed: int = 0):
     """The decision function of one member on a 2-D slice through ``point`` (Figure 2 analogue).
@@ -1060,6 +1169,8 @@ def boundary_slice(model: BatchedMLP, member: int, point: torch.Tensor, radii: t
     return a.cpu().numpy(), b.cpu().numpy(), f.cpu().numpy()
 
 
+@boundary(res=InstanceOf(SpheresResult), member=count(0), radii=_RADII, seed=SEED,
+          candidates=count())
 def slice_points(res: SpheresResult, member: int, radii: tuple = (1.0, 1.2), seed: int = 0,
                  candidates: int = 200):
     """Two points to slice through (Figure 2 analogue): a training point of ``member`` whose S' image
@@ -1084,6 +1195,8 @@ def slice_points(res: SpheresResult, member: int, radii: tuple = (1.0, 1.2), see
             xf[int(good[0])] if len(good) else None)
 
 
+@boundary(model=InstanceOf(BatchedMLP), member=count(0), point=Tensor("float", 1),
+          label=count(0), radii=_RADII, seed=SEED, resolution=count(3))
 def bulge_width(model: BatchedMLP, member: int, point: torch.Tensor, label: int,
                 radii: tuple = (1.0, 1.2), seed: int = 0, resolution: int = 721) -> float:
     """Angular width (degrees) of the region around a training point where the member still
@@ -1103,6 +1216,9 @@ def bulge_width(model: BatchedMLP, member: int, point: torch.Tensor, label: int,
         raise ValueError(f"label must be 0 or 1, got {label!r}")
     r0, r1 = _radii(radii)
     resolution = check_int("resolution", resolution, minimum=3)
+    if point.shape[0] != model.weights[0].shape[-1] or float(point.norm()) == 0:
+        raise ValueError(f"point must be a non-zero vector of {model.weights[0].shape[-1]} "
+                         "entries (the input size)")
     e1 = point / point.norm()
     g = torch.Generator().manual_seed(seed)
     v = torch.randn(point.shape[0], generator=g, dtype=point.dtype).to(point.device)
@@ -1112,7 +1228,7 @@ def bulge_width(model: BatchedMLP, member: int, point: torch.Tensor, label: int,
     phi = torch.linspace(-math.pi / 2, math.pi / 2, resolution, dtype=point.dtype)
     pts = r * (torch.cos(phi)[:, None].to(point.device) * e1 + torch.sin(phi)[:, None].to(point.device) * e2)
     with torch.no_grad():
-        same = (member_logits(model, member, pts).argmax(1) == label).cpu().numpy()
+        same = (_member_logits(model, member, pts).argmax(1) == label).cpu().numpy()
     c = resolution // 2
     if not same[c]:
         return 0.0
@@ -1124,6 +1240,7 @@ def bulge_width(model: BatchedMLP, member: int, point: torch.Tensor, label: int,
     return float(math.degrees(float(phi[hi] - phi[lo])))
 
 
+@boundary(d=count(2), half_angle_deg=Interval(float, 0, 90))
 def cap_fraction(d: int, half_angle_deg: float) -> float:
     """Fraction of the unit sphere in R^d within ``half_angle_deg`` of a fixed direction.
 
@@ -1139,10 +1256,15 @@ def cap_fraction(d: int, half_angle_deg: float) -> float:
     return float(0.5 * betainc((d - 1) / 2, 0.5, math.sin(theta) ** 2))
 
 
+@boundary(ax=_Axes(), a=Tensor("float", 1, numpy=True), b=Tensor("float", 1, numpy=True),
+          f=Tensor("float", 2, numpy=True), radii=_RADII, point_radius=positive())
 def plot_slice(ax, a, b, f, radii: tuple, point_radius: float, colors=("#56B4E9", "#E69F00")) -> None:
     """Draw one :func:`boundary_slice`: predicted class (shading), boundary (black), the two spheres
     (dashed arcs), the point (dot) and its projection onto the other sphere (cross)."""
     r0, r1 = _radii(radii)
+    if tuple(f.shape) != (len(b), len(a)):
+        raise ValueError(f"f must have shape (len(b), len(a)) = {(len(b), len(a))}, got "
+                         f"{tuple(f.shape)}")
     ax.contourf(a, b, f > 0, levels=[-0.5, 0.5, 1.5], colors=list(colors), alpha=0.4)
     ax.contour(a, b, f, levels=[0], colors="k", linewidths=1.5)
     for r in (r0, r1):
@@ -1151,11 +1273,16 @@ def plot_slice(ax, a, b, f, radii: tuple, point_radius: float, colors=("#56B4E9"
     ax.plot([r0 + r1 - point_radius], [0], "kx", ms=9, mew=2)
 
 
+@boundary(ax=_Axes(), axis=Options(("x", "y")))
 def log_ticks(ax, values, axis: str = "x") -> None:
     """Label a log axis at ``values`` with plain numbers (no minor-tick clutter), and write the
     other axis's labels as plain numbers too (``0.3`` rather than ``3 x 10^-1``)."""
     from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
+    arr = _float_array("values", values)
+    if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)) or not np.all(arr > 0):
+        raise ValueError(f"values must be a non-empty 1-D sequence of positive finite numbers "
+                         f"(ticks of a log axis), got {values!r}")
     target, other = (ax.xaxis, ax.yaxis) if axis == "x" else (ax.yaxis, ax.xaxis)
     target.set_major_locator(FixedLocator(list(values)))
     target.set_major_formatter(FixedFormatter([f"{v:g}" for v in values]))
