@@ -549,8 +549,9 @@ def power_law_fit(x, y) -> PowerLawFit:
         raise ValueError(f"x and y must be 1-D of the same length, got {x.shape} and {y.shape}")
     if len(x) < 2:
         raise ValueError("power_law_fit needs at least two points")
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and np.all(x > 0) and np.all(y > 0)):
-        raise ValueError("x and y must be positive and finite for a log-log fit")
+    for name, v in (("x", x), ("y", y)):
+        if not (np.all(np.isfinite(v)) and np.all(v > 0)):
+            raise ValueError(f"{name} must be positive and finite for a log-log fit, got {v}")
     lx, ly = np.log(x), np.log(y)
     sxx = ((lx - lx.mean()) ** 2).sum()
     if sxx == 0:

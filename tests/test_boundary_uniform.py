@@ -155,4 +155,5 @@ def test_plot_helpers_refuse_bad_input():
 def test_power_law_fit_names_non_numeric_input():
     _raises(TypeError, "x", U.power_law_fit, "abc", [1.0, 2.0, 3.0])
     _raises(TypeError, "y", U.power_law_fit, [1.0, 2.0, 3.0], ["a", "b", "c"])
-    _raises(ValueError, "positive and finite", U.power_law_fit, [1.0, NAN, 2.0], [1.0, 2.0, 3.0])
+    _raises(ValueError, "x must be positive", U.power_law_fit, [1.0, NAN, 2.0], [1.0, 2.0, 3.0])
+    _raises(ValueError, "y must be positive", U.power_law_fit, [1.0, 2.0, 3.0], [1.0, NAN, 2.0])
