@@ -1346,6 +1346,18 @@ def decode_quantized(bits) -> tuple[np.ndarray, np.ndarray]:
 _BOUND = dict(train_error=fraction(), n=count(), delta=fraction("neither"))
 
 
+def _bound_args(train_error: float, n: int, delta: float) -> tuple[int, float]:
+    """The arguments every generalization bound shares: an error rate in [0, 1], the sample size
+    and the confidence parameter in (0, 1)."""
+    if not 0 <= train_error <= 1:
+        raise ValueError(f"train_error must lie in [0, 1], got {train_error}")
+    n = check_int("n", n, 1)
+    delta = _pos("delta", delta)
+    if delta >= 1:
+        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+    return n, delta
+
+
 @boundary(**_BOUND, bits=nonnegative())
 def countable_bound(train_error: float, bits: float, n: int, delta: float = 0.05) -> float:
     """Wilson (2025), Eq. 1: ``R_hat + sqrt((K ln 2 + ln(1/delta)) / (2n))`` with ``K`` in bits.
@@ -1354,13 +1366,8 @@ def countable_bound(train_error: float, bits: float, n: int, delta: float = 0.05
     description of ``K`` bits (Occam / countable-hypothesis bound; Hoeffding plus a union bound
     weighted by ``2^-K``).
     """
-    if not 0 <= train_error <= 1:
-        raise ValueError(f"train_error must lie in [0, 1], got {train_error}")
     bits = _pos("bits", bits, allow_zero=True)
-    n = check_int("n", n, 1)
-    delta = _pos("delta", delta)
-    if delta >= 1:
-        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+    n, delta = _bound_args(train_error, n, delta)
     return float(train_error + math.sqrt((bits * math.log(2) + math.log(1 / delta)) / (2 * n)))
 
 
@@ -1411,13 +1418,8 @@ def pac_bayes_kl_bound(train_error: float, kl: float, n: int, delta: float = 0.0
     largest ``R(Q)`` allowed. A point mass on ``h`` with a prior ``P(h) = 2^-K(h)`` has
     ``KL = K ln 2``: pass ``kl = K * ln 2`` for the countable-hypothesis bound in kl form.
     """
-    if not 0 <= train_error <= 1:
-        raise ValueError(f"train_error must lie in [0, 1], got {train_error}")
     kl = _pos("kl", kl, allow_zero=True)
-    n = check_int("n", n, 1)
-    delta = _pos("delta", delta)
-    if delta >= 1:
-        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+    n, delta = _bound_args(train_error, n, delta)
     return kl_inverse.__wrapped__(train_error, (kl + math.log(2 * math.sqrt(n) / delta)) / n)
 
 
