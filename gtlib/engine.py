@@ -425,6 +425,11 @@ def _per_member_steps(name: str, value, E: int, minimum: int) -> torch.Tensor:
     return torch.full((E,), check_int(name, value, minimum), dtype=torch.int64)
 
 
+def _lr_scale(schedule: Callable[[int], float] | None, step: int) -> float:
+    """The schedule's learning-rate factor at update ``step`` (1 without a schedule), checked."""
+    return 1.0 if schedule is None else _SCALE.check("schedule(step)", schedule(step))
+
+
 def _check_losses(losses, shape: torch.Size, active: torch.Tensor, step: int) -> None:
     """One loss per member, finite for every member that trains: a NaN or infinite loss means
     training diverged, and is an error rather than a silent NaN result."""
@@ -522,8 +527,7 @@ def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: Sta
             total = losses.sum()  # member e's gradient is the gradient of its own loss
             grads = torch.autograd.grad(total, optimizer.params, allow_unused=True)
             optimizer._step(grads, None if bool(active.all()) else active,
-                            1.0 if schedule is None else _SCALE.check(
-                                "schedule(step)", schedule(step - 1)))
+                            _lr_scale(schedule, step - 1))
         last = ~done & (step >= steps_e)
         due = ~done & ((step % every_e == 0) | last)
         if bool(due.any()):
