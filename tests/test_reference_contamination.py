@@ -1,0 +1,655 @@
+"""gtlib.contamination against references that cannot share its bugs (issue 19, section 6).
+
+Every public function, class and method of the module is checked on tiny, asymmetric inputs
+(odd sample sizes, unbalanced labels, k_c != k_b, h != d, E > 1 with mixed members, alpha-free
+but never symmetric magnitudes) against a hand computation, numpy / sklearn, torch.optim run
+member by member, or a loop written out here, and every parameter is shown to matter.
+"""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from gtlib import contamination as fc
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers: an embedding whose bases are columns of the identity, so every number is exact
+# ---------------------------------------------------------------------------------------------
+def axis_embedding(dtype=torch.float32):
+    """R^6 with core = (e4, e0) and background = (e1, e5, e2); e3 lies outside both."""
+    eye = torch.eye(6, dtype=dtype)
+    return fc.Embedding(core=eye[:, [4, 0]].contiguous(), background=eye[:, [1, 5, 2]].contiguous())
+
+
+def np_acts(name, z):
+    z = np.asarray(z, dtype=np.float64)
+    if name == "relu":
+        return np.maximum(z, 0)
+    if name == "identity":
+        return z
+    if name == "tanh":
+        return np.tanh(z)
+    if name == "sigmoid":
+        return 1 / (1 + np.exp(-z))
+    raise KeyError(name)
+
+
+def np_loss(name, f, y):
+    m = np.asarray(y, dtype=np.float64) * np.asarray(f, dtype=np.float64)
+    per = np.maximum(0.0, 1.0 - m) if name == "hinge" else np.log1p(np.exp(-m))
+    return per.mean(-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# the data model
+# ---------------------------------------------------------------------------------------------
+def test_random_embedding_is_the_qr_of_a_seeded_gaussian_split_core_first():
+    emb = fc.random_embedding(2, 3, 7, seed=5)
+    g = torch.Generator().manual_seed(5)
+    q = np.linalg.qr(torch.randn(7, 5, generator=g, dtype=torch.float64).numpy())[0]
+    assert emb.core.shape == (7, 2) and emb.background.shape == (7, 3)
+    assert emb.core.dtype == torch.float32 and emb.dim == 7
+    np.testing.assert_allclose(np.abs(emb.core.numpy()), np.abs(q[:, :2]), atol=1e-6)
+    np.testing.assert_allclose(np.abs(emb.background.numpy()), np.abs(q[:, 2:]), atol=1e-6)
+    P = torch.cat([emb.core, emb.background], 1).double()
+    np.testing.assert_allclose((P.T @ P).numpy(), np.eye(5), atol=1e-6)
+    # the seed and every size matter; the default seed is 0
+    assert not torch.allclose(fc.random_embedding(2, 3, 7, seed=6).core, emb.core)
+    assert torch.equal(fc.random_embedding(2, 3, 7).core, fc.random_embedding(2, 3, 7, seed=0).core)
+    d = fc.random_embedding()
+    assert (d.core.shape, d.background.shape) == ((256, 32), (256, 32))
+    # d_core + d_background == dim is allowed (the subspaces fill R^d)
+    full = fc.random_embedding(2, 2, 4, seed=1)
+    assert full.dim == 4
+    with pytest.raises(ValueError, match="d_core"):
+        fc.random_embedding(3, 2, 4)
+
+
+def test_embed_is_core_plus_background_exactly():
+    emb = axis_embedding()
+    zc = torch.tensor([[1.5, -2.0], [0.25, 3.0]])
+    zb = torch.tensor([[7.0, 11.0, 13.0], [-1.0, 0.5, 2.0]])
+    x = emb.embed(zc, zb)
+    want = torch.tensor([[-2.0, 7.0, 13.0, 0.0, 1.5, 11.0],
+                         [3.0, -1.0, 2.0, 0.0, 0.25, 0.5]])
+    assert torch.equal(x, want)
+    assert emb.dim == 6
+    moved = emb.to("cpu")
+    assert torch.equal(moved.core, emb.core) and torch.equal(moved.background, emb.background)
+
+
+def test_embedding_refuses_bases_that_are_not_orthonormal():
+    eye = torch.eye(4)
+    fc.Embedding(eye[:, :2], eye[:, 2:])
+    with pytest.raises(ValueError, match="orthonormal"):
+        fc.Embedding(eye[:, :2], eye[:, 1:3])          # overlapping columns
+    with pytest.raises(ValueError, match="orthonormal"):
+        fc.Embedding(eye[:, :2] * 1.001, eye[:, 2:])   # gap 2e-3 > 1e-4
+    fc.Embedding(eye[:, :2] * (1 + 2e-5), eye[:, 2:])  # gap 4e-5 < 1e-4 passes
+    with pytest.raises(ValueError, match="at most 4"):
+        fc.Embedding(torch.eye(4), eye[:, :1])
+
+
+@pytest.mark.parametrize("n", [5, 6])
+def test_sample_core_theory_replays_the_generator(n):
+    g = torch.Generator().manual_seed(3)
+    z, y = fc.sample_core(n, "theory", 3, g)
+    ref = torch.Generator().manual_seed(3)
+    u = torch.rand(n, 3, generator=ref)
+    want_y = torch.tensor([1.0] * (n // 2) + [-1.0] * (n - n // 2))
+    assert torch.equal(y, want_y)
+    assert torch.equal(z, u * want_y[:, None])
+
+
+def test_sample_core_default_lies_on_spheres_of_radius_one_and_two():
+    g = torch.Generator().manual_seed(4)
+    z, y = fc.sample_core(7, "default", 3, g)
+    ref = torch.Generator().manual_seed(4)
+    r = torch.randn(7, 3, generator=ref).double().numpy()
+    r = r / np.linalg.norm(r, axis=1, keepdims=True)
+    radius = np.array([1, 1, 1, 2, 2, 2, 2], dtype=float)
+    np.testing.assert_allclose(z.numpy(), r * radius[:, None], rtol=1e-6, atol=1e-7)
+    assert y.tolist() == [1, 1, 1, -1, -1, -1, -1]
+
+
+def test_sample_toy_draws_core_then_background_from_one_seeded_stream():
+    emb = axis_embedding()
+    d = fc.sample_toy(5, emb, seed=7)          # kind "theory" by default
+    g = torch.Generator().manual_seed(7)
+    u = torch.rand(5, 2, generator=g)
+    zb = torch.rand(5, 3, generator=g)
+    y = torch.tensor([1.0, 1.0, -1.0, -1.0, -1.0])
+    assert torch.equal(d.y, y)
+    assert torch.equal(d.core, u * y[:, None])
+    assert torch.equal(d.background, zb)
+    assert torch.equal(d.x, emb.embed(u * y[:, None], zb))
+    c = fc.sample_toy(5, emb, seed=7, centred=True)
+    assert torch.equal(c.background, zb - 0.5) and torch.equal(c.core, d.core)
+    df = fc.sample_toy(5, emb, "default", seed=7)
+    assert torch.allclose(df.core.norm(dim=1), torch.tensor([1.0, 1.0, 2.0, 2.0, 2.0]))
+    # the default seed is 0; different seeds give different samples
+    assert torch.equal(fc.sample_toy(5, emb).x, fc.sample_toy(5, emb, seed=0).x)
+    assert not torch.equal(fc.sample_toy(5, emb, seed=8).x, d.x)
+
+
+def test_toy_data_checks_rows():
+    x = torch.zeros(3, 6)
+    fc.ToyData(x, torch.tensor([1.0, -1.0, 1.0]), torch.zeros(3, 2), torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="background"):
+        fc.ToyData(x, torch.tensor([1.0, -1.0, 1.0]), torch.zeros(3, 2), torch.zeros(2, 3))
+    with pytest.raises(ValueError, match="y"):
+        fc.ToyData(x, torch.tensor([1.0, 0.0, 1.0]), torch.zeros(3, 2), torch.zeros(3, 3))
+
+
+def test_shift_background_subtracts_the_magnitude_from_background_coordinates_only():
+    emb = axis_embedding()
+    x = torch.arange(12, dtype=torch.float32).reshape(2, 6)
+    s = fc.shift_background(x, emb, 0.75)
+    want = x.clone()
+    want[:, [1, 5, 2]] -= 0.75
+    assert torch.equal(s, want)
+    assert torch.equal(fc.shift_background(x, emb), x - torch.tensor([0, 1, 1, 0, 0, 1.0]))
+    # a stack (E, n, d) is shifted alike, member by member
+    s3 = fc.shift_background(torch.stack([x, 2 * x]), emb, -0.5)
+    assert torch.equal(s3[1], fc.shift_background(2 * x, emb, -0.5))
+
+
+def test_off_subspace_direction_is_the_seeded_gaussian_projected_out_of_both_subspaces():
+    emb = axis_embedding()
+    v = fc.off_subspace_direction(emb, seed=2)
+    g = torch.Generator().manual_seed(2)
+    r = torch.randn(6, generator=g)
+    # only coordinate 3 is outside both subspaces: the direction is sign(r_3) e_3
+    want = torch.zeros(6)
+    want[3] = float(torch.sign(r[3]))
+    assert torch.allclose(v, want, atol=1e-7)
+    emb2 = fc.random_embedding(2, 1, 6, seed=0)
+    a, b = fc.off_subspace_direction(emb2, seed=1), fc.off_subspace_direction(emb2, seed=4)
+    P = torch.cat([emb2.core, emb2.background], 1).double().numpy()
+    g = torch.Generator().manual_seed(1)
+    r = torch.randn(6, generator=g).double().numpy()
+    r = r - P @ (P.T @ r)
+    np.testing.assert_allclose(a.numpy(), r / np.linalg.norm(r), atol=1e-6)
+    assert not torch.allclose(a, b)
+    assert torch.equal(fc.off_subspace_direction(emb2), fc.off_subspace_direction(emb2, seed=0))
+
+
+def test_label_correlations_are_pearsons_r():
+    rng = np.random.default_rng(0)
+    y = np.array([1, 1, 1, 1, -1, -1, 1, -1, 1], dtype=np.float64)   # 6 vs 3: unbalanced
+    feats = rng.normal(size=(9, 4)) + np.array([0.0, 3.0, -1.0, 0.5]) * y[:, None]
+    feats[:, 2] *= 10.0
+    c = fc.label_correlations(torch.tensor(feats, dtype=torch.float32),
+                              torch.tensor(y, dtype=torch.float32))
+    want = [np.corrcoef(feats[:, j], y)[0, 1] for j in range(4)]
+    np.testing.assert_allclose(c.numpy(), want, rtol=1e-5, atol=1e-6)
+    assert c.dtype == torch.float32
+    const = fc.label_correlations(torch.full((3, 2), 2.5), torch.tensor([1.0, -1.0, -1.0]))
+    assert torch.equal(const, torch.zeros(2))
+    with pytest.raises(ValueError, match="rows"):
+        fc.label_correlations(torch.zeros(3, 2), torch.tensor([1.0, -1.0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# specs and networks
+# ---------------------------------------------------------------------------------------------
+def test_net_spec_defaults_and_name():
+    s = fc.NetSpec()
+    assert (s.act, s.loss, s.optimizer, s.lr, s.momentum, s.weight_decay, s.label) == (
+        "relu", "hinge", "sgd", 1e-3, 0.9, 1e-3, "")
+    assert s.name == "relu/sgd/hinge"
+    assert fc.NetSpec(act="tanh", optimizer="adamw", loss="logistic").name == "tanh/adamw/logistic"
+    assert fc.NetSpec(label="mine").name == "mine"
+    fc.NetSpec(momentum=0.0, weight_decay=0.0)          # both ends that are allowed
+    with pytest.raises(ValueError, match="momentum"):
+        fc.NetSpec(momentum=1.0)
+    with pytest.raises(ValueError, match="weight_decay"):
+        fc.NetSpec(weight_decay=-1e-9)
+
+
+def _np_forward(W, acts, a, b=None, c=None, x=None):
+    W, a = np.asarray(W, float), np.asarray(a, float)
+    out, hid, pre = [], [], []
+    for e, name in enumerate(acts):
+        xe = np.asarray(x[e] if x.ndim == 3 else x, float)
+        p = xe @ W[e].T + (0.0 if b is None else np.asarray(b[e], float))
+        h = np_acts(name, p)
+        pre.append(p)
+        hid.append(h)
+        out.append(h @ a[e] + (0.0 if c is None else float(c[e])))
+    return np.stack(pre), np.stack(hid), np.stack(out)
+
+
+def test_two_layer_nets_match_a_member_by_member_loop():
+    torch.manual_seed(0)
+    E, h, d, n = 4, 3, 5, 7
+    acts = ["tanh", "relu", "tanh", "identity"]        # interleaved: the grouping must undo itself
+    W, a, b, c = (torch.randn(E, h, d, dtype=torch.float64), torch.randn(E, h, dtype=torch.float64),
+                  torch.randn(E, h, dtype=torch.float64), torch.randn(E, dtype=torch.float64))
+    x = torch.randn(n, d, dtype=torch.float64)
+    net = fc.TwoLayerNets(W, acts, a, b=b, c=c)
+    assert (net.size, net.width) == (E, h)
+    pre, hid, out = _np_forward(W, acts, a, b, c, x)
+    np.testing.assert_allclose(net.preactivations(x).detach().numpy(), pre, rtol=1e-12)
+    np.testing.assert_allclose(net.hidden(x).detach().numpy(), hid, rtol=1e-12)
+    np.testing.assert_allclose(net(x).detach().numpy(), out, rtol=1e-12, atol=1e-14)
+    # one sample per member (E, n, d)
+    xs = torch.randn(E, n, d, dtype=torch.float64)
+    np.testing.assert_allclose(net(xs).detach().numpy(), _np_forward(W, acts, a, b, c, xs)[2],
+                               rtol=1e-12, atol=1e-14)
+    # without biases, and a single activation group
+    plain = fc.TwoLayerNets(W[:2], ["sigmoid", "sigmoid"], a[:2])
+    np.testing.assert_allclose(plain(x).detach().numpy(),
+                               _np_forward(W[:2], ["sigmoid"] * 2, a[:2], x=x)[2], rtol=1e-12)
+    # frozen output by default: a and c are buffers; train_output makes them parameters
+    assert [k for k, _ in net.named_parameters()] == ["W", "b"]
+    trained = fc.TwoLayerNets(W, acts, a, b=b, c=c, train_output=True)
+    assert sorted(k for k, _ in trained.named_parameters()) == ["W", "a", "b", "c"]
+    # the constructor copies: changing the argument later does not change the net
+    W2 = W.clone()
+    net2 = fc.TwoLayerNets(W2, acts, a)
+    W2.zero_()
+    assert torch.equal(net2.W.detach(), W)
+
+
+def _np_init(acts, dim, width, seeds, frozen_output, bias):
+    Ws, bs, as_, cs = [], [], [], []
+    for s in seeds:
+        g = torch.Generator().manual_seed(s)
+        W = torch.rand(width, dim, generator=g).double().numpy()
+        bb = torch.rand(width, generator=g).double().numpy()
+        lim = 1 / math.sqrt(dim)
+        Ws.append((2 * W - 1) * lim)
+        bs.append((2 * bb - 1) * lim)
+        if frozen_output:
+            as_.append(np.array([1 / width] * (width // 2) + [-1 / width] * (width // 2)))
+        else:
+            aa = torch.rand(width, generator=g).double().numpy()
+            cc = float(torch.rand((), generator=g))
+            as_.append((2 * aa - 1) / math.sqrt(width))
+            cs.append((2 * cc - 1) / math.sqrt(width))
+    return np.stack(Ws), np.stack(bs), np.stack(as_), (np.array(cs) if cs else None)
+
+
+@pytest.mark.parametrize("frozen_output,bias", [(True, False), (True, True), (False, True),
+                                                (False, False)])
+def test_init_two_layer_is_nn_linear_uniform_per_seed(frozen_output, bias):
+    acts, seeds = ["relu", "tanh", "identity"], [3, 11, 4]
+    net = fc.init_two_layer(acts, 5, 4, seeds, frozen_output=frozen_output, bias=bias)
+    W, b, a, c = _np_init(acts, 5, 4, seeds, frozen_output, bias)
+    np.testing.assert_allclose(net.W.detach().numpy(), W, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(net.a.detach().numpy(), a, rtol=1e-6, atol=1e-7)
+    assert net.acts == acts
+    if bias:
+        np.testing.assert_allclose(net.b.detach().numpy(), b, rtol=1e-6, atol=1e-7)
+    else:
+        assert net.b is None
+    if bias and not frozen_output:
+        np.testing.assert_allclose(net.c.detach().numpy(), c, rtol=1e-6, atol=1e-7)
+    else:
+        assert net.c is None
+    assert net.a.requires_grad == (not frozen_output)
+
+
+def test_init_two_layer_defaults_are_frozen_output_without_bias():
+    net = fc.init_two_layer(["relu"], 3, 6, [0])
+    assert net.b is None and net.c is None and not net.a.requires_grad
+    assert net.a[0].tolist() == pytest.approx([1 / 6] * 3 + [-1 / 6] * 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# losses and metrics
+# ---------------------------------------------------------------------------------------------
+def test_binary_losses_and_accuracy_against_numpy_over_the_last_axis():
+    f = torch.tensor([[2.0, 1.0, 0.0, -0.5, 0.3], [-1.0, -2.5, 0.7, 1.0, 0.0]],
+                     dtype=torch.float64)
+    y = torch.tensor([1.0, 1.0, -1.0, -1.0, 1.0], dtype=torch.float64)
+    for name in ("hinge", "logistic"):
+        got = fc.binary_loss(name, f, y)
+        assert got.shape == (2,)
+        np.testing.assert_allclose(got.numpy(), np_loss(name, f.numpy(), y.numpy()), rtol=1e-12)
+    # hand numbers: margins y f of row 0 are 2, 1, 0, 0.5, 0.3 -> hinge 0, 0, 1, 0.5, 0.7
+    assert float(fc.binary_loss("hinge", f, y)[0]) == pytest.approx(2.2 / 5)
+    # accuracy: margins > 0 count, a zero output is an error (row 0: 2, 1, 0, 0.5, 0.3 -> 4/5;
+    # row 1: -1, -2.5, -0.7, -1, 0 -> 0)
+    assert fc.binary_accuracy(f, y).tolist() == pytest.approx([0.8, 0.0])
+    # labels with the shape of f pair element by element
+    y2 = torch.tensor([[1.0, -1.0, -1.0, -1.0, 1.0], [-1.0, -1.0, 1.0, 1.0, -1.0]],
+                      dtype=torch.float64)
+    assert fc.binary_accuracy(f, y2).tolist() == pytest.approx([0.6, 0.8])
+    np.testing.assert_allclose(fc.binary_loss("logistic", f, y2).numpy(),
+                               np_loss("logistic", f.numpy(), y2.numpy()), rtol=1e-12)
+    with pytest.raises(ValueError, match="y must have the shape"):
+        fc.binary_accuracy(f, torch.ones(4, dtype=torch.float64))
+
+
+def test_projection_norms_and_mean_direction_components_against_numpy():
+    emb = fc.random_embedding(2, 3, 7, seed=3)
+    rng = np.random.default_rng(1)
+    W = torch.tensor(rng.normal(size=(2, 4, 7)), dtype=torch.float32)
+    core, bg = fc.projection_norms(W, emb)
+    Wn, C, B = W.double().numpy(), emb.core.double().numpy(), emb.background.double().numpy()
+    np.testing.assert_allclose(core.numpy(), np.linalg.norm(Wn @ C, axis=-1), rtol=1e-5)
+    np.testing.assert_allclose(bg.numpy(), np.linalg.norm(Wn @ B, axis=-1), rtol=1e-5)
+    along, orth = fc.mean_direction_components(W, emb)
+    u = np.ones(3) / np.sqrt(3)
+    v = Wn @ B
+    a_ref = v @ u
+    np.testing.assert_allclose(along.numpy(), a_ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(orth.numpy(), np.linalg.norm(v - a_ref[..., None] * u, axis=-1),
+                               rtol=1e-5, atol=1e-6)
+    # exact on the axis embedding: a neuron with background weights (1, 2, 6) on (e1, e5, e2)
+    ax = axis_embedding()
+    w = torch.tensor([[3.0, 1.0, 6.0, 9.0, 4.0, 2.0]])
+    c1, b1 = fc.projection_norms(w, ax)
+    assert float(c1) == pytest.approx(5.0) and float(b1) == pytest.approx(math.sqrt(41))
+    a1, o1 = fc.mean_direction_components(w, ax)
+    assert float(a1) == pytest.approx(9 / math.sqrt(3))
+    assert float(o1) == pytest.approx(math.sqrt((1 - 3) ** 2 + (2 - 3) ** 2 + (6 - 3) ** 2),
+                                      rel=1e-6)
+
+
+def test_activation_asymmetry_on_unbalanced_classes_with_zero_inactive():
+    y = torch.tensor([1.0, 1.0, 1.0, -1.0, -1.0])
+    pre = torch.tensor([[1.0, 0.0, -1.0],
+                        [2.0, 0.5, 0.0],
+                        [-1.0, 0.5, 0.0],
+                        [0.0, 1.0, 0.0],
+                        [3.0, -1.0, 2.0]])
+    # neuron 0: P(+) = 2/3, P(-) = 1/2 -> 1/6; neuron 1: 2/3 vs 1/2 -> 1/6; neuron 2: 0 vs 1/2
+    got = fc.activation_asymmetry(pre, y)
+    assert got.tolist() == pytest.approx([1 / 6, 1 / 6, 1 / 2])
+    stack = torch.stack([pre, -pre])
+    g3 = fc.activation_asymmetry(stack, y)
+    # -pre: neuron 0 actives (-, -, +) on + -> 1/3, on - (+, -) -> 0... computed by a loop
+    for e in range(2):
+        for j in range(3):
+            p = stack[e, :, j]
+            want = abs(float((p[y > 0] > 0).float().mean() - (p[y < 0] > 0).float().mean()))
+            assert float(g3[e, j]) == pytest.approx(want)
+
+
+def test_signed_asymmetry_is_the_signed_gate_difference():
+    y = torch.tensor([1.0, -1.0, 1.0, -1.0, -1.0], dtype=torch.float64)
+    pre = torch.tensor([[0.5, -0.2, 0.0],
+                        [0.0, 1.0, 2.0],
+                        [1.5, 0.3, -1.0],
+                        [-2.0, 0.1, 0.4],
+                        [0.2, -0.3, 0.0]], dtype=torch.float64)
+    a = torch.tensor([0.3, -2.0, 0.0], dtype=torch.float64)
+    # relu gates (pre > 0): neuron 0: + (1, 1) -> 1, - (0, 0, 1) -> 1/3; sign(a)=+ -> 2/3
+    # neuron 1: + (0, 1) -> 1/2, - (1, 1, 0) -> 2/3; sign - -> 1/6; neuron 2: sign(0) = 0
+    got = fc.signed_asymmetry(pre, y, a)
+    assert got.tolist() == pytest.approx([2 / 3, 1 / 6, 0.0])
+    for act, deriv in (("tanh", lambda z: 1 - np.tanh(z) ** 2),
+                       ("sigmoid", lambda z: np_acts("sigmoid", z) * (1 - np_acts("sigmoid", z)))):
+        g = deriv(pre.numpy())
+        yn = y.numpy()
+        want = np.sign(a.numpy()) * (g[yn > 0].mean(0) - g[yn < 0].mean(0))
+        np.testing.assert_allclose(fc.signed_asymmetry(pre, y, a, act=act).numpy(), want,
+                                   rtol=1e-10, atol=1e-12)
+    # stacked members each with their own output weights
+    st = fc.signed_asymmetry(torch.stack([pre, pre]), y, torch.stack([a, -a]))
+    assert st[1].tolist() == pytest.approx([-2 / 3, -1 / 6, 0.0])
+
+
+def test_relative_error_is_normalised_by_the_target():
+    h = torch.tensor([[1.0, 2.0, 0.0], [0.0, 0.0, 3.0]])
+    t = torch.tensor([[1.0, 0.0, 0.0], [2.0, 0.0, 1.0]])
+    # ||h - t||^2 = 0 + 4 + 0 + 4 + 0 + 4 = 12; ||t||^2 = 1 + 4 + 1 = 6
+    assert fc.relative_error(h, t) == pytest.approx(2.0)
+    assert fc.relative_error(t, h) == pytest.approx(12 / 14)
+    assert fc.relative_error(torch.stack([h, t]), torch.stack([t, t])) == pytest.approx(12 / 12)
+    with pytest.raises(ValueError, match="same shape"):
+        fc.relative_error(h, t[:, :2])
+
+
+# ---------------------------------------------------------------------------------------------
+# training: torch.optim run member by member, curves computed here with numpy
+# ---------------------------------------------------------------------------------------------
+def _np_curves(W, b, a, c, acts, specs, emb, x, y, xt, yt, shift):
+    """The ToyHistory row of one record, computed from the weights with numpy (float64)."""
+    C, B = emb.core.double().numpy(), emb.background.double().numpy()
+    W = np.asarray(W, float)
+    k = B.shape[1]
+    v = W @ B
+    along = v.sum(-1) / np.sqrt(k)
+    orth = np.linalg.norm(v - along[..., None] / np.sqrt(k), axis=-1)
+    row = {"core_norm": np.linalg.norm(W @ C, axis=-1).mean(-1),
+           "background_norm": np.linalg.norm(v, axis=-1).mean(-1),
+           "background_mean": np.abs(along).mean(-1), "background_orth": orth.mean(-1)}
+    losses = [s.loss for s in specs]
+
+    def member_losses(f, yy):
+        yy = np.broadcast_to(np.asarray(yy, float), f.shape)
+        return np.array([np_loss(losses[e], f[e], yy[e]) for e in range(len(specs))])
+
+    f = _np_forward(W, acts, a, b, c, np.asarray(x))[2]
+    row["train_loss"] = member_losses(f, y)
+    xo = np.asarray(xt, float) - shift * B.sum(1)
+    f_id = _np_forward(W, acts, a, b, c, np.asarray(xt))[2]
+    f_ood = _np_forward(W, acts, a, b, c, xo)[2]
+    yb = np.broadcast_to(np.asarray(yt, float), f_id.shape)
+    row["id_loss"], row["ood_loss"] = member_losses(f_id, yt), member_losses(f_ood, yt)
+    row["id_acc"], row["ood_acc"] = (f_id * yb > 0).mean(-1), (f_ood * yb > 0).mean(-1)
+    return row
+
+
+def _reference_training(net, specs, x, y, xt, yt, emb, steps, records, shift):
+    """Each member alone with torch.optim and a forward pass written out; curves by numpy."""
+    params = []
+    for e, s in enumerate(specs):
+        p = {k: getattr(net, k)[e].detach().clone() for k in ("W", "b", "a", "c")
+             if getattr(net, k) is not None}
+        train_out = net.a.requires_grad
+        leaves = [p[k].requires_grad_() for k in p if k in ("W", "b") or train_out]
+        opt = (torch.optim.SGD(leaves, lr=s.lr, momentum=s.momentum, weight_decay=s.weight_decay)
+               if s.optimizer == "sgd" else
+               torch.optim.AdamW(leaves, lr=s.lr, weight_decay=s.weight_decay))
+        params.append((p, opt))
+    acts = net.acts
+    act_fn = {"relu": torch.relu, "identity": lambda z: z, "tanh": torch.tanh,
+              "sigmoid": torch.sigmoid}
+    rows = {}
+
+    def snapshot():
+        st = {k: np.stack([p[k].detach().numpy() for p, _ in params]) if k in params[0][0]
+              else None for k in ("W", "b", "a", "c")}
+        return _np_curves(st["W"], st["b"], st["a"], st["c"], acts, specs, emb, x, y, xt, yt,
+                          shift)
+
+    for step in range(steps + 1):
+        if step in records:
+            rows[step] = snapshot()
+        if step == steps:
+            break
+        for e, (s, (p, opt)) in enumerate(zip(specs, params)):
+            xe, ye = (x[e], y[e]) if x.ndim == 3 else (x, y)
+            hid = act_fn[acts[e]](xe @ p["W"].T + (p["b"] if "b" in p else 0.0))
+            f = hid @ p["a"] + (p["c"] if "c" in p else 0.0)
+            m = ye * f
+            loss = (torch.relu(1 - m) if s.loss == "hinge" else torch.nn.functional.softplus(-m))
+            opt.zero_grad()
+            loss.mean().backward()
+            opt.step()
+    final = {k: np.stack([p[k].detach().numpy() for p, _ in params]) for k in params[0][0]}
+    return rows, final
+
+
+def _double_emb(emb):
+    return fc.Embedding(emb.core.double(), emb.background.double())
+
+
+@pytest.mark.parametrize("frozen_output", [True, False])
+def test_train_two_layer_is_torch_optim_per_member_and_records_numpy_curves(frozen_output):
+    emb32 = fc.random_embedding(2, 3, 7, seed=1)
+    tr, te = fc.sample_toy(9, emb32, seed=1), fc.sample_toy(7, emb32, seed=2)
+    emb = _double_emb(emb32)
+    x, y, xt = tr.x.double(), tr.y.double(), te.x.double()
+    y = y[torch.tensor([0, 2, 1, 3, 4, 5, 6, 7, 8])]      # shuffled, unbalanced (4 vs 5)
+    yt = te.y.double()
+    specs = [fc.NetSpec(act="relu", lr=0.3, momentum=0.9, weight_decay=0.05),
+             fc.NetSpec(act="identity", lr=0.1, momentum=0.0, weight_decay=0.2),
+             fc.NetSpec(act="tanh", loss="logistic", lr=0.2, momentum=0.5, weight_decay=0.0),
+             fc.NetSpec(act="relu", optimizer="adamw", loss="logistic", lr=0.05,
+                        weight_decay=0.3)]
+    net = fc.init_two_layer([s.act for s in specs], 7, 4, [2, 5, 1, 9],
+                            frozen_output=frozen_output, bias=True).double()
+    start = {k: getattr(net, k).detach().clone() for k in ("W", "b", "a")}
+    rows, final = _reference_training(net, specs, x, y, xt, yt, emb, 7, {0, 3, 6, 7}, 0.6)
+    hist = fc.train_two_layer(net, specs, x, y, 7, emb, xt, yt, shift=0.6, record_every=3)
+    assert hist.step == [0, 3, 6, 7]
+    for k in final:
+        np.testing.assert_allclose(getattr(net, k).detach().numpy(), final[k], rtol=1e-10,
+                                   atol=1e-12, err_msg=k)
+    assert not torch.allclose(net.W.detach(), start["W"])
+    for i, step in enumerate(hist.step):
+        for name, want in rows[step].items():
+            tol = 1e-6 if name.endswith("acc") else 1e-12      # accuracies are float32
+            np.testing.assert_allclose(hist.array(name)[i], want, rtol=1e-9, atol=tol,
+                                       err_msg=f"{name} at step {step}")
+    assert hist.array("core_norm").shape == (4, 4)
+
+
+def test_train_two_layer_on_one_sample_per_member_and_without_a_test_set():
+    emb32 = fc.random_embedding(2, 2, 5, seed=0)
+    parts = [fc.sample_toy(7, emb32, "default", seed=s) for s in (3, 8)]
+    emb = _double_emb(emb32)
+    x = torch.stack([p.x for p in parts]).double()
+    y = torch.stack([p.y for p in parts]).double()
+    y[1] = -y[1]
+    specs = [fc.NetSpec(act="tanh", loss="logistic", optimizer="adamw", lr=0.05,
+                        weight_decay=0.01),
+             fc.NetSpec(act="tanh", loss="hinge", optimizer="sgd", lr=0.2, weight_decay=0.1)]
+    net = fc.init_two_layer(["tanh", "tanh"], 5, 6, [1, 2], frozen_output=False,
+                            bias=True).double()
+    rows, final = _reference_training(net, specs, x, y, x, y, emb, 6, {0, 6}, 1.0)
+    hist = fc.train_two_layer(net, specs, x, y, 6, emb)        # record_every 25 by default
+    assert hist.step == [0, 6]
+    assert hist.id_loss == [] and hist.ood_acc == []
+    for k in final:
+        np.testing.assert_allclose(getattr(net, k).detach().numpy(), final[k], rtol=1e-10,
+                                   atol=1e-12)
+    for i, step in enumerate(hist.step):
+        for name in ("core_norm", "background_norm", "background_mean", "background_orth",
+                     "train_loss"):
+            np.testing.assert_allclose(hist.array(name)[i], rows[step][name], rtol=1e-9,
+                                       atol=1e-12, err_msg=name)
+    with pytest.raises(ValueError, match="not recorded"):
+        hist.array("id_acc")
+    with pytest.raises(ValueError, match="name"):
+        hist.array("step")
+
+
+def test_train_two_layer_records_every_k_steps_and_the_last():
+    emb = fc.random_embedding(2, 2, 5, seed=0)
+    d = fc.sample_toy(6, emb, seed=0)
+    for steps, every, want in ((6, 3, [0, 3, 6]), (5, 2, [0, 2, 4, 5]), (3, 5, [0, 3]),
+                               (4, 1, [0, 1, 2, 3, 4])):
+        net = fc.init_two_layer(["relu"], 5, 2, [0])
+        assert fc.train_two_layer(net, [fc.NetSpec()], d.x, d.y, steps, emb,
+                                  record_every=every).step == want
+    net = fc.init_two_layer(["relu"], 5, 2, [0])
+    assert fc.train_two_layer(net, [fc.NetSpec()], d.x, d.y, 60, emb).step == [0, 25, 50, 60]
+
+
+def test_the_optimizer_leaves_frozen_tensors_out_and_sets_each_member():
+    specs = [fc.NetSpec(optimizer="adamw", lr=0.02, weight_decay=0.3),
+             fc.NetSpec(lr=0.4, momentum=0.25, weight_decay=0.0)]
+    W = torch.nn.Parameter(torch.ones(2, 3, dtype=torch.float64))
+    frozen = torch.zeros(2, 3, dtype=torch.float64)
+    opt = fc._optimizer([W, frozen], specs)
+    assert opt.params == [W]
+    g = torch.tensor([[1.0, -2.0, 0.5], [3.0, 0.0, -1.0]], dtype=torch.float64)
+    opt.step([g])
+    # member 1: SGD, first step buf = g, p = 1 - 0.4 g; member 0: AdamW, first step
+    # p = (1 - lr wd) - lr sign(g) (|m_hat / sqrt(v_hat)| = 1)
+    np.testing.assert_allclose(W[1].detach().numpy(), 1 - 0.4 * g[1].numpy(), rtol=1e-12)
+    want0 = (1 - 0.02 * 0.3) - 0.02 * np.sign(g[0].numpy()) * np.abs(g[0].numpy()) / (
+        np.abs(g[0].numpy()) + 1e-8)
+    np.testing.assert_allclose(W[0].detach().numpy(), want0, rtol=1e-9)
+
+
+def test_shift_sweep_against_numpy():
+    emb32 = fc.random_embedding(2, 3, 6, seed=4)
+    d = fc.sample_toy(7, emb32, seed=5)
+    emb = _double_emb(emb32)
+    x, y = d.x.double(), d.y.double()
+    specs = [fc.NetSpec(act="relu", loss="logistic"), fc.NetSpec(act="tanh", loss="hinge"),
+             fc.NetSpec(act="relu", loss="hinge")]
+    net = fc.init_two_layer([s.act for s in specs], 6, 4, [3, 1, 7], frozen_output=False,
+                            bias=True).double()
+    mags = np.array([-0.5, 0.0, 1.25])
+    out = fc.shift_sweep(net, specs, x, y, emb, mags)
+    assert out["loss"].shape == (3, 3) and out["margins"].shape == (3, 3, 7)
+    np.testing.assert_array_equal(out["magnitude"], mags)
+    W, b, a, c = (getattr(net, k).detach().numpy() for k in ("W", "b", "a", "c"))
+    B = emb.background.double().numpy()
+    for i, m in enumerate(mags):
+        f = _np_forward(W, net.acts, a, b, c, x.numpy() - m * B.sum(1))[2]
+        yn = y.numpy()
+        np.testing.assert_allclose(out["margins"][i], yn * f, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(out["acc"][i], (yn * f > 0).mean(-1))
+        np.testing.assert_allclose(out["loss"][i], [np_loss(s.loss, f[e], yn)
+                                                    for e, s in enumerate(specs)], rtol=1e-10)
+    assert fc.shift_sweep(net, specs, x, y, emb, [0.3])["acc"].shape == (1, 3)
+    with pytest.raises(ValueError, match="magnitudes"):
+        fc.shift_sweep(net, specs, x, y, emb, [])
+
+
+def _sk_probe(h_train, y_train, evals, max_iter):
+    from sklearn.linear_model import LogisticRegression
+
+    H = h_train.double().numpy()
+    mu, sd = H.mean(0), H.std(0)
+    sd = np.where(sd > 0, sd, 1.0)
+    clf = LogisticRegression(max_iter=max_iter).fit((H - mu) / sd, y_train.numpy())
+    return [float(np.mean(clf.predict((h.double().numpy() - mu) / sd) == y.numpy()))
+            for h, y in evals]
+
+
+def test_linear_probe_is_standardized_logistic_regression():
+    import warnings
+
+    rng = np.random.default_rng(3)
+    n = 31
+    y = np.where(rng.random(n) < 0.35, -1.0, 1.0)
+    # one informative feature on a tiny scale and two large noise features: standardization matters
+    H = np.stack([1e-3 * (y + 0.8 * rng.normal(size=n)), 50 * rng.normal(size=n),
+                  200 + 30 * rng.normal(size=n)], 1)
+    yt = np.where(rng.random(40) < 0.6, -1.0, 1.0)
+    Ht = np.stack([1e-3 * (yt + 0.8 * rng.normal(size=40)), 50 * rng.normal(size=40),
+                   200 + 30 * rng.normal(size=40)], 1)
+    T = lambda a: torch.tensor(a, dtype=torch.float32)  # noqa: E731
+    evals = [(T(Ht), T(yt)), (T(H), T(y))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = fc.linear_probe(T(H), T(y), evals)
+        want = _sk_probe(T(H), T(y), evals, 3000)
+        assert got == pytest.approx(want, abs=1e-12)
+        assert got[1] > 0.8
+        short = fc.linear_probe(T(H), T(y), evals, max_iter=1)
+        assert short == pytest.approx(_sk_probe(T(H), T(y), evals, 1), abs=1e-12)
+
+
+
+def test_linear_probe_max_iter_is_passed_on():
+    from unittest import mock
+
+    import sklearn.linear_model as lm
+
+    seen = []
+    real = lm.LogisticRegression
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("max_iter"))
+        return real(*args, **kwargs)
+
+    h = torch.tensor([[0.0, 1.0], [1.0, 0.5], [2.0, -1.0], [3.0, 0.0]])
+    y = torch.tensor([-1.0, -1.0, 1.0, 1.0])
+    with mock.patch.object(lm, "LogisticRegression", spy):
+        assert fc.linear_probe(h, y, [(h, y)], max_iter=17) == [1.0]
+        fc.linear_probe(h, y, [(h, y)])
+    assert seen == [17, 3000]
