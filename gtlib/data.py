@@ -296,7 +296,7 @@ def corrupt_labels(y: torch.Tensor, fraction: float, num_classes: int, seed: int
     random_labels = torch.randint(num_classes, (len(y),), generator=g)
     k = int(round(fraction * len(y)))
     out = y.clone().cpu()
-    out[order[:k]] = random_labels[order[:k]]
+    out[order[:k]] = random_labels[order[:k]].to(out.dtype)  # int32 labels stay int32
     return out.to(y.device)
 
 
