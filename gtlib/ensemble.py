@@ -145,7 +145,7 @@ class BatchedMLP(nn.Module):
         w0 = self.weights[0]
         depth = len(self.weights) - 1
         m = MLP(w0.shape[2], w0.shape[1] if depth else 1, depth, self.weights[-1].shape[1],
-                bias=self.has_bias, activation=self.act_name).to(w0.device)
+                bias=self.has_bias, activation=self.act_name).to(w0.device, w0.dtype)
         with torch.no_grad():
             for l, layer in enumerate(m.layers):
                 w = self.weights[l][i]
