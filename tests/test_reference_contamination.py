@@ -653,3 +653,261 @@ def test_linear_probe_max_iter_is_passed_on():
         assert fc.linear_probe(h, y, [(h, y)], max_iter=17) == [1.0]
         fc.linear_probe(h, y, [(h, y)])
     assert seen == [17, 3000]
+
+
+# ---------------------------------------------------------------------------------------------
+# configurations and the experiments' specs
+# ---------------------------------------------------------------------------------------------
+def test_constants_and_config_defaults_are_the_documented_ones():
+    assert fc.KINDS == ("theory", "default") and fc.BINARY_LOSSES == ("hinge", "logistic")
+    assert fc.OPTIMIZERS == ("sgd", "adamw")
+    assert fc.VARIANTS == ("GELU", "SiLU", "leaky ReLU", "tanh", "sigmoid", "AdamW",
+                           "logistic loss")
+    assert fc.ACT_LABELS["relu"] == "ReLU" and fc.ACT_LABELS["identity"] == "linear"
+    toy = dict(n=1000, d_core=32, d_background=32, dim=256, width=256, weight_decay=1e-3,
+               centred=False)
+    want = {
+        fc.ToyConfig: toy,
+        fc.TheoryConfig: dict(toy, n_test=1000, steps=400, lr=0.05, adamw_lr=2.5e-3, momentum=0.9,
+                              bias=True, seeds_per_variant=1, record_every=10,
+                              variants=fc.VARIANTS),
+        fc.DefaultConfig: dict(toy, steps=1000, lr=1e-3, replicates=4, record_every=20,
+                               activations=("relu",)),
+        fc.DistillConfig: dict(toy, n_test=1000, teacher_steps=1000, student_steps=1000, lr=1e-3,
+                               record_every=25),
+        fc.Mnist1dConfig: dict(n_train=4000, n_test=2000, n_background=40, width=256, depth=2,
+                               epochs=30, batch_size=128, lr=1e-3, weight_decay=1e-2,
+                               magnitudes=(0.0, 0.25, 0.5, 0.75, 1.0), centred_mlp=False),
+    }
+    for cls, values in want.items():
+        cfg = cls()
+        got = {k: getattr(cfg, k) for k in values}
+        assert got == values, cls.__name__
+    full = {fc.TheoryConfig: dict(steps=20_000, lr=1e-3, adamw_lr=1e-3, seeds_per_variant=3,
+                                  record_every=200),
+            fc.DefaultConfig: dict(steps=20_000, replicates=8, record_every=250),
+            fc.DistillConfig: dict(teacher_steps=5000, student_steps=5000, record_every=100),
+            fc.Mnist1dConfig: dict(width=1024, epochs=100)}
+    for cls, values in full.items():
+        cfg = cls.full()
+        assert {k: getattr(cfg, k) for k in values} == values, cls.__name__
+        assert cfg.n == 1000 if hasattr(cfg, "n") else cfg.n_train == 4000
+
+
+def test_theory_specs_follow_the_config_and_the_variant_order():
+    cfg = fc.TheoryConfig(lr=0.07, adamw_lr=0.004, momentum=0.3, weight_decay=0.02,
+                          variants=("logistic loss", "AdamW", "sigmoid", "leaky ReLU", "SiLU",
+                                    "tanh", "GELU"))
+    specs = fc.theory_specs(cfg)
+    got = [(s.name, s.act, s.loss, s.optimizer, s.lr, s.momentum, s.weight_decay) for s in specs]
+    sgd = (0.07, 0.3, 0.02)
+    assert got == [("ReLU", "relu", "hinge", "sgd") + sgd,
+                   ("linear", "identity", "hinge", "sgd") + sgd,
+                   ("logistic loss", "relu", "logistic", "sgd") + sgd,
+                   ("AdamW", "relu", "hinge", "adamw", 0.004, 0.3, 0.02),
+                   ("sigmoid", "sigmoid", "hinge", "sgd") + sgd,
+                   ("leaky ReLU", "leaky_relu", "hinge", "sgd") + sgd,
+                   ("SiLU", "silu", "hinge", "sgd") + sgd,
+                   ("tanh", "tanh", "hinge", "sgd") + sgd,
+                   ("GELU", "gelu", "hinge", "sgd") + sgd]
+    assert [s.name for s in fc.theory_specs(fc.TheoryConfig(variants=()))] == ["ReLU", "linear"]
+    with pytest.raises(ValueError, match="variants"):
+        fc.theory_specs(fc.TheoryConfig(variants=("linear",)))
+
+
+# ---------------------------------------------------------------------------------------------
+# the experiment runners, rebuilt here from the pieces tested above
+# ---------------------------------------------------------------------------------------------
+def _same_history(h1, h2):
+    assert h1.step == h2.step
+    for name in fc._CURVES:
+        a, b = getattr(h1, name), getattr(h2, name)
+        assert len(a) == len(b), name
+        for u, v in zip(a, b):
+            torch.testing.assert_close(u, v, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("seed,centred,bias", [(1, False, True), (2, True, False)])
+def test_run_theory_is_its_recipe(seed, centred, bias):
+    cfg = fc.TheoryConfig(n=9, n_test=7, d_core=2, d_background=3, dim=7, width=4, steps=5,
+                          lr=0.2, adamw_lr=0.03, momentum=0.6, weight_decay=0.05, bias=bias,
+                          seeds_per_variant=2, record_every=2, centred=centred,
+                          variants=("tanh", "AdamW"))
+    res = fc.run_theory(cfg, seed=seed, device="cpu")
+    emb = fc.random_embedding(2, 3, 7, seed=seed)
+    train = fc.sample_toy(9, emb, "theory", seed=1000 * seed + 1, centred=centred)
+    test = fc.sample_toy(7, emb, "theory", seed=1000 * seed + 2, centred=centred)
+    specs = [s for s in fc.theory_specs(cfg) for _ in range(2)]
+    seeds = [1000 * seed + 10 + i for i in range(8)]
+    net = fc.init_two_layer([s.act for s in specs], 7, 4, seeds, frozen_output=True, bias=bias)
+    assert torch.equal(res.W_init, net.W.detach())
+    assert (res.b_init is None) == (not bias)
+    if bias:
+        assert torch.equal(res.b_init, net.b.detach())
+    hist = fc.train_two_layer(net, specs, train.x, train.y, 5, emb, test.x, test.y,
+                              record_every=2)
+    assert torch.equal(res.emb.core, emb.core)
+    for a, b in ((res.train, train), (res.test, test)):
+        assert all(torch.equal(getattr(a, k), getattr(b, k))
+                   for k in ("x", "y", "core", "background"))
+    assert res.specs == specs and res.cfg is cfg
+    torch.testing.assert_close(res.net.W.detach(), net.W.detach(), rtol=1e-6, atol=1e-7)
+    assert not res.net.a.requires_grad
+    _same_history(res.history, hist)
+    assert res.history.step == [0, 2, 4, 5]
+
+    # the result's helpers against the history and weights read directly
+    assert res.members("AdamW") == [6, 7] and res.members("linear") == [2, 3]
+    bg = hist.array("background_norm")
+    assert res.background_ratio("tanh") == pytest.approx(float(np.mean(bg[-1, 4:6] / bg[0, 4:6])),
+                                                         rel=1e-6)
+    assert res.final("ood_loss", "ReLU") == pytest.approx(
+        float(hist.array("ood_loss")[-1, :2].mean()), rel=1e-6)
+    assert res.final("id_acc", "AdamW") == pytest.approx(float(hist.array("id_acc")[-1, 6:].mean()))
+    x = test.x[:3]
+    W0, W1 = res.W_init[4], res.net.W.detach()[4]
+    b0 = res.b_init[4] if bias else 0.0
+    b1 = res.net.b.detach()[4] if bias else 0.0
+    torch.testing.assert_close(res.preactivations(x, "tanh", initial=True), x @ W0.T + b0)
+    torch.testing.assert_close(res.preactivations(x, "tanh"), x @ W1.T + b1)
+    torch.testing.assert_close(res.preactivations(x, "linear", initial=True),
+                               x @ res.W_init[2].T + (res.b_init[2] if bias else 0.0))
+    with pytest.raises(ValueError, match="label"):
+        res.members("GELU")
+
+
+def test_run_theory_seed_and_device_defaults():
+    cfg = fc.TheoryConfig(n=6, n_test=4, d_core=2, d_background=2, dim=5, width=2, steps=1,
+                          variants=(), record_every=1)
+    a, b = fc.run_theory(cfg), fc.run_theory(cfg, seed=0, device="cpu")
+    assert torch.equal(a.net.W, b.net.W) and torch.equal(a.train.x, b.train.x)
+    c = fc.run_theory(cfg, seed=3, device="cpu")
+    assert not torch.equal(c.train.x, b.train.x) and not torch.equal(c.W_init, b.W_init)
+
+
+@pytest.mark.parametrize("seed,centred", [(2, False), (1, True)])
+def test_run_default_is_its_recipe(seed, centred):
+    cfg = fc.DefaultConfig(n=7, d_core=2, d_background=3, dim=6, width=4, steps=4, lr=0.02,
+                           weight_decay=0.03, replicates=2, record_every=3, centred=centred,
+                           activations=("tanh", "relu"))
+    res = fc.run_default(cfg, seed=seed, device="cpu")
+    emb = fc.random_embedding(2, 3, 6, seed=seed)
+
+    def stacked(offset):
+        parts = [fc.sample_toy(7, emb, "default", seed=1000 * seed + 100 * r + offset,
+                               centred=centred) for r in range(2)] * 2
+        return fc.ToyData(*(torch.stack([getattr(p, k) for p in parts])
+                            for k in ("x", "y", "core", "background")))
+
+    train, test = stacked(3), stacked(4)
+    specs = [fc.NetSpec(act=a, loss="logistic", optimizer="adamw", lr=0.02, weight_decay=0.03,
+                        label=f"{lab} (default)")
+             for a, lab in (("tanh", "tanh"), ("relu", "ReLU")) for _ in range(2)]
+    assert res.specs == specs
+    seeds = [1000 * seed + 50 + r for _ in range(2) for r in range(2)]
+    net = fc.init_two_layer(["tanh", "tanh", "relu", "relu"], 6, 4, seeds, frozen_output=False,
+                            bias=True)
+    assert torch.equal(res.W_init, net.W.detach()) and torch.equal(res.b_init, net.b.detach())
+    hist = fc.train_two_layer(net, specs, train.x, train.y, 4, emb, train.x, train.y,
+                              record_every=3)
+    for a, b in ((res.train, train), (res.test, test)):
+        assert all(torch.equal(getattr(a, k), getattr(b, k))
+                   for k in ("x", "y", "core", "background"))
+    for k in ("W", "b", "a", "c"):
+        torch.testing.assert_close(getattr(res.net, k).detach(), getattr(net, k).detach(),
+                                   rtol=1e-6, atol=1e-7)
+    assert res.net.a.requires_grad
+    _same_history(res.history, hist)
+    assert res.members("ReLU (default)") == [2, 3]
+    with pytest.raises(ValueError, match="activations"):
+        fc.run_default(fc.DefaultConfig(n=4, d_core=1, d_background=1, dim=3, width=2, steps=1,
+                                        activations=()))
+
+
+@pytest.mark.parametrize("seed,centred", [(1, True), (2, False)])
+def test_run_distillation_matches_the_old_loops_at_other_seeds_and_centred(seed, centred):
+    from tests import reference_loops_contamination as ref
+
+    cfg = fc.DistillConfig(n=11, n_test=9, d_core=2, d_background=3, dim=7, width=4,
+                           teacher_steps=6, student_steps=5, record_every=2, lr=0.02,
+                           weight_decay=0.05, centred=centred)
+    old = ref.old_run_distillation(cfg, seed=seed, device="cpu").to_dict()
+    new = fc.run_distillation(cfg, seed=seed, device="cpu").to_dict()
+    assert new["curve_step"] == [0, 2, 4, 5]
+    assert set(new) == set(old)
+    for key in old:
+        if isinstance(old[key], dict):
+            assert new[key] == old[key], key
+        else:
+            torch.testing.assert_close(torch.tensor(new[key], dtype=torch.float64),
+                                       torch.tensor(old[key], dtype=torch.float64),
+                                       rtol=1e-5, atol=1e-6)
+    # the recorded curve ends at the reported errors, and the metrics at step 0 are the student's
+    # initial weights measured here
+    assert new["error_id"] == new["curve_id"][-1] and new["error_ood"] == new["curve_ood"][-1]
+    emb = fc.random_embedding(2, 3, 7, seed=seed)
+    W0 = fc.init_two_layer(["relu"], 7, 4, [1000 * seed + 71], frozen_output=False,
+                           bias=True).W.detach()
+    assert new["student_background_norm"][0] == pytest.approx(
+        float(fc.projection_norms(W0, emb)[1].mean()), rel=1e-6)
+    assert new["student_background_mean"][0] == pytest.approx(
+        float(fc.mean_direction_components(W0, emb)[0].abs().mean()), rel=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# MNIST-1D
+# ---------------------------------------------------------------------------------------------
+def test_append_background_and_shift_last():
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    g = torch.Generator().manual_seed(9)
+    out = fc.append_background(x, 2, g)
+    u = torch.rand(2, 2, generator=torch.Generator().manual_seed(9))
+    assert torch.equal(out, torch.cat([x, u], 1))
+    s = fc.shift_last(out, 2, 0.3)
+    assert torch.equal(s[:, :3], x) and torch.equal(s[:, 3:], u - 0.3)
+    assert torch.equal(out[:, 3:], u)                     # the input is not changed in place
+    whole = fc.shift_last(x, 3, -2.0)
+    assert torch.equal(whole, x + 2.0)
+    assert torch.equal(fc.shift_last(x, 1, 1.5)[:, :2], x[:, :2])
+
+
+@pytest.mark.parametrize("centred_mlp", [False, True])
+def test_run_mnist1d_is_its_recipe(centred_mlp):
+    from gtlib.data import mnist1d
+    from gtlib.models import MLP
+    from gtlib.train import TrainConfig, accuracy, train
+
+    seed = 2
+    cfg = fc.Mnist1dConfig(n_train=60, n_test=30, n_background=5, width=8, depth=1, epochs=2,
+                           batch_size=16, lr=0.01, weight_decay=0.05,
+                           magnitudes=(1.0, -0.5, 0.0), centred_mlp=centred_mlp)
+    out = fc.run_mnist1d(cfg, seed=seed, device="cpu")
+    ds = mnist1d(60, 30, device="cpu")
+    g = torch.Generator().manual_seed(1000 * seed + 8)
+    x_tr = fc.append_background(ds.x, 5, g)
+    x_te = fc.append_background(ds.x_test, 5, g)
+    models = [("ReLU MLP", 1, 8, slice(None), 0, 0.0), ("linear", 0, 1, slice(None), 1, 0.0),
+              ("background only", 0, 1, slice(40, None), 2, 0.0)]
+    if centred_mlp:
+        models.append(("ReLU MLP, centred", 1, 8, slice(None), 0, 0.5))
+    assert set(out) == {"magnitudes", "chance"} | {m[0] for m in models}
+    assert out["magnitudes"] == [1.0, -0.5, 0.0] and out["chance"] == pytest.approx(0.1)
+    for name, depth, width, cols, i, offset in models:
+        xtr = x_tr.clone()
+        xtr[:, -5:] -= offset
+        xte = x_te.clone()
+        xte[:, -5:] -= offset
+        torch.manual_seed(1000 * seed + 80 + i)
+        model = MLP(xtr[:, cols].shape[1], width, depth, 10)
+        train(model, xtr[:, cols], ds.y, TrainConfig(
+            optimizer="adamw", lr=0.01, weight_decay=0.05, batch_size=16, epochs=2,
+            seed=1000 * seed + 90 + i, check_every=10 ** 9))
+        with torch.no_grad():
+            shift = []
+            for m in (1.0, -0.5, 0.0):
+                xs = xte.clone()
+                xs[:, -5:] -= m
+                shift.append(accuracy(model(xs[:, cols]), ds.y_test))
+            assert out[name]["train"] == pytest.approx(accuracy(model(xtr[:, cols]), ds.y))
+        assert out[name]["shift"] == pytest.approx(shift), name
+        assert out[name]["ID"] == out[name]["shift"][2] and out[name]["OOD"] == out[name]["shift"][0]
