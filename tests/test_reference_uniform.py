@@ -269,3 +269,373 @@ def test_power_law_fit_against_linregress_and_its_prediction():
         U.power_law_fit(np.ones((2, 2)), np.ones((2, 2)))
     with pytest.raises(TypeError):
         U.power_law_fit("abc", [1, 2, 3])
+
+
+# =============================================================================================
+# the overparameterized linear construction
+# =============================================================================================
+def test_linear_construction_u_and_sample_by_hand_and_by_statistics():
+    cfg = U.LinearConstruction(K=3, D=500, m=5, noise_var=7.0, signal=1.5)
+    u = cfg.u
+    assert u.dtype == torch.float64 and u.shape == (3,)
+    assert u.tolist() == pytest.approx([1 / math.sqrt(15)] * 3, rel=1e-15)   # ||u|| = 1/sqrt(m)
+    x1, x2, y = cfg.sample(400, torch.Generator().manual_seed(4))
+    assert (x1.shape, x2.shape, y.shape) == ((400, 3), (400, 500), (400,))
+    assert x1.dtype == x2.dtype == y.dtype == torch.float64
+    assert set(y.tolist()) == {-1.0, 1.0} and abs(float(y.mean())) < 0.2   # fair +-1 labels
+    # x1 = signal * y * u exactly
+    assert torch.equal(x1, 1.5 * y[:, None] * torch.full((1, 3), 1 / math.sqrt(15),
+                                                         dtype=torch.float64))
+    # x2 ~ N(0, noise_var / D): 200 000 draws, relative s.e. of the variance 0.3%
+    assert float(x2.var()) == pytest.approx(7.0 / 500, rel=0.02)
+    assert abs(float(x2.mean())) < 5 * math.sqrt(7.0 / 500 / x2.numel())
+    # x2 is independent of the label
+    assert abs(float((x2 * y[:, None]).mean())) < 5 * math.sqrt(7.0 / 500 / x2.numel())
+    # the same generator state gives the same sample, another seed another one
+    again = cfg.sample(400, torch.Generator().manual_seed(4))
+    assert all(torch.equal(a, b) for a, b in zip((x1, x2, y), again))
+    other = cfg.sample(400, torch.Generator().manual_seed(5))
+    assert not torch.equal(other[1], x2) and not torch.equal(other[2], y)
+
+
+def test_linear_data_is_cfg_m_draws_from_the_seed():
+    cfg = U.LinearConstruction(K=2, D=7, m=9)
+    x1, x2, y = U.linear_data(cfg, seed=6)
+    r1, r2, ry = cfg.sample(9, torch.Generator().manual_seed(6))
+    assert torch.equal(x1, r1) and torch.equal(x2, r2) and torch.equal(y, ry)
+    assert not torch.equal(U.linear_data(cfg, seed=7)[1], x2)
+    assert torch.equal(U.linear_data(cfg)[1], cfg.sample(9, torch.Generator().manual_seed(0))[1])
+    # m, K and D set the shapes
+    assert [t.shape for t in U.linear_data(U.LinearConstruction(K=4, D=3, m=2))] == \
+        [(2, 4), (2, 3), (2,)]
+
+
+def test_one_step_gd_and_sprime_and_predict_against_loops():
+    g = torch.Generator().manual_seed(17)
+    x1 = torch.randn(5, 2, generator=g, dtype=torch.float64)
+    x2 = torch.randn(5, 3, generator=g, dtype=torch.float64)
+    y = torch.tensor([1.0, -1.0, -1.0, 1.0, -1.0], dtype=torch.float64)
+    w1, w2 = U.one_step_gd(x1, x2, y)
+    ref1 = [sum(y[i].item() * x1[i, k].item() for i in range(5)) for k in range(2)]
+    ref2 = [sum(y[i].item() * x2[i, k].item() for i in range(5)) for k in range(3)]
+    assert w1.tolist() == pytest.approx(ref1, rel=1e-14)
+    assert w2.tolist() == pytest.approx(ref2, rel=1e-14)
+    s1, s2, sy = U.linear_sprime(x1, x2, y)
+    assert torch.equal(s1, x1) and torch.equal(s2, -x2) and torch.equal(sy, y)
+    pred = U.linear_predict(w1, w2, x1, x2)
+    score = [sum(w1[k].item() * x1[i, k].item() for k in range(2))
+             + sum(w2[k].item() * x2[i, k].item() for k in range(3)) for i in range(5)]
+    assert pred.tolist() == [math.copysign(1.0, s) for s in score]
+    # a zero score predicts 0, an error for either label
+    z = U.linear_predict(torch.tensor([1.0]), torch.tensor([2.0, 0.0]),
+                         torch.tensor([[2.0], [1.0], [-1.0]]),
+                         torch.tensor([[-1.0, 5.0], [1.0, 0.0], [0.0, 9.0]]))
+    assert z.tolist() == [0.0, 1.0, -1.0]
+    with pytest.raises(ValueError):
+        U.linear_predict(w1, w2, x1, x2[:4])
+    with pytest.raises(ValueError):
+        U.linear_predict(w1[:1], w2, x1, x2)
+    with pytest.raises(ValueError):
+        U.linear_predict(w1, w2[:2], x1, x2)
+
+
+def _linear_errors_ref(cfg, seed):
+    """Training, exact test, S' and fresh errors written out from the construction's definition."""
+    x1, x2, y = cfg.sample(cfg.m, torch.Generator().manual_seed(seed))
+    w1 = (y[:, None] * x1).sum(0)
+    w2 = (y[:, None] * x2).sum(0)
+
+    def err(a, b, lab):
+        return float(np.mean(np.sign(_np(a) @ _np(w1) + _np(b) @ _np(w2)) != _np(lab)))
+
+    mean = cfg.signal * float(w1 @ torch.full((cfg.K,), 1 / math.sqrt(cfg.K * cfg.m),
+                                              dtype=torch.float64))
+    sd = float(w2.norm()) * math.sqrt(cfg.noise_var / cfg.D)
+    test = float(stats.norm.cdf(-mean / sd))
+    f1, f2, fy = cfg.sample(cfg.m, torch.Generator().manual_seed(10 ** 6 + seed))
+    sprime = err(x1, -x2, y)
+    return dict(train=err(x1, x2, y), test=test, sprime=sprime,
+                uc_lower_bound=max(0.0, sprime - test), fresh=err(f1, f2, fy))
+
+
+@pytest.mark.parametrize("cfg,seed", [
+    (U.LinearConstruction(K=2, D=40, m=30, noise_var=5.0, signal=1.5), 3),
+    (U.LinearConstruction(K=2, D=1, m=30, noise_var=5.0, signal=1.0), 12),  # S' below test
+])
+def test_linear_errors_against_a_written_out_reference(cfg, seed):
+    got = U.linear_errors(cfg, seed=seed)
+    ref = _linear_errors_ref(cfg, seed)
+    for k, v in ref.items():
+        assert getattr(got, k) == pytest.approx(v, rel=1e-10, abs=1e-15), k
+    # the errors are neither 0 nor 1 here, so a sign or a mask slip shows
+    assert 0 < got.train < got.sprime < 1 or got.uc_lower_bound == 0.0
+    assert 0 < got.test < 0.5 and 0 < got.fresh < 1
+
+
+def test_linear_errors_parameters_each_change_the_result():
+    base = dict(K=2, D=40, m=30, noise_var=5.0, signal=1.5)
+    ref = U.linear_errors(U.LinearConstruction(**base), seed=3)
+    for k, v in (("noise_var", 9.0), ("signal", 2.5), ("D", 60), ("m", 31)):
+        other = U.linear_errors(U.LinearConstruction(**{**base, k: v}), seed=3)
+        assert other.test != pytest.approx(ref.test, rel=1e-6), k
+    # K alone changes nothing: w1.u = signal m ||u||^2 = signal whatever K, and the noise draws
+    # do not depend on K
+    k3 = U.linear_errors(U.LinearConstruction(**{**base, "K": 3}), seed=3)
+    assert (k3.train, k3.sprime, k3.fresh) == (ref.train, ref.sprime, ref.fresh)
+    assert k3.test == pytest.approx(ref.test, rel=1e-12)
+    assert U.linear_errors(U.LinearConstruction(**base), seed=4).test != \
+        pytest.approx(ref.test, rel=1e-6)
+
+
+def test_linear_sweep_is_the_mean_of_linear_errors():
+    Ds, seeds = [3, 40, 9], [2, 5, 11]
+    out = U.linear_sweep(17, Ds, seeds, K=2, noise_var=6.0)
+    assert out["D"].tolist() == Ds
+    for j, D in enumerate(Ds):
+        errs = [_linear_errors_ref(U.LinearConstruction(K=2, D=D, m=17, noise_var=6.0), s)
+                for s in seeds]
+        for k in ("train", "test", "sprime", "uc_lower_bound", "fresh"):
+            assert out[k][j] == pytest.approx(np.mean([e[k] for e in errs]), rel=1e-10,
+                                              abs=1e-15), (k, D)
+    # noise_var reaches the construction (default 32; K leaves the errors unchanged, above)
+    default = U.linear_sweep(17, Ds, seeds, K=2)
+    assert default["test"].tolist() != pytest.approx(out["test"].tolist(), rel=1e-6)
+    assert U.linear_sweep(17, Ds, seeds, noise_var=32.0)["test"].tolist() == \
+        pytest.approx(default["test"].tolist(), rel=1e-12)
+    with pytest.raises(ValueError):
+        U.linear_sweep(17, [], seeds)
+    with pytest.raises(ValueError):
+        U.linear_sweep(17, Ds, [])
+
+
+def test_one_sided_escape_against_a_written_out_reference():
+    cfg = U.LinearConstruction(K=2, D=30, m=16, noise_var=5.0, signal=1.5)
+    n_sets, seed = 3, 2
+    outs, sets = [], []
+    for i in range(n_sets):
+        x1, x2, y = cfg.sample(cfg.m, torch.Generator().manual_seed(seed * 1000 + i))
+        outs.append(((y[:, None] * x1).sum(0), (y[:, None] * x2).sum(0)))
+        sets += [(x1, x2, y), (x1, -x2, y)]
+
+    def test_err(w1, w2):
+        mean = cfg.signal * float(w1.sum()) / math.sqrt(cfg.K * cfg.m)
+        return float(stats.norm.cdf(-mean / (float(w2.norm()) * math.sqrt(cfg.noise_var / cfg.D))))
+
+    def err(w1, w2, t):
+        return float(np.mean(np.sign(_np(t[0]) @ _np(w1) + _np(t[1]) @ _np(w2)) != _np(t[2])))
+
+    tests = [test_err(*w) for w in outs]
+    gaps = [[tests[i] - err(*outs[i], t) for t in sets] for i in range(n_sets)]
+    ball = [test_err(-w1, w2) - err(-w1, w2, sets[2 * i]) for i, (w1, w2) in enumerate(outs)]
+    r = U.one_sided_escape(cfg, n_sets=n_sets, seed=seed)
+    assert r.test_error == pytest.approx(tests, rel=1e-10)
+    # (the gaps are gathered in a float32 tensor: 1e-7 relative)
+    assert r.one_sided == pytest.approx(max(max(g) for g in gaps), rel=1e-7)
+    assert r.two_sided == pytest.approx(max(abs(v) for g in gaps for v in g), rel=1e-7)
+    assert r.ball_one_sided == pytest.approx(max(ball), rel=1e-10)
+    assert r.ball_two_sided == pytest.approx(max(abs(b) for b in ball), rel=1e-10)
+    assert r.one_sided != pytest.approx(r.two_sided, rel=1e-3)       # the two differ here
+    # n_sets and seed each change the draw
+    assert U.one_sided_escape(cfg, n_sets=4, seed=seed).test_error[:3] == pytest.approx(tests)
+    assert len(U.one_sided_escape(cfg, n_sets=4, seed=seed).test_error) == 4
+    assert U.one_sided_escape(cfg, n_sets=3, seed=3).test_error != pytest.approx(tests, rel=1e-6)
+
+
+# =============================================================================================
+# the hyperspheres: data, S', slices, bulges, caps
+# =============================================================================================
+def test_sphere_data_reproduces_its_generator_and_uses_its_radii():
+    n, d, radii = 300, 7, (0.6, 2.5)
+    x, y = U.sphere_data(n, d, radii, torch.Generator().manual_seed(8))
+    g = torch.Generator().manual_seed(8)
+    yr = torch.randint(0, 2, (n,), generator=g)
+    z = torch.randn(n, d, generator=g)
+    z = z / z.norm(dim=1, keepdim=True)
+    assert torch.equal(y, yr)
+    torch.testing.assert_close(x, z * torch.where(yr == 1, 2.5, 0.6)[:, None], rtol=1e-6,
+                               atol=1e-7)
+    assert x.shape == (n, d) and y.dtype == torch.int64
+    r = x.norm(dim=1)
+    assert torch.allclose(r[y == 0], torch.tensor(0.6)) and torch.allclose(r[y == 1],
+                                                                           torch.tensor(2.5))
+    # directions uniform on the sphere: every coordinate has mean 0 and E[z_k^2] = 1/d
+    dirs = x / r[:, None]
+    assert float(dirs.mean(0).abs().max()) < 5 / math.sqrt(n * d)
+    np.testing.assert_allclose(_np((dirs ** 2).mean(0)), 1 / d, rtol=0.35)
+    # no generator: the fixed seed 0
+    x0, y0 = U.sphere_data(5, 3)
+    xr, yr0 = U.sphere_data(5, 3, (1.0, 1.2), torch.Generator().manual_seed(0))
+    assert torch.equal(x0, xr) and torch.equal(y0, yr0)
+    assert not torch.equal(U.sphere_data(5, 3, generator=torch.Generator().manual_seed(1))[0], x0)
+
+
+def test_sphere_sprime_by_hand_with_its_radii_and_tolerance():
+    radii = (2.0, 3.0)
+    x = torch.tensor([[2.0, 0.0], [0.0, -3.0], [1.2, 1.6], [1.8, -2.4]], dtype=torch.float64)
+    y = torch.tensor([0, 1, 0, 1])
+    xs, ys = U.sphere_sprime(x, y, radii)
+    assert ys.tolist() == [1, 0, 1, 0]
+    assert xs.dtype == torch.float64
+    assert xs.tolist() == [pytest.approx([3.0, 0.0]), pytest.approx([0.0, -2.0]),
+                           pytest.approx([1.8, 2.4]), pytest.approx([1.2, -1.6])]
+    # atol: a point 5e-4 off its sphere is refused at the default 1e-4 and accepted at 1e-3
+    off = x.clone()
+    off[0, 0] = 2.0005
+    with pytest.raises(ValueError):
+        U.sphere_sprime(off, y, radii)
+    assert U.sphere_sprime(off, y, radii, atol=1e-3)[0][0, 0].item() == pytest.approx(3.00075)
+    with pytest.raises(ValueError):          # the right radii, but for the other label
+        U.sphere_sprime(x, 1 - y, radii)
+    with pytest.raises(ValueError):
+        U.sphere_sprime(x, y[:3], radii)
+
+
+def _slice_ref(model, member, point, radii, half_width, resolution, seed):
+    e1 = point / point.norm()
+    v = torch.randn(point.shape[0], generator=torch.Generator().manual_seed(seed),
+                    dtype=point.dtype)
+    v = v - (v @ e1) * e1
+    e2 = v / v.norm()
+    a = np.linspace(radii[0] - 0.3, radii[1] + 0.3, resolution)
+    b = np.linspace(-half_width, half_width, resolution)
+    f = np.zeros((resolution, resolution))
+    ws = [w[member].detach().double() for w in model.weights]
+    bs = [p[member].detach().double() for p in model.biases]
+    for j, bj in enumerate(b):
+        for k, ak in enumerate(a):
+            h = (ak * e1 + bj * e2).double()
+            for l, (w, c) in enumerate(zip(ws, bs)):
+                h = w @ h + c
+                if l < len(ws) - 1:
+                    h = torch.relu(h)
+            f[j, k] = float(h[1] - h[0])
+    return a, b, f
+
+
+def test_boundary_slice_against_a_pointwise_reference():
+    model = BatchedMLP.init([21, 22], 4, 12, 1, 2).double()
+    point = torch.tensor([0.3, -1.1, 0.5, 0.2], dtype=torch.float64)
+    radii = (0.8, 1.5)
+    for resolution, seed, hw in ((7, 3, 0.45), (6, 0, 0.6)):
+        a, b, f = U.boundary_slice(model, 1, point, radii, half_width=hw, resolution=resolution,
+                                   seed=seed)
+        ra, rb, rf = _slice_ref(model, 1, point, radii, hw, resolution, seed)
+        np.testing.assert_allclose(a, ra, rtol=1e-12)
+        np.testing.assert_allclose(b, rb, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(f, rf, rtol=1e-9, atol=1e-12)
+        assert (a[0], a[-1], b[0], b[-1]) == (pytest.approx(0.5), pytest.approx(1.8),
+                                              pytest.approx(-hw), pytest.approx(hw))
+    # the seed picks the direction e2 (rows away from b = 0 change), the member the network
+    f3 = U.boundary_slice(model, 1, point, radii, 0.45, 7, seed=3)[2]
+    f4 = U.boundary_slice(model, 1, point, radii, 0.45, 7, seed=4)[2]
+    assert not np.allclose(f3[0], f4[0]) and np.allclose(f3[3], f4[3])
+    f0 = U.boundary_slice(model, 0, point, radii, 0.45, 7, seed=3)[2]
+    assert not np.allclose(f0, f3)
+    # defaults: resolution 161, half width 0.6, radii (1, 1.2)
+    a, b, f = U.boundary_slice(model, 0, point)
+    assert f.shape == (161, 161) and b[-1] == pytest.approx(0.6) and a[-1] == pytest.approx(1.5)
+
+
+def _one_unit_model(direction, logit_for_dot: int, threshold: float):
+    """A 1-hidden-unit ReLU net: logit ``logit_for_dot`` is relu(direction . x), the other logit
+    is the constant ``threshold``; it predicts ``logit_for_dot`` where direction . x > threshold."""
+    d = len(direction)
+    w1 = torch.tensor(direction, dtype=torch.float64).reshape(1, 1, d)
+    w2 = torch.zeros(1, 2, 1, dtype=torch.float64)
+    w2[0, logit_for_dot, 0] = 1.0
+    b2 = torch.zeros(1, 2, dtype=torch.float64)
+    b2[0, 1 - logit_for_dot] = threshold
+    return BatchedMLP([w1, w2], [torch.zeros(1, 1, dtype=torch.float64), b2])
+
+
+def test_bulge_width_by_hand():
+    e1 = [0.6, 0.8, 0.0]
+    # label-0 point on the inner sphere (r0 = 1): the member predicts 0 on the outer circle
+    # (r1 = 1.2) where 1.2 cos(phi) > 1.2 cos(35.1 deg): |phi| <= 35 deg on the 0.25-deg grid
+    m0 = _one_unit_model(e1, 0, 1.2 * math.cos(math.radians(35.1)))
+    p0 = torch.tensor(e1, dtype=torch.float64)
+    assert U.bulge_width(m0, 0, p0, 0) == pytest.approx(70.0, abs=1e-9)
+    # another resolution: 181 angles, one per degree: |phi| <= 35 again
+    assert U.bulge_width(m0, 0, p0, 0, resolution=181) == pytest.approx(70.0, abs=1e-9)
+    # 13 angles, 15 degrees apart: |phi| <= 30
+    assert U.bulge_width(m0, 0, p0, 0, resolution=13) == pytest.approx(60.0, abs=1e-9)
+    # label-1 point on the outer sphere, other circle r0 = 1: predicts 1 where cos(phi) > cos 20.1
+    m1 = _one_unit_model(e1, 1, math.cos(math.radians(20.1)))
+    assert U.bulge_width(m1, 0, 1.2 * p0, 1) == pytest.approx(40.0, abs=1e-9)
+    # radii: with (1, 2) the label-0 point walks the circle of radius 2, where 2 cos(phi) > 1.2
+    # cos(35.1 deg) for |phi| < 60.6 deg: 60.5 on the grid
+    assert U.bulge_width(m0, 0, p0, 0, radii=(1.0, 2.0)) == pytest.approx(121.0, abs=1e-9)
+    # the projection itself misclassified... no: classified correctly -> 0
+    assert U.bulge_width(m1, 0, p0, 0) == 0.0
+    with pytest.raises(ValueError):
+        U.bulge_width(m0, 0, p0, 2)
+    with pytest.raises(ValueError):
+        U.bulge_width(m0, 1, p0, 0)
+
+
+def _bulge_ref(model, member, point, label, radii, seed, resolution):
+    e1 = point / point.norm()
+    v = torch.randn(point.shape[0], generator=torch.Generator().manual_seed(seed),
+                    dtype=point.dtype)
+    v = v - (v @ e1) * e1
+    e2 = v / v.norm()
+    r = radii[1] if label == 0 else radii[0]
+    phis = np.linspace(-90.0, 90.0, resolution)
+    m = model.member(member).double()
+    same = []
+    for p in phis:
+        q = r * (math.cos(math.radians(p)) * e1 + math.sin(math.radians(p)) * e2)
+        with torch.no_grad():
+            same.append(int(m(q.double()[None]).argmax(1)) == label)
+    c = resolution // 2
+    if not same[c]:
+        return 0.0
+    lo = c
+    while lo - 1 >= 0 and same[lo - 1]:
+        lo -= 1
+    hi = c
+    while hi + 1 < resolution and same[hi + 1]:
+        hi += 1
+    return phis[hi] - phis[lo]
+
+
+def test_bulge_width_against_a_reference_walk_on_a_random_member():
+    model = BatchedMLP.init([31, 32], 3, 24, 1, 2).double()
+    with torch.no_grad():           # tilt member 1 towards class 0: a bulge of class 1 remains
+        model.biases[-1][1] += torch.tensor([0.6, 0.0], dtype=torch.float64)
+    point = torch.tensor([0.2, -0.9, 0.4], dtype=torch.float64)
+    point = 1.3 * point / point.norm()         # a label-1 point on the outer sphere
+    widths = {}
+    for seed in (0, 1):
+        got = U.bulge_width(model, 1, point, 1, radii=(1.0, 1.3), seed=seed, resolution=91)
+        ref = _bulge_ref(model, 1, point, 1, (1.0, 1.3), seed, 91)
+        assert got == pytest.approx(ref, abs=1e-9)
+        widths[seed] = got
+    # neither end of the walk is reached, and the seed (the direction e2) matters
+    assert 20 < widths[1] < widths[0] < 170
+
+
+def test_cap_fraction_closed_forms_scipy_and_monte_carlo():
+    # d = 2: an arc of 2 theta out of 2 pi; d = 3: (1 - cos theta)/2; d = 4: (theta - sin cos)/pi
+    for t in (0.0, 12.5, 37.0, 71.0, 90.0):
+        th = math.radians(t)
+        assert U.cap_fraction(2, t) == pytest.approx(th / math.pi, abs=1e-14)
+        assert U.cap_fraction(3, t) == pytest.approx((1 - math.cos(th)) / 2, abs=1e-14)
+        assert U.cap_fraction(4, t) == pytest.approx((th - math.sin(th) * math.cos(th)) / math.pi,
+                                                     abs=1e-14)
+    for d in (5, 10, 40):                       # a hemisphere is half of every sphere
+        assert U.cap_fraction(d, 90) == pytest.approx(0.5, abs=1e-14)
+        assert U.cap_fraction(d, 0) == 0.0
+        assert U.cap_fraction(d, 35.0) == pytest.approx(
+            0.5 * stats.beta.cdf(math.sin(math.radians(35.0)) ** 2, (d - 1) / 2, 0.5), rel=1e-10)
+    # Monte Carlo in R^7 at 50 degrees: 400 000 directions, s.e. about 6e-4
+    z = np.random.default_rng(3).standard_normal((400_000, 7))
+    mc = np.mean(z[:, 0] / np.linalg.norm(z, axis=1) >= math.cos(math.radians(50)))
+    assert U.cap_fraction(7, 50.0) == pytest.approx(mc, abs=3e-3)
+    assert U.cap_fraction(7, 50.0) != pytest.approx(U.cap_fraction(8, 50.0), rel=1e-2)
+    with pytest.raises(ValueError):
+        U.cap_fraction(3, -1.0)
+    with pytest.raises(ValueError):
+        U.cap_fraction(3, 90.5)
+    with pytest.raises((TypeError, ValueError)):
+        U.cap_fraction(1, 30.0)
