@@ -313,3 +313,316 @@ def test_overfitting_taxonomy_against_a_pinv_loop(kw):
         assert g.tail_r0 == pytest.approx(want["tail_r0"], rel=1e-12)
     assert got.spectra["tempered"].d == 2 * kw["n"] and got.spectra["catastrophic"].d == kw["n"] + 3
     assert got.spectra["benign"].tail_rank == pytest.approx(kw["tail_dim"])
+
+
+# ================================================================================================
+# 2. Gaussian processes
+# ================================================================================================
+def test_rbf_kernel_default_variance_orientation_and_diagonal():
+    rng = np.random.default_rng(20)
+    a, b = rng.normal(size=(3, 2)), rng.normal(size=(5, 2))
+    d2 = ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
+    k = soft.rbf_kernel(torch.tensor(a), torch.tensor(b), 0.8).numpy()
+    assert k.shape == (3, 5)
+    np.testing.assert_allclose(k, np.exp(-d2 / (2 * 0.64)), rtol=1e-12)
+    np.testing.assert_allclose(soft.rbf_kernel(torch.tensor(b), torch.tensor(a), 0.8).numpy(),
+                               k.T, rtol=1e-12)
+    kaa = soft.rbf_kernel(torch.tensor(a), torch.tensor(a), 2.5, variance=0.3).numpy()
+    np.testing.assert_allclose(np.diag(kaa), 0.3, rtol=1e-12)
+    # one pair by hand: distance^2 = 3^2 + 4^2 = 25, lengthscale 5: exp(-1/2)
+    one = soft.rbf_kernel(torch.tensor([[0.0, 0.0]], dtype=torch.float64),
+                          torch.tensor([[3.0, 4.0]], dtype=torch.float64), 5.0, 2.0)
+    assert float(one) == pytest.approx(2.0 * math.exp(-0.5), rel=1e-12)
+
+
+def test_median_lengthscale_by_hand():
+    # points 0, 1 and 3 on a line: pairwise distances 1, 3, 2, median 2
+    x = torch.tensor([[0.0, 5.0], [1.0, 5.0], [3.0, 5.0]])
+    assert soft.median_lengthscale(x) == pytest.approx(2.0)
+    # five points: ten distances, the median of which is the fifth/sixth; a zero diagonal would
+    # pull it down
+    p = torch.tensor([[0.0], [1.0], [3.0], [7.0], [15.0]])
+    d = sorted(abs(float(p[i] - p[j])) for i in range(5) for j in range(i + 1, 5))
+    assert soft.median_lengthscale(p) in (d[4], d[5])
+
+
+def _gp_reference(x, y, xt, C, ells, r):
+    """Type-II ML over ells with numpy/scipy: per class N(t_c; 0, s (K + r I))."""
+    x, xt = x.numpy().astype(np.float64), xt.numpy().astype(np.float64)
+    n = len(x)
+    t = np.eye(C)[y.numpy()] - 1.0 / C
+
+    def k(a, b, ell):
+        return np.exp(-((a[:, None] - b[None]) ** 2).sum(-1) / (2 * ell ** 2))
+
+    best = None
+    for ell in ells:
+        A = k(x, x, ell) + r * np.eye(n)
+        s = float((t * np.linalg.solve(A, t)).sum()) / (n * C)
+        ml = sum(stats.multivariate_normal(np.zeros(n), s * A).logpdf(t[:, c]) for c in range(C))
+        if best is None or ml > best[0]:
+            best = (ml, ell, s, np.linalg.solve(A, t))
+    ml, ell, s, alpha = best
+    return dict(log_ml=ml, lengthscale=ell, signal_var=s,
+                train_pred=(k(x, x, ell) @ alpha).argmax(1),
+                test_pred=(k(xt, x, ell) @ alpha).argmax(1))
+
+
+def test_gp_label_regression_against_scipy_type_ii_ml():
+    g = torch.Generator().manual_seed(21)
+    x = torch.randn(16, 3, generator=g, dtype=torch.float64)
+    y = torch.tensor([0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 0, 1, 0])  # unbalanced
+    xt = torch.randn(9, 3, generator=g, dtype=torch.float64)
+    ells = [3.0, 1.3, 0.5]
+    for r in (0.02, 0.3):
+        got = soft.gp_label_regression(x, y, xt, 3, ells, noise_ratio=r)
+        ref = _gp_reference(x, y, xt, 3, ells, r)
+        assert got["lengthscale"] == ref["lengthscale"]
+        assert got["log_ml"] == pytest.approx(ref["log_ml"], rel=1e-9)
+        assert got["signal_var"] == pytest.approx(ref["signal_var"], rel=1e-9)
+        np.testing.assert_array_equal(got["train_pred"].numpy(), ref["train_pred"])
+        np.testing.assert_array_equal(got["test_pred"].numpy(), ref["test_pred"])
+        again = soft.gp_label_regression(x, y, xt, 3, ells[::-1], noise_ratio=r)
+        assert again["lengthscale"] == got["lengthscale"]
+    # the best lengthscale is not the first candidate, and noise_ratio matters
+    assert got["lengthscale"] != ells[0]
+    other = soft.gp_label_regression(x, y, xt, 3, ells, noise_ratio=0.05)
+    assert other["log_ml"] != got["log_ml"]
+    # a class no point carries still gets a column (num_classes, not max(y) + 1)
+    four = soft.gp_label_regression(x, y, xt, 4, [1.3], noise_ratio=0.1)
+    ref4 = _gp_reference(x, y, xt, 4, [1.3], 0.1)
+    assert four["log_ml"] == pytest.approx(ref4["log_ml"], rel=1e-9)
+
+
+def _ref_gp_corruption(cfg, ds, seed):
+    x, y0 = ds.x[:cfg.n_train], ds.y[:cfg.n_train]
+    xt, yt = ds.x_test[:cfg.n_test], ds.y_test[:cfg.n_test]
+    d = torch.cdist(x.double(), x.double())
+    med = float(d[torch.triu(torch.ones_like(d, dtype=torch.bool), 1)].median())
+    ells = [f * med for f in cfg.lengthscale_factors]
+    rows = []
+    for frac in cfg.corruptions:
+        y = corrupt_labels(y0, frac, ds.num_classes, seed=seed)
+        r = _gp_reference(x, y, xt, ds.num_classes, ells, cfg.noise_ratio)
+        rows.append((frac, np.mean(r["train_pred"] == y.numpy()),
+                     np.mean(r["test_pred"] == yt.numpy()), r["log_ml"] / cfg.n_train,
+                     r["lengthscale"]))
+    return rows
+
+
+def test_run_gp_corruption_against_a_loop_and_uses_every_setting():
+    ds = _dataset(n=30, n_test=14, seed=22, classes=3, length=6)
+    cfg = soft.GPConfig.quick(n_train=24, n_test=11, corruptions=(0.0, 0.5, 1.0),
+                              noise_ratio=0.05, lengthscale_factors=(0.5, 1.0, 2.0))
+    got = soft.run_gp_corruption(cfg, ds, seed=2)
+    ref = _ref_gp_corruption(cfg, ds, 2)
+    assert got.chance == pytest.approx(1 / 3)
+    for i, (frac, tr, te, ml, ell) in enumerate(ref):
+        assert got.corruption[i] == frac
+        assert got.train_acc[i] == pytest.approx(tr)
+        assert got.test_acc[i] == pytest.approx(te)
+        assert got.log_ml[i] == pytest.approx(ml, rel=1e-7)
+        assert got.lengthscale[i] == pytest.approx(ell, rel=1e-6)
+    base = got.to_dict()
+    for key, value in dict(n_train=23, n_test=10, corruptions=(0.0, 0.6, 1.0), noise_ratio=0.2,
+                           lengthscale_factors=(0.4, 1.0, 2.0)).items():
+        out = soft.run_gp_corruption(soft.GPConfig.quick(**{**_cfg_dict(cfg), key: value}), ds,
+                                     seed=2)
+        assert _differs(out.to_dict(), base), key
+    assert _differs(soft.run_gp_corruption(cfg, ds, seed=3).to_dict(), base)
+
+
+def _cfg_dict(cfg):
+    from dataclasses import fields
+
+    return {f.name: getattr(cfg, f.name) for f in fields(cfg)}
+
+
+def test_run_gp_corruption_takes_exactly_the_points_the_dataset_holds():
+    ds = _dataset(n=12, n_test=6, seed=23, classes=2, length=4)
+    cfg = soft.GPConfig.quick(n_train=12, n_test=6, corruptions=(0.0,), lengthscale_factors=(1.0,))
+    assert len(soft.run_gp_corruption(cfg, ds).train_acc) == 1
+    with pytest.raises(ValueError, match="n_train"):
+        soft.run_gp_corruption(soft.GPConfig.quick(**{**_cfg_dict(cfg), "n_train": 13}), ds)
+    with pytest.raises(ValueError, match="n_test"):
+        soft.run_gp_corruption(soft.GPConfig.quick(**{**_cfg_dict(cfg), "n_test": 7}), ds)
+
+
+def test_gp_and_rf_config_defaults():
+    g = soft.GPConfig()
+    assert (g.n_train, g.n_test, g.noise_ratio) == (2000, 1000, 1e-3)
+    assert g.corruptions == (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+    assert g.lengthscale_factors == (0.35, 0.5, 0.7, 1.0, 1.4)
+    r = soft.RFConfig()
+    assert (r.n, r.dim, r.noise, r.n_test, r.n_val, r.n_draws, r.alpha) == \
+        (200, 3, 0.1, 2000, 1000, 5, 1e-5)
+    assert r.ps[0] == 5 and r.ps[-1] == 2000 and {100, 200, 400} <= set(r.ps)
+    assert list(r.ps) == sorted(set(r.ps))
+    np.testing.assert_allclose(r.ridges, np.logspace(-8, 1, 19))
+
+
+# ================================================================================================
+# 3. effective dimensionality and random features
+# ================================================================================================
+def test_effective_dimensionality_and_poorly_determined_by_hand():
+    # 3/3.5 + 1/1.5 + 0 (a negative eigenvalue counts as zero)
+    assert soft.effective_dimensionality([3.0, 1.0, -2.0], 0.5) == \
+        pytest.approx(3 / 3.5 + 1 / 1.5, rel=1e-14)
+    assert soft.effective_dimensionality([0.0, 0.0], 2.0) == 0.0
+    assert soft.effective_dimensionality([2.0], 6.0) == pytest.approx(0.25)
+    # unsorted input: the k = 2 largest are 4 and 2
+    assert soft.poorly_determined([0.5, 4.0, 1.0, 2.0], 1.0, 2) == \
+        pytest.approx(2 - 4 / 5 - 2 / 3, rel=1e-14)
+    assert soft.poorly_determined([0.5, 4.0, 1.0, 2.0], 3.0, 4) == \
+        pytest.approx(4 - (0.5 / 3.5 + 4 / 7 + 1 / 4 + 2 / 5), rel=1e-14)
+    assert soft.poorly_determined([-1.0, 3.0], 1.0, 2) == pytest.approx(2 - 0.75)
+    with pytest.raises(ValueError, match="k"):
+        soft.poorly_determined([0.5, 4.0], 1.0, 3)
+
+
+def test_relu_features_and_rf_target_by_hand():
+    x = np.array([[1.0, -2.0]])
+    w = np.array([[1.0, 0.0, 2.0], [1.0, 1.0, 0.0]])  # D = 2, p = 3
+    b = np.array([0.5, 3.0, -1.0])
+    # x w = [-1, -2, 2]; + b = [-0.5, 1, 1]; relu / sqrt(3)
+    np.testing.assert_allclose(soft.relu_features(x, w, b), [[0.0, 1 / math.sqrt(3),
+                                                              1 / math.sqrt(3)]], rtol=1e-14)
+    xs = np.array([[0.3, -0.4, 9.0], [-1.1, 0.7, -3.0]])
+    want = [math.sin(0.6) + 0.5 * math.cos(-1.2) + 0.3 * 0.3 * -0.4,
+            math.sin(-2.2) + 0.5 * math.cos(2.1) + 0.3 * -1.1 * 0.7]
+    np.testing.assert_allclose(soft.rf_target(xs), want, rtol=1e-14)
+    xs[:, 2] = 0.0  # only the first two coordinates matter
+    np.testing.assert_allclose(soft.rf_target(xs), want, rtol=1e-14)
+
+
+def test_rf_data_draws_in_its_documented_order():
+    cfg = soft.RFConfig.quick(n=7, dim=3, noise=0.25, n_test=5)
+    x, y, xt, yt = soft.rf_data(cfg, np.random.default_rng(24))
+    rng = np.random.default_rng(24)
+    ex, ext = rng.normal(size=(7, 3)), rng.normal(size=(5, 3))
+    ey = soft.rf_target(ex) + 0.25 * rng.normal(size=7)
+    eyt = soft.rf_target(ext) + 0.25 * rng.normal(size=5)
+    for a, b in ((x, ex), (y, ey), (xt, ext), (yt, eyt)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_ridge_path_drops_singular_values_below_rcond_times_the_largest():
+    rng = np.random.default_rng(25)
+    u = np.linalg.qr(rng.normal(size=(5, 2)))[0]
+    v = np.linalg.qr(rng.normal(size=(4, 2)))[0]
+    s = np.array([50.0, 0.02])
+    phi = u @ np.diag(s) @ v.T
+    y = rng.normal(size=5)
+    c = u.T @ y
+    lams = [0.01, 2.0]
+    for rcond, kept in ((1e-10, 2), (1e-3, 1)):  # 0.02 / 50 = 4e-4 sits between them
+        betas, b0 = soft.ridge_path(phi, y, lams, rcond=rcond)
+        k = slice(0, kept)
+        np.testing.assert_allclose(b0, v[:, k] @ (c[k] / s[k]), rtol=1e-8, atol=1e-12)
+        for lam, beta in zip(lams, betas):
+            np.testing.assert_allclose(beta, v[:, k] @ (s[k] / (s[k] ** 2 + lam) * c[k]),
+                                       rtol=1e-8, atol=1e-12)
+    # default rcond keeps both: the min-norm solution is the pseudo-inverse's
+    np.testing.assert_allclose(soft.ridge_path(phi, y, lams)[1], np.linalg.pinv(phi) @ y,
+                               rtol=1e-7)
+
+
+def _ref_random_features(cfg, seed):
+    rng = np.random.default_rng(seed)
+    P = max(cfg.ps)
+    test, ridge, neff, poor = (np.zeros((cfg.n_draws, len(cfg.ps))) for _ in range(4))
+    null = []
+    for r in range(cfg.n_draws):
+        x = rng.normal(size=(cfg.n, cfg.dim))
+        xt = rng.normal(size=(cfg.n_test, cfg.dim))
+        y = soft.rf_target(x) + cfg.noise * rng.normal(size=cfg.n)
+        yt = soft.rf_target(xt) + cfg.noise * rng.normal(size=cfg.n_test)
+        xv = rng.normal(size=(cfg.n_val, cfg.dim))
+        yv = soft.rf_target(xv) + cfg.noise * rng.normal(size=cfg.n_val)
+        w = rng.normal(size=(cfg.dim, P)) / np.sqrt(cfg.dim)
+        b = rng.uniform(-1, 1, size=P)
+        null.append(np.mean((yt - y.mean()) ** 2))
+        for j, p in enumerate(cfg.ps):
+            f, ft, fv = (np.maximum(z @ w[:, :p] + b[:p], 0) / np.sqrt(p) for z in (x, xt, xv))
+            test[r, j] = np.mean((ft @ (np.linalg.pinv(f) @ y) - yt) ** 2)
+            sols = [np.linalg.solve(f.T @ f + lam * np.eye(p), f.T @ y) for lam in cfg.ridges]
+            best = min(range(len(sols)), key=lambda i: np.mean((fv @ sols[i] - yv) ** 2))
+            ridge[r, j] = np.mean((ft @ sols[best] - yt) ** 2)
+            eigs = np.clip(np.linalg.eigvalsh(f.T @ f / cfg.n), 0, None)[::-1]
+            neff[r, j] = np.sum(eigs / (eigs + cfg.alpha))
+            k = min(cfg.n, p)
+            poor[r, j] = k - np.sum(eigs[:k] / (eigs[:k] + cfg.alpha))
+    return dict(test_mse_draws=test, test_mse=np.median(test, 0), ridge_mse=np.median(ridge, 0),
+                null_mse=float(np.median(null)), neff=neff.mean(0), poor=poor.mean(0))
+
+
+RF_SMALL = dict(n=10, dim=3, noise=0.2, n_test=15, n_val=12, ps=(4, 7, 25), n_draws=3,
+                alpha=1e-2, ridges=(1e-3, 0.1, 3.0))
+
+
+def test_run_random_features_against_a_pinv_and_direct_solve_loop():
+    cfg = soft.RFConfig.quick(**RF_SMALL)
+    got = soft.run_random_features(cfg, seed=5)
+    ref = _ref_random_features(cfg, 5)
+    np.testing.assert_array_equal(got.ps, [4, 7, 25])
+    assert got.n == 10 and got.noise_var == pytest.approx(0.04)
+    for key, want in ref.items():
+        np.testing.assert_allclose(getattr(got, key), want, rtol=1e-6, atol=1e-10, err_msg=key)
+    # medians over three draws are not means: the reduction matters
+    assert not np.allclose(got.test_mse, got.test_mse_draws.mean(0))
+
+
+def test_run_random_features_uses_every_setting_and_the_seed():
+    base = soft.run_random_features(soft.RFConfig.quick(**RF_SMALL), seed=0).to_dict()
+    changes = dict(n=11, dim=4, noise=0.3, n_test=16, n_val=13, ps=(4, 8, 25), n_draws=2,
+                   alpha=0.1, ridges=(1e-3, 0.1, 1.0))
+    for key, value in changes.items():
+        out = soft.run_random_features(soft.RFConfig.quick(**{**RF_SMALL, key: value}), seed=0)
+        assert _differs(out.to_dict(), base), key
+    assert _differs(soft.run_random_features(soft.RFConfig.quick(**RF_SMALL), seed=1).to_dict(),
+                    base)
+
+
+def test_double_descent_summary_edges():
+    ps = np.array([3, 5, 8, 10, 20, 21])
+    # p = n = 10 is neither under- nor over-parameterized; n/2 = 5 is near the threshold
+    d = soft.double_descent_summary(ps, [2.0, 1.5, 1.2, 0.1, 0.9, 5.0], 10)
+    assert (d["best_under"], d["best_under_p"]) == (1.2, 8)
+    assert (d["best_over"], d["best_over_p"]) == (0.9, 20)
+    assert d["peak"] == 1.5 and d["first"] == 2.0
+    assert d["max_rise"] == pytest.approx(0.9 / 0.1 - 1)
+    # 2n = 20 is near the threshold, 21 is not
+    d = soft.double_descent_summary(ps, [2.0, 0.5, 1.2, 0.4, 1.8, 9.0], 10)
+    assert d["peak"] == 1.8
+    assert d["max_rise"] == pytest.approx(9.0 / 1.8 - 1)  # the last pair counts
+    d = soft.double_descent_summary([4, 16, 30], [0.3, 3.0, 1.0], 10)
+    assert d["max_rise"] == pytest.approx(9.0) and d["first"] == 0.3
+
+
+def _ref_spectrum(cfg, p, seed):
+    rng = np.random.default_rng(seed)
+    x, y, xt, yt = soft.rf_data(cfg, rng)
+    w = rng.normal(size=(cfg.dim, p)) / np.sqrt(cfg.dim)
+    b = rng.uniform(-1, 1, size=p)
+    f, ft = (np.maximum(z @ w + b, 0) / np.sqrt(p) for z in (x, xt))
+    k = min(cfg.n, p)
+    eigs = np.sort(np.linalg.eigvalsh(f.T @ f / cfg.n if p <= cfg.n else f @ f.T / cfg.n))[::-1]
+    eigs = np.clip(eigs[:k], 0, None)
+    return dict(eigs=eigs, test_mse=np.mean((ft @ (np.linalg.pinv(f) @ y) - yt) ** 2),
+                neff=np.sum(eigs / (eigs + cfg.alpha)),
+                poor=k - np.sum(eigs / (eigs + cfg.alpha)))
+
+
+@pytest.mark.parametrize("p", [6, 15])
+def test_rf_spectrum_against_eigvalsh_and_pinv(p):
+    cfg = soft.RFConfig.quick(n=10, dim=3, noise=0.2, n_test=12, alpha=0.05)
+    got = soft.rf_spectrum(cfg, p, seed=6)
+    ref = _ref_spectrum(cfg, p, 6)
+    assert len(got["eigs"]) == min(10, p)
+    np.testing.assert_allclose(got["eigs"], ref["eigs"], rtol=1e-8, atol=1e-12)
+    for key in ("test_mse", "neff", "poor"):
+        assert got[key] == pytest.approx(ref[key], rel=1e-6), key
+    assert soft.rf_spectrum(cfg, p, seed=7)["test_mse"] != got["test_mse"]
+    other = soft.rf_spectrum(soft.RFConfig.quick(n=10, dim=3, noise=0.2, n_test=12, alpha=0.5),
+                             p, seed=6)
+    assert other["neff"] < got["neff"]
