@@ -1,0 +1,1347 @@
+"""gtlib.checks and gtlib.config against independent references (issue 19, section 6).
+
+Every constraint is probed at its interval edges (just inside, on, just outside each end, for each
+of the four ``closed`` modes), with bools, numpy scalars, NaN, infinities and huge ints; every
+error's type and exact message is pinned; the tensor checks on hand-made tensors; the boundary
+decorator on functions annotated with each supported type. The config side: the ``GTLIB_*``
+parsing at each range end and with empty/garbage values; seeding against Python's, numpy's and
+torch's own seeding; presets' precedence (defaults < FULL < overrides); to_dict and the displays
+pinned by hand.
+"""
+from __future__ import annotations
+
+import math
+import os
+import random
+from dataclasses import FrozenInstanceError, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+import pytest
+import torch
+
+from gtlib import checks as C
+from gtlib import config as G
+from gtlib.checks import (Boolean, Device, InstanceOf, Interval, Options, Tensor, boundary,
+                          check_finite, check_fraction, check_indices, check_int, check_labels,
+                          check_positive, check_real, check_seed, check_seeds, count, fraction,
+                          nonnegative, positive, tuple_of)
+from gtlib.config import Config, Result, Settings, param, preset
+
+EPS = 1e-12
+
+
+@pytest.fixture
+def keep_rngs():
+    """Restore the global generators and torch's thread count after a test that seeds them."""
+    threads = torch.get_num_threads()
+    py, npy, tt = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    yield
+    torch.set_num_threads(threads)
+    random.setstate(py)
+    np.random.set_state(npy)
+    torch.set_rng_state(tt)
+
+
+# ================================================================================================
+# Interval
+# ================================================================================================
+LO, HI = -1.5, 2.0
+
+
+@pytest.mark.parametrize("closed,lo_in,hi_in", [("both", True, True), ("left", True, False),
+                                                ("right", False, True),
+                                                ("neither", False, False)])
+def test_float_interval_at_each_end_for_each_closed_mode(closed, lo_in, hi_in):
+    iv = Interval(float, LO, HI, closed)
+    cases = {LO - 1e-9: False, LO: lo_in, LO + 1e-9: True, 0.0: True, HI - 1e-9: True, HI: hi_in,
+             HI + 1e-9: False, -100.0: False, 100.0: False}
+    for v, inside in cases.items():
+        assert iv.contains(v) is inside, (closed, v)
+        if inside:
+            assert iv.check("v", v) == v
+        else:
+            with pytest.raises(ValueError, match=r"^v must be a finite number in "):
+                iv.check("v", v)
+    br = ("[" if lo_in else "(") + f"{LO}, {HI}" + ("]" if hi_in else ")")
+    assert iv.describe() == f"a finite number in {br}"
+
+
+@pytest.mark.parametrize("closed,lo_in,hi_in", [("both", True, True), ("left", True, False),
+                                                ("right", False, True),
+                                                ("neither", False, False)])
+def test_int_interval_at_each_end_for_each_closed_mode(closed, lo_in, hi_in):
+    iv = Interval(int, -2, 3, closed)
+    for v, inside in {-3: False, -2: lo_in, -1: True, 2: True, 3: hi_in, 4: False}.items():
+        assert iv.contains(v) is inside, (closed, v)
+        assert iv.contains(np.int64(v)) is inside
+        if inside:
+            assert iv.check("k", v) is v
+        else:
+            with pytest.raises(ValueError, match=r"^k must be an int in [\[(]-2, 3[\])], got "):
+                iv.check("k", v)
+
+
+@pytest.mark.parametrize("closed", ["both", "left", "right", "neither"])
+def test_half_bounded_intervals_ignore_closed_at_the_missing_end(closed):
+    lo_in = closed in ("both", "left")
+    hi_in = closed in ("both", "right")
+    low_only = Interval(float, 1.0, None, closed)
+    assert low_only.contains(1.0) is lo_in and low_only.contains(1e300) is True
+    assert low_only.contains(1.0 - 1e-9) is False
+    assert low_only.describe() == f"a finite number {'>=' if lo_in else '>'} 1.0"
+    high_only = Interval(int, None, 5, closed)
+    assert high_only.contains(5) is hi_in and high_only.contains(-10**30) is True
+    assert high_only.contains(6) is False
+    assert high_only.describe() == f"an int {'<=' if hi_in else '<'} 5"
+    none = Interval(float, None, None, closed)
+    assert none.contains(-1e300) and none.contains(1e300) and none.describe() == "a finite number"
+
+
+def test_interval_edges_with_zero_width_and_negative_zero():
+    point = Interval(float, 0.5, 0.5)
+    assert point.contains(0.5) and not point.contains(0.5 + EPS)
+    assert not Interval(float, 0.5, 0.5, "left").contains(0.5)
+    assert not Interval(float, 0.5, 0.5, "right").contains(0.5)
+    assert Interval(float, 0, 1, "both").contains(-0.0)
+    assert not Interval(float, 0, 1, "neither").contains(-0.0)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), np.float32("nan"),
+                                   np.float64("inf")])
+def test_non_finite_numbers_are_never_inside(value):
+    for iv in (Interval(float), Interval(float, None, None, "neither"), Interval(float, -1, 1)):
+        assert iv.contains(value) is False
+        with pytest.raises(ValueError, match="finite"):
+            iv.check("x", value)
+
+
+def test_ints_too_large_for_a_float_are_not_finite_numbers():
+    with pytest.raises(ValueError, match=r"x must be a finite number, got 1000"):
+        Interval(float).check("x", 10**400)
+    assert Interval(int).check("x", 10**400) == 10**400  # an unbounded int interval: fine
+    with pytest.raises(ValueError):
+        Interval(int, 0, 10).check("x", 10**400)
+    assert Interval(float).check("x", 2**1000) == 2**1000
+
+
+@pytest.mark.parametrize("kind,value,ok", [
+    (int, 3, True), (int, np.int64(3), True), (int, np.uint8(3), True), (int, True, False),
+    (int, np.bool_(True), False), (int, 3.0, False), (int, np.float64(3), False), (int, "3", False),
+    (int, None, False), (int, [3], False), (float, 3, True), (float, 3.5, True),
+    (float, np.float32(3.5), True), (float, np.int64(3), True), (float, False, False),
+    (float, np.bool_(False), False), (float, "3.5", False), (float, None, False),
+    (float, 1 + 0j, False), (float, torch.tensor(1.0), False), (float, np.array(1.0), False)])
+def test_interval_types(kind, value, ok):
+    iv = Interval(kind)
+    if ok:
+        assert iv.check("v", value) is value  # returned unchanged (no conversion)
+    else:
+        with pytest.raises(TypeError, match=r"^v must be an? "):
+            iv.check("v", value)
+
+
+def test_contains_refuses_non_numbers():
+    for bad in (True, "1", None, [1]):
+        with pytest.raises(TypeError, match="value must be a real number"):
+            Interval(float).contains(bad)
+
+
+def test_optional_intervals_accept_none_only_when_optional():
+    assert Interval(int, 1, optional=True).check("n", None) is None
+    assert Interval(int, 1, optional=True).describe() == "an int >= 1 or None"
+    with pytest.raises(TypeError, match="n must be an int >= 1, got None"):
+        Interval(int, 1).check("n", None)
+    with pytest.raises(ValueError, match="n must be an int >= 1 or None, got 0"):
+        Interval(int, 1, optional=True).check("n", 0)
+
+
+def test_exact_error_messages():
+    with pytest.raises(ValueError) as info:
+        Interval(float, 0, None, closed="neither").check("lr", float("inf"))
+    assert str(info.value) == "lr must be a finite number > 0, got inf"
+    with pytest.raises(TypeError) as info:
+        Interval(int, 0, 2**63 - 1).check("seed", 1.5)
+    assert str(info.value) == "seed must be an int in [0, 9223372036854775807], got 1.5"
+    with pytest.raises(ValueError) as info:
+        Interval(float, None, 1.0, closed="left").check("p", 1.0)
+    assert str(info.value) == "p must be a finite number < 1.0, got 1.0"
+
+
+@pytest.mark.parametrize("args,kw,err,words", [
+    ((str,), {}, ValueError, "kind"), ((bool,), {}, ValueError, "kind"),
+    ((float, 0, 1), {"closed": "open"}, ValueError, "closed"),
+    ((float, 0, 1), {"closed": None}, ValueError, "closed"),
+    ((float, 2, 1), {}, ValueError, "low must be <= high"),
+    ((int, 0, -1), {}, ValueError, "low must be <= high"),
+    ((int, 0.5, None), {}, TypeError, "low must be an int"),
+    ((int, None, 2.0), {}, TypeError, "high must be an int"),
+    ((float, True, None), {}, TypeError, "low"), ((int, None, True), {}, TypeError, "high"),
+    ((float, float("nan"), None), {}, ValueError, "low must be a finite number"),
+    ((float, None, float("inf")), {}, ValueError, "high must be a finite number"),
+    ((float, "0", None), {}, TypeError, "low"),
+    ((float, 0, 1), {"optional": 1}, TypeError, "optional must be a bool")])
+def test_interval_refuses_a_bad_declaration(args, kw, err, words):
+    with pytest.raises(err, match=words):
+        Interval(*args, **kw)
+
+
+def test_interval_declarations_that_are_fine():
+    assert Interval(float, 1, 1).contains(1)
+    assert Interval(float, np.float64(0.5), np.int64(2)).contains(1.0)
+    assert Interval(float, 0, 1, optional=np.bool_(True)).optional is True
+
+
+@pytest.mark.parametrize("name", ["", None, 3, b"x"])
+def test_every_constraint_needs_a_name(name):
+    for c in (Interval(float), Options(("a",)), Boolean(), InstanceOf(int), tuple_of(count())):
+        with pytest.raises(TypeError, match="name must be a non-empty str"):
+            c.check(name, 1)
+
+
+def test_show_keeps_messages_short_and_describes_arrays():
+    assert C._show("a" * 78) == repr("a" * 78)  # 80 characters: kept
+    long = C._show("a" * 79)  # 81 characters: cut to 80
+    assert len(long) == 80 and long.endswith("...") and long.startswith("'aaa")
+    assert C._show(torch.zeros(2, 3, dtype=torch.float64)) == \
+        "Tensor of shape (2, 3) and dtype float64"
+    assert C._show(np.zeros((4,), dtype=np.int32)) == "ndarray of shape (4,) and dtype int32"
+    with pytest.raises(ValueError) as info:
+        Interval(float, 0, 1).check("w", 2.5)
+    assert str(info.value).endswith("got 2.5")
+
+
+# ================================================================================================
+# Options, Boolean, InstanceOf, Sequence
+# ================================================================================================
+@pytest.mark.parametrize("values,value,ok,err", [
+    (("sgd", "adamw"), "sgd", True, None), (("sgd", "adamw"), "adamw", True, None),
+    (("sgd", "adamw"), "SGD", False, ValueError), (("sgd", "adamw"), "sgd ", False, ValueError),
+    (("sgd", "adamw"), 1, False, TypeError), (("sgd", "adamw"), None, False, TypeError),
+    (("sgd", "adamw"), np.str_("sgd"), False, ValueError),
+    ((1, 2), 1, True, None), ((1, 2), True, False, ValueError), ((1, 2), 1.0, False, ValueError),
+    ((1, 2), np.int64(1), False, ValueError), ((1, 2), 3, False, ValueError),
+    ((1, 2), "1", False, ValueError), ((0.5, "a"), 0.5, True, None), ((0.5, "a"), "a", True, None),
+    ((None, "a"), None, True, None), ((False, 0), 0, True, None), ((False, 0), False, True, None),
+    ((False,), 0, False, ValueError), (("a", "b"), np.array(["a"]), False, TypeError),
+    (["x", "y"], "y", True, None), ({"x"}, "x", True, None)])
+def test_options_compare_value_and_type(values, value, ok, err):
+    opt = Options(values)
+    if ok:
+        assert opt.check("o", value) is value
+    else:
+        with pytest.raises(err, match=r"^o must be one of "):
+            opt.check("o", value)
+
+
+def test_options_optional_describe_and_declaration():
+    assert Options(("a", "b")).describe() == "one of ('a', 'b')"
+    assert Options(("a",), optional=True).describe() == "one of ('a',) or None"
+    assert Options(("a",), optional=True).check("o", None) is None
+    with pytest.raises(TypeError) as info:
+        Options(("a", "b")).check("o", 3)
+    assert str(info.value) == "o must be one of ('a', 'b'), got 3"
+    for bad, err in (("ab", TypeError), (b"ab", TypeError), (None, TypeError), (3, TypeError),
+                     ((), ValueError), ([], ValueError)):
+        with pytest.raises(err, match="values"):
+            Options(bad)
+    with pytest.raises(TypeError, match="optional"):
+        Options(("a",), optional="yes")
+
+
+def test_boolean():
+    for v in (True, False, np.bool_(True), np.bool_(False)):
+        assert Boolean().check("f", v) is v
+    for v in (0, 1, 1.0, "True", None, torch.tensor(True), np.array([True])):
+        with pytest.raises(TypeError, match=r"^f must be a bool, got "):
+            Boolean().check("f", v)
+    assert Boolean().describe() == "a bool"
+
+
+def test_instance_of():
+    class A:
+        pass
+
+    class B(A):
+        pass
+
+    assert InstanceOf(A).check("a", B()) is not None
+    with pytest.raises(TypeError, match="a must be a B, got"):
+        InstanceOf(B).check("a", A())
+    with pytest.raises(TypeError, match="a must be a A, got None"):
+        InstanceOf(A).check("a", None)
+    assert InstanceOf(A, optional=True).check("a", None) is None
+    assert InstanceOf(A, optional=True).describe() == "a A or None"
+    assert InstanceOf(int).check("i", True) is True  # a bool is an int instance
+    for bad in (3, "int", None, A()):
+        with pytest.raises(TypeError, match="cls must be a class"):
+            InstanceOf(bad)
+    with pytest.raises(TypeError, match="optional"):
+        InstanceOf(A, optional=0)
+
+
+def test_sequence_min_len_at_its_edge():
+    seq = tuple_of(count(), min_len=2)
+    assert seq.check("w", (1, 2)) == (1, 2) and seq.check("w", [3, 4, 5]) == [3, 4, 5]
+    with pytest.raises(ValueError, match=r"^w must be a tuple \(at least 2 items\)"):
+        seq.check("w", (1,))
+    assert tuple_of(count(), min_len=0).check("w", ()) == ()
+    with pytest.raises(ValueError, match=r"at least 1 item\)"):
+        tuple_of(count()).check("w", [])
+
+
+def test_sequence_items_are_checked_by_index():
+    seq = tuple_of(count())
+    with pytest.raises(ValueError, match=r"^w\[2\] must be an int >= 1, got 0$"):
+        seq.check("w", (3, 1, 0, 5))
+    with pytest.raises(TypeError, match=r"^w\[1\] must be an int >= 1, got 2.0$"):
+        seq.check("w", [3, 2.0])
+    for bad in ("ab", None, 3, np.array([1, 2]), {1: 2}, range(3), {1, 2}):
+        with pytest.raises(TypeError, match=r"^w must be a tuple"):
+            seq.check("w", bad)
+
+
+@pytest.mark.parametrize("value,strict_ok,weak_ok", [
+    ((1, 2, 3), True, True), ((1, 2, 2), False, True), ((2, 1), False, False),
+    ((1, 3, 2), False, False), ((5,), True, True), ((1, 1), False, True), ((3, 2, 4), False, False),
+    ((1, 2, 3, 2), False, False)])
+def test_sequence_increasing_strict_and_weak(value, strict_ok, weak_ok):
+    for mode, ok in (("strict", strict_ok), ("weak", weak_ok)):
+        seq = tuple_of(Interval(int), increasing=mode)
+        if ok:
+            assert seq.check("w", value) == value
+        else:
+            with pytest.raises(ValueError, match="w must be"):
+                seq.check("w", value)
+    assert tuple_of(Interval(int)).check("w", value) == value  # no order asked
+
+
+def test_sequence_distinct():
+    seq = tuple_of(Interval(int), distinct=True)
+    assert seq.check("w", (3, 1, 2)) == (3, 1, 2)
+    with pytest.raises(ValueError, match="without repeats"):
+        seq.check("w", (3, 1, 3))
+    assert tuple_of(Interval(int)).check("w", (3, 1, 3)) == (3, 1, 3)
+
+
+def test_sequence_describe():
+    assert tuple_of(count()).describe() == "a tuple (at least 1 item) of items each an int >= 1"
+    assert tuple_of(fraction(), 0, "weak", True).describe() == (
+        "a tuple (at least 0 items, sorted, without repeats) of items each a finite number in "
+        "[0, 1]")
+    assert tuple_of(positive(), 3, "strict").describe() == (
+        "a tuple (at least 3 items, strictly increasing) of items each a finite number > 0")
+
+
+@pytest.mark.parametrize("args,kw,err", [
+    ((3,), {}, TypeError), ((Interval(int),), {"min_len": 1.0}, TypeError),
+    ((Interval(int),), {"min_len": True}, TypeError), ((Interval(int),), {"min_len": -1}, ValueError),
+    ((Interval(int),), {"increasing": "yes"}, ValueError),
+    ((Interval(int),), {"increasing": True}, ValueError),
+    ((Interval(int),), {"distinct": 1}, TypeError)])
+def test_sequence_refuses_a_bad_declaration(args, kw, err):
+    with pytest.raises(err):
+        C.Sequence(*args, **kw)
+
+
+# ================================================================================================
+# the short names and the check_* helpers
+# ================================================================================================
+def test_count_positive_nonnegative_fraction_at_their_edges():
+    assert count().check("n", 1) == 1 and count(0).check("n", 0) == 0
+    assert count(-3).check("n", -3) == -3
+    for c, bad in ((count(), 0), (count(5), 4), (count(0), -1)):
+        with pytest.raises(ValueError):
+            c.check("n", bad)
+    assert count(2, optional=True).check("n", None) is None
+    with pytest.raises(TypeError, match="minimum"):
+        count(1.0)
+    with pytest.raises(TypeError, match="minimum"):
+        count(True)
+    assert positive().check("x", 5e-324) == 5e-324
+    with pytest.raises(ValueError, match="> 0"):
+        positive().check("x", 0.0)
+    assert nonnegative().check("x", 0) == 0
+    with pytest.raises(ValueError, match=">= 0"):
+        nonnegative().check("x", -5e-324)
+    assert positive(optional=True).check("x", None) is None
+    assert nonnegative(optional=True).check("x", None) is None
+    assert fraction().check("p", 0) == 0 and fraction().check("p", 1) == 1
+    assert fraction("left").contains(0) and not fraction("left").contains(1)
+    assert fraction("right").contains(1) and not fraction("right").contains(0)
+    assert not fraction("neither").contains(0) and fraction("neither").contains(0.5)
+    assert fraction(optional=True).check("p", None) is None
+
+
+def test_check_dispatches_to_the_constraint():
+    assert C.check("n", 3, count()) == 3
+    with pytest.raises(ValueError, match="n must be an int >= 4"):
+        C.check("n", 3, count(4))
+    with pytest.raises(TypeError, match="constraint must be"):
+        C.check("n", 3, int)
+
+
+def test_check_int():
+    out = check_int("n", np.int64(7))
+    assert out == 7 and type(out) is int
+    assert check_int("n", 1) == 1 and check_int("n", 0, minimum=0) == 0
+    assert check_int("n", -5, minimum=-5) == -5 and check_int("n", 9, 1, 9) == 9
+    assert check_int("n", 10**30) == 10**30  # no upper bound by default
+    for args, err in (((0,), ValueError), ((10, 1, 9), ValueError), ((-6, -5), ValueError),
+                      ((True,), TypeError), ((2.0,), TypeError), (("2",), TypeError)):
+        with pytest.raises(err, match="^n must be an int"):
+            check_int("n", *args)
+    with pytest.raises(TypeError, match="minimum must be an int"):
+        check_int("n", 3, minimum=1.0)
+    with pytest.raises(TypeError, match="minimum"):
+        check_int("n", 3, minimum=None)
+
+
+def test_check_positive():
+    out = check_positive("lr", np.int64(2))
+    assert out == 2.0 and type(out) is float
+    assert check_positive("lr", 1e-300) == 1e-300
+    assert check_positive("wd", 0, allow_zero=True) == 0.0
+    assert type(check_positive("wd", 0, allow_zero=True)) is float
+    assert check_positive("wd", 0.0, allow_zero=np.bool_(True)) == 0.0
+    with pytest.raises(ValueError, match="lr must be a finite number > 0, got 0"):
+        check_positive("lr", 0)
+    with pytest.raises(ValueError, match="wd must be a finite number >= 0, got -1e-300"):
+        check_positive("wd", -1e-300, allow_zero=True)
+    for flag in (1, "yes", None):
+        with pytest.raises(TypeError, match="allow_zero must be a bool"):
+            check_positive("lr", 1.0, allow_zero=flag)
+
+
+def test_check_fraction():
+    assert check_fraction("p", 0) == 0.0 and check_fraction("p", 1) == 1.0
+    assert type(check_fraction("p", 1)) is float
+    assert check_fraction("p", 0.25, open_interval=True) == 0.25
+    assert check_fraction("p", EPS, open_interval=True) == EPS
+    assert check_fraction("p", 1 - 1e-9, open_interval=True) == 1 - 1e-9
+    for v, op in ((-EPS, False), (1 + 1e-9, False), (0, True), (1, True), (1.0, True)):
+        with pytest.raises(ValueError, match="p must be a finite number in"):
+            check_fraction("p", v, open_interval=op)
+    with pytest.raises(ValueError, match=r"in \(0, 1\)"):
+        check_fraction("p", 1, open_interval=True)
+    with pytest.raises(TypeError, match="open_interval must be a bool"):
+        check_fraction("p", 0.5, open_interval=0)
+
+
+def test_check_real():
+    assert check_real("x", -3) == -3.0 and type(check_real("x", -3)) is float
+    assert check_real("x", np.float32(-0.5)) == -0.5 and check_real("x", 1e308) == 1e308
+    for bad, err in ((float("nan"), ValueError), (-float("inf"), ValueError), (True, TypeError),
+                     ("1", TypeError), (None, TypeError)):
+        with pytest.raises(err, match="^x must be a finite number"):
+            check_real("x", bad)
+
+
+def test_check_finite():
+    for x in (torch.ones(2, 3), torch.zeros(0), torch.tensor([1, 2]), np.ones(3),
+              np.zeros((0, 2)), np.array([1, 2]), torch.ones(2, dtype=torch.float16),
+              torch.tensor([True])):
+        assert check_finite("x", x) is x
+    for x in (torch.tensor([1.0, float("nan")]), torch.tensor([[0.0], [float("inf")]]),
+              torch.tensor([-float("inf")], dtype=torch.float64), np.array([np.nan]),
+              np.array([[1.0, -np.inf]], dtype=np.float32)):
+        with pytest.raises(ValueError, match="^x must hold finite values only"):
+            check_finite("x", x)
+    for x in ([1.0], 1.0, None):
+        with pytest.raises(TypeError, match="x must be a torch.Tensor or numpy array"):
+            check_finite("x", x)
+    with pytest.raises(TypeError, match="name"):
+        check_finite("", torch.ones(1))
+
+
+def test_check_labels_accepts_good_labels_at_the_edges():
+    y = torch.tensor([0, 2, 1, 2])
+    assert check_labels("y", y, 3, 4) is y
+    assert check_labels("y", torch.tensor([0, 0]), 1) is not None  # one class
+    assert check_labels("y", torch.tensor([[0, 4], [3, 1], [2, 2]]), 5, 2) is not None  # (E, n)
+    assert check_labels("y", torch.tensor([7], dtype=torch.int32)) is not None  # no range asked
+    assert check_labels("y", torch.tensor([-1, 5])) is not None  # no num_classes: any int
+
+
+@pytest.mark.parametrize("y,kw,err,words", [
+    (torch.tensor([0, 3]), {"num_classes": 3}, ValueError, r"labels in \[0, 3\), got range \[0, 3\]"),
+    (torch.tensor([-1, 1]), {"num_classes": 3}, ValueError, r"got range \[-1, 1\]"),
+    (torch.tensor([[0, 1], [1, 5]]), {"num_classes": 5}, ValueError, r"range \[0, 5\]"),
+    (torch.tensor([0, 1, 1]), {"n": 4}, ValueError, r"must have 4 labels .* got \(3,\)"),
+    (torch.tensor([[0, 1, 1]] * 2), {"n": 2}, ValueError, r"must have 2 labels .* \(2, 3\)"),
+    (torch.tensor([[0, 1, 1]] * 2), {"n": 3}, None, None),
+    (torch.tensor([], dtype=torch.long), {}, ValueError, "must not be empty"),
+    (torch.zeros(2, 0, dtype=torch.long), {}, ValueError, "must not be empty"),
+    (torch.tensor([], dtype=torch.long), {"n": 0}, ValueError, "must not be empty"),
+    (torch.tensor(1), {}, ValueError, r"shape \(n,\) or \(E, n\), got \(\)"),
+    (torch.zeros(1, 1, 2, dtype=torch.long), {}, ValueError, "shape"),
+    (torch.tensor([0.0, 1.0]), {}, TypeError, "dtype torch.float32"),
+    (torch.tensor([True]), {}, TypeError, "dtype torch.bool"),
+    (torch.tensor([1j]), {}, TypeError, "integer class labels"),
+    (np.array([0, 1]), {}, TypeError, "torch.Tensor of integer labels, got ndarray"),
+    ([0, 1], {}, TypeError, "got list"),
+    (torch.tensor([0]), {"num_classes": 0}, ValueError, "num_classes must be an int >= 1"),
+    (torch.tensor([0]), {"num_classes": True}, TypeError, "num_classes"),
+    (torch.tensor([0]), {"num_classes": 2.0}, TypeError, "num_classes"),
+    (torch.tensor([0]), {"n": -1}, ValueError, "n must be an int >= 0"),
+    (torch.tensor([0]), {"n": 1.0}, TypeError, "n must be an int")])
+def test_check_labels_refuses(y, kw, err, words):
+    if err is None:
+        assert check_labels("y", y, **kw) is y
+        return
+    with pytest.raises(err, match=words):
+        check_labels("y", y, **kw)
+
+
+def test_check_labels_checks_the_count_before_emptiness_and_dtype_before_shape():
+    with pytest.raises(ValueError, match="must have 2 labels"):
+        check_labels("y", torch.tensor([], dtype=torch.long), n=2)
+    with pytest.raises(TypeError, match="dtype"):
+        check_labels("y", torch.zeros(1, 1, 1))
+
+
+@pytest.mark.parametrize("idx,size,expected", [
+    ([0, 4, 2], 5, [0, 4, 2]), ((4,), 5, [4]), (np.array([1, 0], dtype=np.int32), 2, [1, 0]),
+    (np.array([3], dtype=np.uint8), 4, [3]), (torch.tensor([2, 2], dtype=torch.int16), 3, [2, 2]),
+    ([], 0, []), ([], 5, []), (np.array([], dtype=np.int64), 3, []), (range(3), 3, [0, 1, 2])])
+def test_check_indices_converts_to_int64(idx, size, expected):
+    t = check_indices("idx", idx, size)
+    assert isinstance(t, torch.Tensor) and t.dtype == torch.int64 and t.tolist() == expected
+
+
+def test_check_indices_does_not_share_memory_with_a_numpy_input():
+    a = np.array([0, 1])
+    t = check_indices("idx", a, 2)
+    a[0] = 1
+    assert t.tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("idx,size,err,words", [
+    ([0, 5], 5, ValueError, r"idx must hold indices in \[0, 5\), got range \[0, 5\]"),
+    ([-1, 2], 5, ValueError, r"got range \[-1, 2\]"), ([0], 0, ValueError, r"\[0, 0\)"),
+    (torch.tensor([3, 9]), 9, ValueError, r"range \[3, 9\]"),
+    ([[0, 1]], 5, ValueError, r"one-dimensional, got shape \(1, 2\)"),
+    (torch.tensor(1), 5, ValueError, "one-dimensional"),
+    ([0.0, 1.0], 5, TypeError, "float"), (torch.tensor([1.0]), 5, TypeError, "float32"),
+    ([True, False], 5, TypeError, "bool"), (torch.tensor([True]), 5, TypeError, "bool"),
+    (torch.tensor([1j]), 5, TypeError, "complex"), (["a"], 5, TypeError, "integer indices"),
+    (None, 5, TypeError, "got None"), ([object()], 5, TypeError, "integer indices"),
+    ([0], -1, ValueError, "size must be an int >= 0"), ([0], 2.0, TypeError, "size"),
+    ([0], True, TypeError, "size")])
+def test_check_indices_refuses(idx, size, err, words):
+    with pytest.raises(err, match=words):
+        check_indices("idx", idx, size)
+
+
+def test_seed_checks_at_their_edges():
+    assert check_seed("s", 0) == 0 and check_seed("s", 2**63 - 1) == 2**63 - 1
+    assert type(check_seed("s", np.uint64(5))) is int
+    for bad, err in ((-1, ValueError), (2**63, ValueError), (True, TypeError), (1.0, TypeError),
+                     (None, TypeError)):
+        with pytest.raises(err, match=r"^s must be an int in \[0, 9223372036854775807\]"):
+            check_seed("s", bad)
+    assert C.SEED.low == 0 and C.SEED.high == 2**63 - 1 and C.SEED.closed == "both"
+
+
+def test_check_seeds():
+    assert check_seeds("seeds", range(3)) == [0, 1, 2]
+    assert check_seeds("seeds", (5, np.int64(2))) == [5, 2]
+    assert all(type(s) is int for s in check_seeds("seeds", [np.int64(1)]))
+    assert check_seeds("seeds", (s for s in [4, 0])) == [4, 0]
+    assert check_seeds("seeds", [2**63 - 1]) == [2**63 - 1]
+    with pytest.raises(ValueError, match=r"seeds\[2\] must be an int in"):
+        check_seeds("seeds", [0, 1, -1])
+    with pytest.raises(TypeError, match=r"seeds\[1\]"):
+        check_seeds("seeds", [0, True])
+    with pytest.raises(ValueError, match=r"seeds\[0\]"):
+        check_seeds("seeds", [2**63])
+    for bad in (3, "012", b"01", None):
+        with pytest.raises(TypeError, match="seeds must be a non-empty sequence"):
+            check_seeds("seeds", bad)
+    for empty in ([], (), range(0)):
+        with pytest.raises(ValueError, match=r"non-empty .* got \[\]"):
+            check_seeds("seeds", empty)
+    with pytest.raises(TypeError, match="name"):
+        check_seeds("", [1])
+
+
+# ================================================================================================
+# Tensor and Device
+# ================================================================================================
+@pytest.mark.parametrize("kw,text", [
+    ({}, "a torch.Tensor (non-empty, finite)"),
+    ({"dtype": "int", "ndim": 1}, "a torch.Tensor (non-empty, integer, 1-dimensional)"),
+    ({"dtype": "float", "ndim": (1, 2), "numpy": True},
+     "a torch.Tensor or numpy array (non-empty, floating-point, 1 or 2-dimensional, finite)"),
+    ({"empty": True, "finite": False}, "a torch.Tensor"),
+    ({"empty": True}, "a torch.Tensor (finite)"), ({"dtype": "int", "finite": True},
+                                                   "a torch.Tensor (non-empty, integer)")])
+def test_tensor_describe(kw, text):
+    assert Tensor(**kw).describe() == text
+
+
+@pytest.mark.parametrize("kw,value,err", [
+    ({}, torch.ones(2), None), ({}, torch.tensor([1, 2]), None), ({}, torch.tensor([True]), None),
+    ({}, np.ones(2), TypeError), ({"numpy": True}, np.ones(2), None),
+    ({"numpy": True}, [1.0], TypeError), ({}, None, TypeError), ({"optional": True}, None, None),
+    ({"dtype": "float"}, torch.ones(2, dtype=torch.float64), None),
+    ({"dtype": "float"}, torch.ones(2, dtype=torch.long), TypeError),
+    ({"dtype": "float"}, torch.tensor([True]), TypeError),
+    ({"dtype": "float", "numpy": True}, np.ones(2, dtype=np.int64), TypeError),
+    ({"dtype": "float", "numpy": True}, np.ones(2, dtype=np.float32), None),
+    ({"dtype": "int"}, torch.ones(2, dtype=torch.int32), None),
+    ({"dtype": "int"}, torch.ones(2), TypeError), ({"dtype": "int"}, torch.tensor([True]), TypeError),
+    ({"dtype": "int"}, torch.tensor([1j]), TypeError),
+    ({"dtype": "int", "numpy": True}, np.array([1, 2], dtype=np.uint8), None),
+    ({"dtype": "int", "numpy": True}, np.array([True]), TypeError),
+    ({"ndim": 2}, torch.ones(2, 3), None), ({"ndim": 2}, torch.ones(2), ValueError),
+    ({"ndim": 2}, torch.ones(1, 1, 1), ValueError), ({"ndim": (1, 3)}, torch.ones(1, 1, 1), None),
+    ({"ndim": (1, 3)}, torch.ones(1, 1), ValueError), ({"ndim": 0}, torch.tensor(1.0), None),
+    ({}, torch.ones(0), ValueError), ({}, torch.ones(3, 0), ValueError),
+    ({"empty": True}, torch.ones(0), None), ({"numpy": True}, np.ones((0, 2)), ValueError),
+    ({}, torch.tensor([1.0, float("nan")]), ValueError),
+    ({"finite": False}, torch.tensor([float("nan")]), None),
+    ({"numpy": True}, np.array([np.inf]), ValueError),
+    ({"numpy": True, "finite": False}, np.array([np.inf]), None),
+    ({"dtype": "int"}, torch.tensor([2**40]), None)])
+def test_tensor_constraint(kw, value, err):
+    t = Tensor(**kw)
+    if err is None:
+        assert t.check("x", value) is value
+    else:
+        with pytest.raises(err, match="^x must "):
+            t.check("x", value)
+
+
+def test_tensor_declaration():
+    with pytest.raises(ValueError, match="dtype"):
+        Tensor("double")
+    assert Tensor(ndim=2).ndim == (2,) and Tensor(ndim=(1, 2)).ndim == (1, 2)
+    assert Tensor().ndim is None
+
+
+def test_device_constraint():
+    d = Device()
+    assert d.check("device", "cpu") == "cpu"
+    dev = torch.device("cpu")
+    assert d.check("device", dev) is dev
+    for bad in ("nonsense", "meta", "cpu:x"):
+        with pytest.raises(ValueError, match="^device must be an available torch device"):
+            d.check("device", bad)
+    for bad in (0, None, ["cpu"]):
+        with pytest.raises(TypeError, match="^device must be"):
+            d.check("device", bad)
+    if not torch.cuda.is_available():
+        for bad in ("cuda", "cuda:0", torch.device("cuda")):
+            with pytest.raises(ValueError, match="not available on this machine"):
+                d.check("device", bad)
+    else:
+        assert d.check("device", "cuda") == "cuda"
+        with pytest.raises(ValueError, match="not available"):
+            d.check("device", f"cuda:{torch.cuda.device_count()}")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is None or not mps.is_available():
+        with pytest.raises(ValueError, match="'mps' is not available"):
+            d.check("device", "mps")
+
+
+def test_device_counts_cuda_devices(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert Device().check("d", "cuda") == "cuda" and Device().check("d", "cuda:1") == "cuda:1"
+    with pytest.raises(ValueError, match="not available"):
+        Device().check("d", "cuda:2")
+
+
+# ================================================================================================
+# the boundary decorator and the annotations it reads
+# ================================================================================================
+class _Later:  # named in an annotation before it is used (annotations are strings here)
+    pass
+
+
+@boundary()
+def _annotated(a: int = 0, b: float = 0.0, c: bool = False, d: str = "", e: list[int] = (0,),
+               f: Sequence[float] = (0.0,), g: dict = None, h: Callable = None,
+               i: torch.Tensor = None, j: np.ndarray = None, k: int | None = 0,
+               m: int | str = 0, n: Optional[float] = None, o: _Later = None,
+               p: torch.nn.Module = None, q: Any = None, r: int | Path = 0, s: list = (0,),
+               t: tuple[int, ...] = (0,), u: dict[str, int] = None, v: Settings = None):
+    return "ok"
+
+
+@pytest.mark.parametrize("kw", [
+    dict(a=-5), dict(a=np.int64(2)), dict(b=3), dict(b=-2.5), dict(c=np.bool_(False)),
+    dict(d="x"), dict(e=[1, 2]), dict(e=(3,)), dict(e=np.array([0.5])),
+    dict(e=torch.tensor([0.5])), dict(f=[1, 2.5]), dict(g={}), dict(h=len), dict(h=_Later),
+    dict(i=torch.ones(1)), dict(j=np.ones(1)), dict(j=torch.ones(1)), dict(k=None), dict(k=3),
+    dict(m=3), dict(m="x"), dict(n=None), dict(n=1), dict(o=_Later()),
+    dict(p=torch.nn.Linear(1, 1)), dict(q=object()), dict(r=Path("x")), dict(r="anything"),
+    dict(s="ab"), dict(s=None), dict(t=(1, 2.5)), dict(u={"a": 1}),
+    dict(o=object()),  # a class outside gtlib and torch: not checked
+    dict(v=Settings("quick", 0, "r", "cpu", 1, "c"))])
+def test_annotations_accept(kw):
+    assert _annotated(**kw) == "ok"
+
+
+@pytest.mark.parametrize("kw,err,words", [
+    (dict(a=True), TypeError, "a must be an int, got True"),
+    (dict(a=1.0), TypeError, "a must be an int"),
+    (dict(b=float("nan")), ValueError, "b must be a finite number, got nan"),
+    (dict(b="1"), TypeError, "b must be a finite number"),
+    (dict(b=True), TypeError, "b must be a finite number"),
+    (dict(c=1), TypeError, "c must be a bool"), (dict(d=1), TypeError, "d must be a str"),
+    (dict(e=[]), ValueError, "e must be a non-empty list or tuple whose items are each an int"),
+    (dict(e="ab"), TypeError, "e must be a non-empty list"),
+    (dict(e={1: 2}), TypeError, "e must be"), (dict(e=None), TypeError, "e must be"),
+    (dict(e=3), TypeError, "e must be"), (dict(e=[1, True]), TypeError, r"e\[1\] must be an int"),
+    (dict(e=np.array([])), ValueError, "e must be"),
+    (dict(f=[1.0, float("inf")]), ValueError, r"f\[1\] must be a finite number"),
+    (dict(g=[]), TypeError, "g must be a dict"), (dict(h=3), TypeError, "h must be a function"),
+    (dict(i=np.ones(1)), TypeError, "i must be a torch.Tensor"),
+    (dict(i=torch.ones(0)), ValueError, "i must be"),
+    (dict(j=[1.0]), TypeError, "j must be a torch.Tensor or numpy array"),
+    (dict(j=np.array([np.nan])), ValueError, "j must hold finite values"),
+    (dict(k="3"), TypeError, "^_annotated\\(\\): k must be an int, got '3'$"),
+    (dict(k=True), TypeError, "k must be an int"),
+    (dict(m=1.5), TypeError, "^_annotated\\(\\): m must be an int or a str, got 1.5$"),
+    (dict(m=None), TypeError, "m must be an int or a str"),
+    (dict(n="x"), TypeError, "n must be a finite number"),
+    (dict(n=float("inf")), ValueError, "n must be a finite number, got inf"),
+    (dict(v=object()), TypeError, "v must be a Settings"),
+    (dict(p=torch.ones(1)), TypeError, "p must be a Module"),
+    (dict(t=()), ValueError, "t must be a non-empty list or tuple, got"),
+    (dict(u=[("a", 1)]), TypeError, "u must be a dict")])
+def test_annotations_refuse_naming_function_and_argument(kw, err, words):
+    with pytest.raises(err, match=words) as info:
+        _annotated(**kw)
+    assert str(info.value).startswith("_annotated(): ")
+
+
+def test_a_union_with_mixed_failures_is_a_value_error():
+    @boundary()
+    def f(x: int | torch.Tensor):
+        return x
+
+    assert f(3) == 3
+    with pytest.raises(ValueError, match=r"x must be an int or a torch.Tensor \(non-empty, "
+                                         r"finite\), got Tensor of shape \(0,\)"):
+        f(torch.ones(0))
+    with pytest.raises(TypeError, match="x must be an int or a torch.Tensor"):
+        f(1.5)
+
+
+def test_declared_constraints_win_over_annotations_and_none_switches_a_check_off():
+    @boundary(n=count(3), x=None, y=fraction())
+    def f(n: int, x: int, y, z: int = 1, *rest: int, **extra: int):
+        return n, x, y, z, rest, extra
+
+    assert f(3, "not an int", 0.5, 2, "r", k="v") == (3, "not an int", 0.5, 2, ("r",),
+                                                      {"k": "v"})
+    with pytest.raises(ValueError, match="<locals>.f\\(\\): n must be an int >= 3, got 2$"):
+        f(2, 0, 0.5)
+    with pytest.raises(ValueError, match="y must be a finite number in \\[0, 1\\]"):
+        f(3, 0, 1.5)
+    with pytest.raises(TypeError, match="z must be an int"):
+        f(3, 0, 0.5, "z")
+
+
+def test_defaults_are_trusted_only_when_they_are_the_default_object():
+    sentinel = []
+
+    @boundary(x=Tensor())
+    def f(x=sentinel, n: int = None):
+        return x
+
+    assert f() is sentinel and f(n=None) is sentinel  # the function's own defaults
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        f([])  # equal to the default, but another object
+    with pytest.raises(TypeError, match="n must be an int"):
+        f(torch.ones(1), 2.0)
+
+
+def test_methods_skip_self_and_binding_errors_name_the_function():
+    class K:
+        @boundary(n=count())
+        def m(self, n: int, lr: float = 0.1):
+            return n * 2
+
+        @classmethod
+        @boundary()
+        def c(cls, n: int):
+            return n
+
+    assert K().m(3) == 6 and K.c(4) == 4
+    with pytest.raises(ValueError, match=r"^test_methods_skip_self_and_binding_errors_name_the_"
+                                         r"function.<locals>.K.m\(\): n must be an int >= 1"):
+        K().m(0)
+    with pytest.raises(TypeError, match=r"K.m\(\): .*argument"):
+        K().m()
+    with pytest.raises(TypeError, match=r"K.m\(\): "):
+        K().m(1, 0.1, 3)
+    with pytest.raises(TypeError, match="lr must be a finite number"):
+        K().m(1, lr="x")
+    with pytest.raises(TypeError, match="c\\(\\): n must be an int"):
+        K.c("4")
+
+
+def test_the_wrapper_keeps_the_function_and_reads_annotations_once(monkeypatch):
+    def g(x: int) -> int:
+        "doc of g"
+        return x + 1
+
+    calls = []
+    real = C._from_annotation
+    monkeypatch.setattr(C, "_from_annotation", lambda h: calls.append(h) or real(h))
+    w = boundary()(g)
+    assert calls == []  # not at decoration
+    assert w.__wrapped__ is g and w.__name__ == "g" and w.__doc__ == "doc of g"
+    assert w(1) == 2 and w(2) == 3
+    assert calls == [int]  # read at the first call only
+    with pytest.raises(TypeError, match="x must be an int"):
+        w("1")
+
+
+def test_boundary_declaration_errors():
+    with pytest.raises(TypeError, match="no such argument"):
+        boundary(zz=count())(lambda x: x)
+    with pytest.raises(TypeError, match=r"boundary\(a, b\)"):
+        boundary(b=count(), a=count())(lambda x: x)
+    for bad in (3, int, "count"):
+        with pytest.raises(TypeError, match="must be a gtlib.checks Constraint or None"):
+            boundary(x=bad)
+    assert boundary(x=None)(lambda x: x)("anything") == "anything"
+
+
+def test_from_annotation_mapping():
+    f = C._from_annotation
+    assert isinstance(f(bool), Boolean) and isinstance(f(str), InstanceOf)
+    assert f(int).kind is int and f(float).kind is float and f(int).low is None
+    assert isinstance(f(torch.Tensor), Tensor) and not f(torch.Tensor).numpy
+    assert f(np.ndarray).numpy is True
+    assert f(list[int]).item.kind is int and f(list).__class__ is not C._SequenceOf
+    assert f(tuple[int, ...]).item is None and f(Sequence[Any]).item is None
+    assert f(dict).cls is dict and f(dict[str, int]).cls is dict
+    assert isinstance(f(Callable), C._Callable) and isinstance(f(Callable[[int], int]), C._Callable)
+    assert f(Any) is None and f(Path) is None and f(int | Path) is None
+    assert f(Optional[int]).optional is True and f(int | str).optional is False
+    assert f(torch.nn.Module).cls is torch.nn.Module and f(Settings).cls is Settings
+
+
+# ================================================================================================
+# gtlib.config: settings from the environment
+# ================================================================================================
+@pytest.fixture
+def clean_env(monkeypatch):
+    for k in ("GTLIB_SCALE", "GTLIB_SEED", "GTLIB_THREADS", "GTLIB_DEVICE", "GTLIB_RESULTS_DIR",
+              "GTLIB_CACHE_DIR"):
+        monkeypatch.delenv(k, raising=False)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("raw,expected", [
+    (None, 0), ("", 0), ("   ", 0), ("\t\n", 0), ("7", 7), (" 7 ", 7), ("+3", 3), ("0", 0),
+    ("4294967295", 2**32 - 1), ("007", 7)])
+def test_gtlib_seed_parsing(clean_env, raw, expected):
+    if raw is not None:
+        clean_env.setenv("GTLIB_SEED", raw)
+    assert G.read_seed() == expected
+    assert G.settings().seed == expected
+
+
+@pytest.mark.parametrize("raw,words", [
+    ("4294967296", "got 4294967296"), ("-1", "got -1"), ("1.0", "got '1.0'"), ("abc", "got 'abc'"),
+    ("1e3", "got '1e3'"), ("0x10", "got '0x10'"), ("3 4", "got '3 4'"), ("nan", "got 'nan'")])
+def test_gtlib_seed_garbage_and_range(clean_env, raw, words):
+    clean_env.setenv("GTLIB_SEED", raw)
+    with pytest.raises(ValueError, match=r"^GTLIB_SEED must be an integer in \[0, 4294967295\], "
+                                         + words):
+        G.read_seed()
+
+
+def test_gtlib_threads_parsing_at_both_ends(clean_env):
+    clean_env.setattr(G.os, "cpu_count", lambda: 3)
+    assert G.max_threads() == 12
+    assert G.read_threads() == 1  # unset
+    for raw, want in (("", 1), (" ", 1), ("1", 1), ("12", 12), ("5", 5)):
+        clean_env.setenv("GTLIB_THREADS", raw)
+        assert G.read_threads() == want
+    for raw in ("0", "13", "-2", "two", "1.5"):
+        clean_env.setenv("GTLIB_THREADS", raw)
+        with pytest.raises(ValueError, match=r"^GTLIB_THREADS must be an integer in \[1, 12\]"):
+            G.read_threads()
+    clean_env.setattr(G.os, "cpu_count", lambda: None)
+    assert G.max_threads() == 4
+    clean_env.setenv("GTLIB_THREADS", "4")
+    assert G.read_threads() == 4
+    clean_env.setenv("GTLIB_THREADS", "5")
+    with pytest.raises(ValueError, match=r"\[1, 4\]"):
+        G.read_threads()
+
+
+@pytest.mark.parametrize("raw,expected", [(None, "quick"), ("", "quick"), ("  ", "quick"),
+                                          ("full", "full"), (" FULL ", "full"), ("Quick", "quick")])
+def test_gtlib_scale_parsing(clean_env, raw, expected):
+    if raw is not None:
+        clean_env.setenv("GTLIB_SCALE", raw)
+    assert G.read_scale() == expected and G.settings().scale == expected
+    assert G.by_scale("q", "f") == ("q" if expected == "quick" else "f")
+
+
+@pytest.mark.parametrize("raw", ["medium", "fullx", "quick,full", "0"])
+def test_gtlib_scale_garbage(clean_env, raw):
+    clean_env.setenv("GTLIB_SCALE", raw)
+    with pytest.raises(ValueError, match="^GTLIB_SCALE must be one of"):
+        G.read_scale()
+
+
+def test_gtlib_device_parsing(clean_env):
+    clean_env.setattr(G.torch.cuda, "is_available", lambda: False)
+    clean_env.setattr(G, "_mps_available", lambda: False)
+    assert G.read_device() == "cpu"
+    for raw, want in (("", "cpu"), ("  ", "cpu"), ("cpu", "cpu"), (" CPU ", "cpu")):
+        clean_env.setenv("GTLIB_DEVICE", raw)
+        assert G.read_device() == want
+    for raw, words in (("cuda", "no CUDA device"), ("mps", "no MPS device"), ("tpu", "one of"),
+                       ("cuda:0", "one of"), ("gpu", "one of")):
+        clean_env.setenv("GTLIB_DEVICE", raw)
+        with pytest.raises(ValueError, match="GTLIB_DEVICE"):
+            G.read_device()
+        with pytest.raises(ValueError, match=words):
+            G.read_device()
+
+
+def test_gtlib_device_auto_prefers_cuda_then_mps(clean_env):
+    clean_env.setattr(G.torch.cuda, "is_available", lambda: True)
+    clean_env.setattr(G, "_mps_available", lambda: True)
+    assert G.read_device() == "cuda"
+    clean_env.setenv("GTLIB_DEVICE", "mps")
+    assert G.read_device() == "mps"
+    clean_env.setenv("GTLIB_DEVICE", " Cuda")
+    assert G.read_device() == "cuda"
+    clean_env.delenv("GTLIB_DEVICE")
+    clean_env.setattr(G.torch.cuda, "is_available", lambda: False)
+    assert G.read_device() == "mps"
+    clean_env.setattr(G, "_mps_available", lambda: False)
+    assert G.read_device() == "cpu"
+
+
+def test_results_and_cache_folders(clean_env, tmp_path):
+    clean_env.setenv("HOME", str(tmp_path / "home"))
+    root = Path(G.__file__).resolve().parent.parent
+    assert G.read_results_dir() == root / "_build" / "results"
+    assert G.read_cache_dir() == tmp_path / "home" / ".cache" / "gtlib"
+    clean_env.setenv("GTLIB_RESULTS_DIR", "~/res")
+    clean_env.setenv("GTLIB_CACHE_DIR", str(tmp_path / "not" / "yet" / "there"))
+    assert G.read_results_dir() == tmp_path / "home" / "res"
+    assert G.read_cache_dir() == tmp_path / "not" / "yet" / "there"
+    clean_env.setenv("GTLIB_RESULTS_DIR", "  ")
+    assert G.read_results_dir() == root / "_build" / "results"
+    s = G.settings()
+    assert isinstance(s.results_dir, Path) and isinstance(s.cache_dir, Path)
+
+
+@pytest.mark.parametrize("var,reader", [("GTLIB_RESULTS_DIR", "read_results_dir"),
+                                        ("GTLIB_CACHE_DIR", "read_cache_dir")])
+def test_a_file_in_the_way_of_a_folder(clean_env, tmp_path, var, reader):
+    f = tmp_path / "file"
+    f.write_text("x")
+    clean_env.setenv(var, str(f))
+    with pytest.raises(ValueError, match=f"^{var} must name a folder, but .* is a file$"):
+        getattr(G, reader)()
+    clean_env.setenv(var, str(f / "sub" / "deeper"))
+    with pytest.raises(ValueError, match=f"^{var} must name a folder, .* lies under the file"):
+        getattr(G, reader)()
+    clean_env.setenv(var, str(tmp_path / "sub" / "deeper"))
+    assert getattr(G, reader)() == tmp_path / "sub" / "deeper"
+
+
+def test_repo_root_is_the_checkout():
+    root = G._repo_root()
+    assert root == Path(G.__file__).resolve().parent.parent
+    assert (root / "_config.yml").exists()
+
+
+# -- the Settings record ---------------------------------------------------------------------------
+def _settings(**kw):
+    base = dict(scale="quick", seed=0, results_dir="r", device="cpu", threads=1, cache_dir="c")
+    base.update(kw)
+    return Settings(**base)
+
+
+def test_settings_record_edges():
+    s = _settings(seed=2**32 - 1, threads=64, results_dir=Path("a"), cache_dir="b/c")
+    assert s.seed == 2**32 - 1 and s.results_dir == Path("a") and s.cache_dir == Path("b/c")
+    assert isinstance(s.cache_dir, Path)
+    assert _settings(scale="full", device="cuda").device == "cuda"
+    with pytest.raises(FrozenInstanceError):
+        s.seed = 3
+
+
+@pytest.mark.parametrize("kw,err", [
+    (dict(scale="Quick"), ValueError), (dict(scale=None), ValueError), (dict(seed=-1), ValueError),
+    (dict(seed=2**32), ValueError), (dict(seed=True), TypeError), (dict(seed=1.0), TypeError),
+    (dict(device="gpu"), ValueError), (dict(device=None), ValueError),
+    (dict(threads=0), ValueError), (dict(threads=True), TypeError),
+    (dict(results_dir=""), TypeError), (dict(results_dir=" "), TypeError),
+    (dict(cache_dir=3), TypeError), (dict(cache_dir=None), TypeError)])
+def test_settings_record_refuses(kw, err):
+    with pytest.raises(err, match=list(kw)[0]):
+        _settings(**kw)
+
+
+def test_settings_table_rows_and_short_paths(clean_env, tmp_path):
+    clean_env.setenv("HOME", str(tmp_path))
+    root = G._repo_root()
+    assert G._short_path(root / "_build" / "results") == "_build/results"
+    assert G._short_path(root) == "."
+    assert G._short_path(tmp_path / ".cache" / "gtlib") == "~/.cache/gtlib"
+    assert G._short_path(Path("/nowhere/else")) == "/nowhere/else"
+    s = _settings(results_dir=root / "_build" / "x", cache_dir=tmp_path / "c", seed=17,
+                  scale="full", threads=3)
+    html_text = s._repr_html_()
+    rows = html_text.split("<tr>")[2:]
+    assert [r.split("<code>")[1].split("</code>")[0] for r in rows] == [
+        "scale", "seed", "results_dir", "device", "threads", "cache_dir"]
+    cells = [r.split("<td>")[2].split("</td>")[0] for r in rows]
+    assert cells == ["full", "17", "_build/x", "cpu", "3", "~/c"]
+    assert html_text.startswith("<table><tr><th>setting</th><th>value</th></tr>")
+
+
+# -- seeding ----------------------------------------------------------------------------------------
+def _draws():
+    return random.random(), float(np.random.rand()), float(torch.rand(()))
+
+
+def _reference_draws(py_seed, np_seed, torch_seed):
+    r = random.Random(py_seed).random()
+    n = float(np.random.RandomState(np_seed).rand())
+    t = float(torch.rand((), generator=torch.Generator().manual_seed(torch_seed)))
+    return r, n, t
+
+
+@pytest.mark.parametrize("seed", [0, 1, 12345, 2**32 - 1, 2**32 + 5, 2**63 - 1])
+def test_seed_everything_seeds_each_generator_as_its_own_seeding_does(keep_rngs, seed):
+    G.seed_everything(seed)
+    assert _draws() == _reference_draws(seed, seed % 2**32, seed)
+    assert torch.initial_seed() == seed
+
+
+def test_seed_everything_seeds_differ_and_repeat(keep_rngs):
+    G.seed_everything(3)
+    a = _draws()
+    G.seed_everything(4)
+    b = _draws()
+    G.seed_everything(3)
+    assert _draws() == a and all(x != y for x, y in zip(a, b))
+    G.seed_everything(np.int64(3))
+    assert _draws() == a
+
+
+@pytest.mark.parametrize("bad,err", [(-1, ValueError), (2**63, ValueError), (True, TypeError),
+                                     (1.0, TypeError), ("3", TypeError), (None, TypeError)])
+def test_seed_everything_refuses(keep_rngs, bad, err):
+    with pytest.raises(err, match="seed"):
+        G.seed_everything(bad)
+
+
+@pytest.mark.parametrize("seed,offset", [(0, 0), (2, 3), (3, 2), (0, 7), (4294967295, 4294967295)])
+def test_setup_seeds_base_plus_offset_and_sets_threads(keep_rngs, clean_env, seed, offset):
+    clean_env.setenv("GTLIB_SEED", str(seed))
+    clean_env.setenv("GTLIB_THREADS", "2")
+    s = G.setup(offset)
+    assert torch.get_num_threads() == 2
+    assert _draws() == _reference_draws(seed + offset, (seed + offset) % 2**32, seed + offset)
+    assert (s.seed, s.threads, s.scale) == (seed, 2, "quick")
+
+
+def test_setup_offsets_give_distinct_streams(keep_rngs, clean_env):
+    clean_env.setenv("GTLIB_SEED", "1")
+    G.setup()
+    a = _draws()
+    G.setup(1)
+    b = _draws()
+    clean_env.setenv("GTLIB_SEED", "2")
+    G.setup(0)
+    assert _draws() == b and a != b  # seed 1 + offset 1 is seed 2 + offset 0
+    G.setup(np.int64(0))
+    assert _draws() == b
+
+
+@pytest.mark.parametrize("bad,err", [(-1, ValueError), (2**32, ValueError), (True, TypeError),
+                                     (0.0, TypeError), (None, TypeError)])
+def test_setup_refuses_a_bad_offset_before_touching_anything(keep_rngs, clean_env, bad, err):
+    clean_env.setenv("GTLIB_THREADS", "2")
+    torch.set_num_threads(1)
+    with pytest.raises(err, match="seed_offset"):
+        G.setup(bad)
+    assert torch.get_num_threads() == 1
+
+
+def test_setup_refuses_bad_settings(keep_rngs, clean_env):
+    clean_env.setenv("GTLIB_SEED", "x")
+    with pytest.raises(ValueError, match="GTLIB_SEED"):
+        G.setup()
+
+
+# -- by_scale -----------------------------------------------------------------------------------------
+def test_by_scale(clean_env):
+    assert G.by_scale([1], [2]) == [1]
+    assert G.by_scale(1, 2, "full") == 2 and G.by_scale(1, 2, "quick") == 1
+    clean_env.setenv("GTLIB_SCALE", "full")
+    assert G.by_scale(1, 2) == 2 and G.by_scale(1, 2, scale="quick") == 1
+    for bad in ("FULL", "medium", "", 1):
+        with pytest.raises(ValueError, match="scale must be one of"):
+            G.by_scale(1, 2, bad)
+
+
+# ================================================================================================
+# gtlib.config: the Config base
+# ================================================================================================
+@dataclass
+class _Inner(Config):
+    k: int = param(2, count())
+
+
+@dataclass
+class _Cfg(Config):
+    """A config with every kind of field, a FULL preset and a cross-field rule."""
+
+    FULL = {"n": 50, "lr": 0.5, "widths": [16, 32, 64]}
+    n: int = param(6, count(), doc="rows")
+    lr: float = param(0.1, positive())
+    opt: str = param("sgd", Options(("sgd", "adamw")))
+    widths: tuple = param((4, 8), tuple_of(count(), increasing="strict"))
+    inner: _Inner = param(constraint=InstanceOf(_Inner), factory=_Inner)
+    frac: float | None = param(None, fraction(optional=True))
+
+    def _check_together(self):
+        if self.n < len(self.widths):
+            self._refuse("n", f"at least len(widths) = {len(self.widths)}")
+
+
+def test_defaults_are_the_quick_preset():
+    c = _Cfg()
+    assert (c.n, c.lr, c.opt, c.widths, c.inner, c.frac) == (6, 0.1, "sgd", (4, 8), _Inner(), None)
+    assert _Cfg.quick() == c and G.preset(_Cfg, "quick") == c
+    assert c.inner is not _Cfg().inner  # the factory builds a fresh default each time
+
+
+def test_full_preset_precedence_defaults_then_full_then_overrides():
+    f = _Cfg.full()
+    assert (f.n, f.lr, f.opt, f.widths) == (50, 0.5, "sgd", [16, 32, 64])
+    g = _Cfg.full(lr=0.25, opt="adamw")
+    assert (g.n, g.lr, g.opt, g.widths) == (50, 0.25, "adamw", [16, 32, 64])
+    assert _Cfg.full(n=3, widths=(1,)).n == 3
+    q = _Cfg.quick(lr=0.25)
+    assert (q.n, q.lr, q.widths) == (6, 0.25, (4, 8))  # quick ignores FULL
+    assert preset(_Cfg, "full", n=70) == _Cfg(n=70, lr=0.5, widths=[16, 32, 64])
+    assert preset(_Cfg, "quick", n=70) == _Cfg(n=70)
+
+
+def test_full_preset_values_are_copies(clean_env):
+    f = _Cfg.full()
+    assert f.widths == _Cfg.FULL["widths"] and f.widths is not _Cfg.FULL["widths"]
+    f.widths.append(128)
+    assert _Cfg.FULL["widths"] == [16, 32, 64] and _Cfg.full().widths == [16, 32, 64]
+
+
+def test_preset_reads_the_scale_in_force(clean_env):
+    assert preset(_Cfg).n == 6
+    clean_env.setenv("GTLIB_SCALE", "full")
+    assert preset(_Cfg).n == 50 and preset(_Cfg, lr=0.3).lr == 0.3
+    assert preset(_Cfg, "quick").n == 6
+
+
+def test_presets_refuse_unknown_fields_and_bad_values():
+    with pytest.raises(TypeError, match=r"_Cfg has no field 'm'; its fields are \['n', 'lr'"):
+        _Cfg.quick(m=1)
+    with pytest.raises(TypeError, match="no field 'm'"):
+        _Cfg.full(m=1)
+    with pytest.raises(ValueError, match="_Cfg.lr must be a finite number > 0, got 0"):
+        _Cfg.full(lr=0)
+    with pytest.raises(ValueError, match=r"_Cfg.n must be at least len\(widths\) = 3, got 2"):
+        _Cfg.full(n=2)
+
+    @dataclass
+    class Typo(Config):
+        FULL = {"nn": 3}
+        n: int = param(1, count())
+
+    assert Typo.quick().n == 1  # the typo shows only where FULL is used
+    with pytest.raises(TypeError, match="Typo has no field 'nn'"):
+        Typo.full()
+
+
+def test_preset_for_other_classes_and_refusals():
+    @dataclass(frozen=True)
+    class Plain:
+        a: int = 1
+        b: int = 2
+
+        @classmethod
+        def quick(cls):
+            return cls()
+
+        @classmethod
+        def full(cls):
+            return cls(10, 20)
+
+    assert preset(Plain, "full") == Plain(10, 20) and preset(Plain, "quick") == Plain(1, 2)
+    assert preset(Plain, "full", b=5) == Plain(10, 5) and preset(Plain, "quick", a=0) == Plain(0, 2)
+    for bad in (int, object(), None, "x"):
+        with pytest.raises(TypeError, match="cls must be a config class"):
+            preset(bad, "quick")
+    with pytest.raises(ValueError, match="scale"):
+        preset(_Cfg, "Full")
+
+
+@pytest.mark.parametrize("kw,err,msg", [
+    (dict(n=0), ValueError, "_Cfg.n must be an int >= 1, got 0"),
+    (dict(n=True), TypeError, "_Cfg.n must be an int >= 1, got True"),
+    (dict(lr=float("nan")), ValueError, "_Cfg.lr must be a finite number > 0, got nan"),
+    (dict(opt="adam"), ValueError, "_Cfg.opt must be one of ('sgd', 'adamw'), got 'adam'"),
+    (dict(widths=(8, 4)), ValueError, "_Cfg.widths must be a tuple (at least 1 item, strictly"),
+    (dict(widths=(4, 0)), ValueError, "_Cfg.widths[1] must be an int >= 1, got 0"),
+    (dict(inner={"k": 2}), TypeError, "_Cfg.inner must be a _Inner, got {'k': 2}"),
+    (dict(frac=1.5), ValueError, "_Cfg.frac must be a finite number in [0, 1] or None, got 1.5"),
+    (dict(n=1), ValueError, "_Cfg.n must be at least len(widths) = 2, got 1"),
+    (dict(n=2, widths=tuple(range(1, 11))), ValueError,
+     "_Cfg.n must be at least len(widths) = 10, got 2")])
+def test_construction_refuses_with_exact_messages(kw, err, msg):
+    with pytest.raises(err) as info:
+        _Cfg(**kw)
+    assert str(info.value).startswith(msg), str(info.value)
+
+
+def test_assignment_is_revalidated_and_rolled_back():
+    c = _Cfg()
+    c.n = 2
+    assert c.n == 2
+    with pytest.raises(ValueError, match="_Cfg.n must be an int >= 1"):
+        c.n = 0
+    assert c.n == 2
+    with pytest.raises(ValueError, match=r"_Cfg.n must be at least len\(widths\) = 3"):
+        c.widths = (1, 2, 3)
+    assert c.widths == (4, 8)  # the failed assignment is undone
+    c.n = 3
+    c.widths = (1, 2, 3)
+    assert c.widths == (1, 2, 3)
+    with pytest.raises(TypeError, match="_Cfg has no field 'nn'; its fields are"):
+        c.nn = 3
+    assert not hasattr(c, "nn")
+    c._private = 1  # names starting with "_" are not fields and are allowed
+    assert c._private == 1
+
+
+def test_validate_returns_self_and_catches_what_bypassed_assignment():
+    c = _Cfg()
+    assert c.validate() is c
+    object.__setattr__(c, "lr", -1.0)
+    with pytest.raises(ValueError, match="_Cfg.lr"):
+        c.validate()
+    object.__setattr__(c, "lr", 0.1)
+    object.__setattr__(c, "n", 1)
+    with pytest.raises(ValueError, match=r"len\(widths\)"):
+        c.validate()
+
+
+def test_a_field_without_a_constraint_is_refused():
+    @dataclass
+    class Bad(Config):
+        a: int = 1
+
+    with pytest.raises(TypeError, match="Bad.a declares no constraint"):
+        Bad()
+
+
+def test_param_declarations():
+    f = param(3, count(), doc="d")
+    assert f.default == 3 and f.metadata["doc"] == "d"
+    assert isinstance(f.metadata["constraint"], Interval)
+    g = param(constraint=count(), factory=list)
+    assert g.default_factory is list and g.metadata["doc"] == ""
+    with pytest.raises(TypeError, match="param needs a constraint"):
+        param(3)
+    with pytest.raises(TypeError, match="param needs a constraint"):
+        param(3, int)
+    with pytest.raises(TypeError, match="doc must be a str"):
+        param(3, count(), doc=None)
+    with pytest.raises(TypeError, match="factory must be callable"):
+        param(constraint=count(), factory=3)
+
+
+def test_changed_str_and_to_dict():
+    c = _Cfg(n=9, lr=0.123456789, widths=(1, 2), inner=_Inner(k=5))
+    assert list(c.changed()) == ["n", "lr", "widths", "inner"]
+    assert str(c) == "_Cfg(n=9, lr=0.123457, widths=(1, 2), inner=_Inner(k=5))"
+    assert str(_Cfg()) == "_Cfg()" and _Cfg().changed() == {}
+    assert str(_Cfg(lr=0.1)) == "_Cfg()"  # equal to the default
+    assert str(_Cfg(widths=(3,))) == "_Cfg(widths=(3,))"
+    long = _Cfg(n=20, widths=tuple(range(1, 10)))
+    assert str(long) == "_Cfg(n=20, widths=(1, 2, 3, ..., 9) [9 values])"
+    eight = _Cfg(n=20, widths=tuple(range(1, 9)))
+    assert str(eight) == "_Cfg(n=20, widths=(1, 2, 3, 4, 5, 6, 7, 8))"
+    assert c.to_dict() == {"n": 9, "lr": 0.123456789, "opt": "sgd", "widths": [1, 2],
+                           "inner": {"k": 5}, "frac": None}
+    assert G._short(np.float64(0.5)) == "0.5" and G._short("a") == "'a'"
+    assert G._short(np.int64(3)) == "3" and G._short(1e-7) == "1e-07"
+
+
+def test_config_html_table():
+    text = _Cfg(lr=0.2)._repr_html_()
+    assert text.startswith("<table><caption>_Cfg</caption><tr><th>field</th><th>value</th>"
+                           "<th><code>full</code> preset</th></tr>")
+    rows = {r.split("<code>")[1].split("</code>")[0]: r for r in text.split("<tr title=")[1:]}
+    assert list(rows) == ["n", "lr", "opt", "widths", "inner", "frac"]
+    assert rows["n"].startswith("'rows'>") and "<td>6</td><td>50</td>" in rows["n"]
+    assert rows["lr"].startswith("'a finite number &gt; 0'>")
+    assert "<td>0.2</td><td>0.5</td>" in rows["lr"]
+    assert "<td>(16, 32, 64)</td>" in rows["widths"] and "<td>&#x27;sgd&#x27;</td><td></td>" in \
+        rows["opt"]
+
+
+def test_result_to_dict_converts_every_kind_of_value(tmp_path):
+    @dataclass
+    class Plain:
+        z: int
+
+    @dataclass
+    class Inner(Result):
+        v: Any
+
+    @dataclass
+    class R(Result):
+        t: Any
+        a: Any
+        g: Any
+        p: Any
+        m: Any
+        tup: Any
+        dc: Any
+        res: Any
+        cfg: Any
+        s: Any = "x"
+
+    r = R(t=torch.tensor([[1.5, 2.0]], requires_grad=True) * 1, a=np.array([1, 2], dtype=np.int8),
+          g=np.float32(0.25), p=tmp_path / "f", m={1: np.int64(4), "k": (np.bool_(True),)},
+          tup=(1, (2, np.float64(3.5))), dc=Plain(3), res=Inner(v=torch.tensor(7)),
+          cfg=_Cfg(n=8))
+    d = r.to_dict()
+    assert d == {"t": [[1.5, 2.0]], "a": [1, 2], "g": 0.25, "p": str(tmp_path / "f"),
+                 "m": {"1": 4, "k": [True]}, "tup": [1, [2, 3.5]], "dc": {"z": 3},
+                 "res": {"v": 7}, "cfg": _Cfg(n=8).to_dict(), "s": "x"}
+    assert type(d["g"]) is float and type(d["m"]["1"]) is int and type(d["m"]["k"][0]) is bool
+    assert list(d) == [f.name for f in fields(R)]
+    import json
+    json.dumps(d)
+
+
+def test_public_names():
+    assert set(G.__all__) >= {"Config", "Result", "Settings", "by_scale", "param", "preset",
+                              "seed_everything", "settings", "setup", "max_threads"}
+    assert G.SCALES == ("quick", "full") and G.DEVICES == ("cuda", "mps", "cpu")
+    assert G.SEED_MAX == 2**32 - 1 and math.isclose(G.SEED_MAX + 1, 2**32)
+    assert os.environ.get("GTLIB_DEVICE") == "cpu"  # the suite's conftest, which these tests keep
+    assert field is not None
