@@ -52,6 +52,11 @@ def _dataset(n=40, n_test=24, seed=0, classes=3, length=40):
                    torch.randint(0, classes, (n_test,), generator=g), classes)
 
 
+def _close(a, b, rtol, atol):
+    """Tensors close (numpy's check: torch.testing's first call costs seconds of imports)."""
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=rtol, atol=atol)
+
+
 def _differs(a, b) -> bool:
     """Whether two to_dict() trees differ anywhere (numbers compared exactly)."""
     if isinstance(a, dict):
@@ -626,3 +631,173 @@ def test_rf_spectrum_against_eigvalsh_and_pinv(p):
     other = soft.rf_spectrum(soft.RFConfig.quick(n=10, dim=3, noise=0.2, n_test=12, alpha=0.5),
                              p, seed=6)
     assert other["neff"] < got["neff"]
+
+
+# ================================================================================================
+# 4. MLP width sweep
+# ================================================================================================
+def _cut(full, width):
+    """A stand-alone MLP of ``width`` units from the first ``width`` units of ``full``."""
+    from gtlib.models import MLP
+
+    m = MLP(full.layers[0].in_features, width, full.depth, full.layers[-1].out_features)
+    with torch.no_grad():
+        for l, (src, dst) in enumerate(zip(full.layers, m.layers)):
+            w = src.weight
+            if l < full.depth:
+                w = w[:width]
+            if l > 0:
+                w = w[:, :width]
+            dst.weight.copy_(w)
+            dst.bias.copy_(src.bias[:width] if l < full.depth else src.bias)
+    return m
+
+
+def test_masked_ensemble_members_are_make_mlp_with_units_switched_off():
+    from gtlib.ensemble import make_mlp
+
+    widths, seeds = [2, 5, 3], [11, 4, 9]
+    ens = soft.masked_ensemble(widths, seeds, 4, 3, depth=3)
+    assert ens.size == 3 and len(ens.weights) == 4  # depth 3: four weight matrices
+    np.testing.assert_array_equal(ens.hidden_mask.numpy(),
+                                  [[1, 1, 0, 0, 0], [1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    x = torch.randn(6, 4, generator=torch.Generator().manual_seed(30))
+    with torch.no_grad():
+        out = ens(x)
+        for i, (w, s) in enumerate(zip(widths, seeds)):
+            ref = make_mlp(s, 4, 5, 3, 3)
+            _close(out[i], _cut(ref, w)(x), rtol=1e-5, atol=1e-6)
+            cut = soft.member_at_width(ens, i, w)
+            assert cut.layers[0].out_features == w and cut.depth == 3
+            _close(cut(x), out[i], rtol=1e-5, atol=1e-6)
+            n_params = 4 * w + w + 2 * (w * w + w) + w * 3 + 3
+            assert sum(p.numel() for p in cut.parameters()) == n_params
+    assert len(soft.masked_ensemble([2, 3], [0, 1], 4, 3).weights) == 3  # default depth 2
+    with pytest.raises(ValueError, match="seeds"):
+        soft.masked_ensemble([2, 3], [0], 4, 3)
+    with pytest.raises(ValueError, match="i"):
+        soft.member_at_width(ens, 3, 2)
+    with pytest.raises(ValueError, match="width"):
+        soft.member_at_width(ens, 0, 3)  # member 0 has only 2 units
+
+
+def test_mlp_sweep_config_defaults_and_widths_order():
+    c = soft.MLPSweepConfig()
+    assert (c.n_train, c.label_noise, c.epochs, c.lr, c.momentum, c.batch_size, c.replicates) == \
+        (2000, 0.15, 300, 0.01, 0.9, 100, 4)
+    assert c.widths == [4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 48, 64, 96, 128]
+    assert soft.MLPSweepConfig.quick(width_groups=((9, 3), (1,))).widths == [9, 3, 1]
+
+
+SWEEP = dict(n_train=30, label_noise=0.3, width_groups=((2, 3), (4,)), epochs=2, lr=0.05,
+             momentum=0.5, batch_size=10, replicates=2)
+
+
+def test_run_mlp_sweep_against_members_trained_alone():
+    """Each (replicate, width) member equals the first ``width`` units of make_mlp(tag) trained
+    alone by gtlib.train.train (torch.optim.SGD) with minibatch seed 7919 + tag."""
+    from dataclasses import replace
+
+    from gtlib.ensemble import make_mlp
+    from gtlib.train import TrainConfig, train
+
+    ds = _dataset(n=36, n_test=20, seed=31, classes=3, length=5)
+    cfg = soft.MLPSweepConfig.quick(**SWEEP)
+    seed = 2
+    res = soft.run_mlp_sweep(cfg, ds, seed=seed)
+    x = ds.x[:30]
+    y = corrupt_labels(ds.y[:30], 0.3, 3, seed=seed)
+    assert torch.equal(res.y_noisy, y) and res.n_train == 30
+    tcfg = TrainConfig(lr=0.05, momentum=0.5, batch_size=10, epochs=2, check_every=10 ** 9)
+    R, widths = 2, [2, 3, 4]
+    np.testing.assert_array_equal(res.widths, widths)
+    assert res.train_err_reps.shape == res.test_err_reps.shape == (R, 3)
+    nets = []
+    for g in cfg.width_groups:
+        for r in range(R):
+            for j, w in enumerate(g):
+                tag = 1000 * (seed * R + r) + w
+                m = _cut(make_mlp(tag, 5, max(g), 2, 3), w)
+                train(m, x, y, replace(tcfg, seed=7919 + tag))
+                col = widths.index(w)
+                with torch.no_grad():
+                    tr = float((m(x).argmax(1) != y).float().mean())
+                    te = float((m(ds.x_test).argmax(1) != ds.y_test).float().mean())
+                assert res.train_err_reps[r, col] == pytest.approx(tr, abs=1e-6), (r, w)
+                assert res.test_err_reps[r, col] == pytest.approx(te, abs=1e-6), (r, w)
+                if r == 0:
+                    nets.append(m)
+    for got, want in zip(res.nets, nets):
+        for p, q in zip(got.parameters(), want.parameters()):
+            _close(p, q, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(res.train_err, res.train_err_reps.mean(0), rtol=1e-6)
+    np.testing.assert_allclose(res.test_err, res.test_err_reps.mean(0), rtol=1e-6)
+    np.testing.assert_array_equal(res.params, [5 * w + w + w * w + w + 3 * w + 3 for w in widths])
+    # the errors are against the noisy training labels and the clean test labels
+    assert not torch.equal(y, ds.y[:30])
+
+
+def test_run_mlp_sweep_uses_every_setting_and_the_seed():
+    ds = _dataset(n=36, n_test=20, seed=32, classes=3, length=5)
+
+    def run(seed=0, **kw):
+        res = soft.run_mlp_sweep(soft.MLPSweepConfig.quick(**{**SWEEP, **kw}), ds, seed=seed)
+        return [p.detach().clone() for m in res.nets for p in m.parameters()], res
+
+    base, res0 = run()
+    changes = dict(n_train=29, label_noise=0.5, width_groups=((2, 3), (5,)), epochs=3, lr=0.1,
+                   momentum=0.0, batch_size=15, replicates=3)
+    for key, value in changes.items():
+        params, res = run(**{key: value})
+        differs = len(params) != len(base) or any(not torch.equal(p, q)
+                                                  for p, q in zip(params, base))
+        if key == "replicates":  # the first replicate's nets are the same networks
+            differs = res.test_err_reps.shape != res0.test_err_reps.shape
+        if key == "label_noise":
+            differs = differs and not torch.equal(res.y_noisy, res0.y_noisy)
+        assert differs, key
+    params, res1 = run(seed=1)
+    assert any(not torch.equal(p, q) for p, q in zip(params, base))
+    # no stream is shared between seeds: seed 1 replicate 0 is not seed 0 replicate 1
+    clean = dict(label_noise=0.0)
+    _, a = run(seed=0, **clean)
+    _, b = run(seed=1, **clean)
+    assert not (np.array_equal(a.test_err_reps[1], b.test_err_reps[0])
+                and np.array_equal(a.train_err_reps[1], b.train_err_reps[0]))
+
+
+def test_width_peak_summary_edges_and_standard_error_by_hand():
+    w = np.array([4, 8, 16, 32, 64, 128])
+    reps = np.array([[0.9, 0.30, 0.20, 0.50, 0.70, 0.95],
+                     [0.8, 0.34, 0.22, 0.52, 0.74, 0.97],
+                     [0.7, 0.32, 0.27, 0.57, 0.72, 0.99]])
+    m = reps.mean(0)
+    # threshold 16: widths 8..32 qualify (both ends included); 64 has a larger error but is out
+    d = soft.width_peak_summary(w, reps, threshold=16)
+    assert d["peak_width"] == 32 and d["peak"] == pytest.approx(m[3])
+    assert d["left_width"] == 16 and d["left"] == pytest.approx(m[2])
+    assert d["right"] == pytest.approx(m[-1])
+    sds = [statistics.stdev(reps[:, j]) for j in range(6)]
+    assert d["se_diff"] == pytest.approx(math.sqrt(2) * statistics.median(sds) / math.sqrt(3))
+    # threshold 64: widths 32..128 qualify but the last is not inner; peak at 64
+    d = soft.width_peak_summary(w, reps, threshold=64)
+    assert d["peak_width"] == 64 and d["left_width"] == 16
+    # no threshold: every width but the first (0.8) and the last (0.97) can peak
+    d = soft.width_peak_summary([4, 8, 16, 64, 128], reps[:, [0, 1, 2, 4, 5]])
+    assert d["peak_width"] == 64 and d["left_width"] == 16
+    # a threshold with no inner width near it falls back to all inner widths
+    assert soft.width_peak_summary(w, reps, threshold=1000)["peak_width"] == 64
+    # threshold / 2 is included: threshold 64 -> 32 qualifies, 16 does not
+    reps2 = reps.copy()
+    reps2[:, 3] = 0.8  # width 32 now the largest inner error below 64's 0.72
+    reps2[:, 4] = 0.6
+    assert soft.width_peak_summary(w, reps2, threshold=64)["peak_width"] == 32
+
+
+def test_interpolation_threshold_edges():
+    w = [4, 8, 16, 32]
+    assert soft.interpolation_threshold(w, [0.3, 0.01, 0.0, 0.02]) == 8  # exactly at tol 0.01
+    assert soft.interpolation_threshold(w, [0.3, 0.01, 0.0, 0.02], tol=0.005) == 16
+    assert soft.interpolation_threshold(w, [0.3, 0.2, 0.1, 0.0], tol=0.0) == 32
+    assert soft.interpolation_threshold(w, [0.0, 0.2, 0.1, 0.0], tol=0.0) == 4
+    assert soft.interpolation_threshold(w, [0.3, 0.2, 0.1, 0.05]) is None
