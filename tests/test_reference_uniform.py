@@ -452,8 +452,7 @@ def test_sphere_data_reproduces_its_generator_and_uses_its_radii():
     z = torch.randn(n, d, generator=g)
     z = z / z.norm(dim=1, keepdim=True)
     assert torch.equal(y, yr)
-    torch.testing.assert_close(x, z * torch.where(yr == 1, 2.5, 0.6)[:, None], rtol=1e-6,
-                               atol=1e-7)
+    assert torch.allclose(x, z * torch.where(yr == 1, 2.5, 0.6)[:, None], rtol=1e-6, atol=1e-7)
     assert x.shape == (n, d) and y.dtype == torch.int64
     r = x.norm(dim=1)
     assert torch.allclose(r[y == 0], torch.tensor(0.6)) and torch.allclose(r[y == 1],
@@ -639,3 +638,265 @@ def test_cap_fraction_closed_forms_scipy_and_monte_carlo():
         U.cap_fraction(3, 90.5)
     with pytest.raises((TypeError, ValueError)):
         U.cap_fraction(1, 30.0)
+
+
+def test_slice_points_against_a_reference_search():
+    d, radii = 4, (1.0, 1.4)
+    x, y = U.sphere_data(12, d, radii, torch.Generator().manual_seed(2))     # float32
+    # a member that says "outer sphere" everywhere: the S' image of a label-1 point (moved to the
+    # inner sphere, label 0) is misclassified, that of a label-0 point is not; no fresh point has
+    # both itself and its projection right
+    const = BatchedMLP.init([0, 1], d, 3, 1, 2)
+    with torch.no_grad():
+        for w in const.weights:
+            w.zero_()
+        for b in const.biases:
+            b.zero_()
+        const.biases[-1][1] = torch.tensor([0.0, 1.0])
+    res = U.SpheresResult(sizes=[6, 12], test_error=[0.5, 0.5], sprime_error=[0.5, 0.5],
+                          train_error=[0.5, 0.5], met_margin=[False, False], epochs=[1.0, 1.0],
+                          model=const, x_train=x, y_train=y)
+    first1 = int((y == 1).nonzero()[0])
+    tp, fp = U.slice_points(res, 1, radii)
+    assert torch.equal(tp, x[first1]) and fp is None
+    # candidates: only the first `candidates` training points are searched
+    tp, _ = U.slice_points(res, 1, radii, candidates=first1)
+    assert tp is None
+    # a random member, against the search written out
+    model = BatchedMLP.init([4, 5], d, 16, 1, 2)
+    res.model = model
+    for member, seed, cand in ((0, 0, 200), (1, 3, 9)):
+        k = min(cand, res.sizes[member])
+        xs, ys = U.sphere_sprime(x[:k], y[:k], radii)
+        m = model.member(member)
+        with torch.no_grad():
+            bad = [j for j in range(k) if int(m(xs[j:j + 1]).argmax()) != int(ys[j])]
+            xf, yf = U.sphere_data(cand, d, radii, torch.Generator().manual_seed(seed + 4242))
+            xp, yp = U.sphere_sprime(xf, yf, radii)
+            good = [j for j in range(cand) if int(m(xf[j:j + 1]).argmax()) == int(yf[j])
+                    and int(m(xp[j:j + 1]).argmax()) == int(yp[j])]
+        tp, fp = U.slice_points(res, member, radii, seed=seed, candidates=cand)
+        assert (tp is None) == (not bad) and (fp is None) == (not good)
+        if bad:
+            assert torch.equal(tp, x[bad[0]])
+        if good:
+            assert torch.allclose(fp, xf[good[0]])
+    with pytest.raises(ValueError):
+        U.slice_points(res, 2, radii)
+
+
+# =============================================================================================
+# member logits and the subset trainer
+# =============================================================================================
+@pytest.mark.parametrize("bias,act", [(True, "tanh"), (False, "relu")])
+def test_member_logits_against_a_loop(bias, act):
+    model = BatchedMLP.init([1, 2, 3], 4, 6, 2, 3, bias=bias, act=act).double()
+    x = torch.randn(5, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    fn = torch.tanh if act == "tanh" else torch.relu
+    for i in (0, 2):
+        h = x
+        for l, w in enumerate(model.weights):
+            h = h @ w[i].T + (model.biases[l][i] if bias else 0)
+            if l < 2:
+                h = fn(h)
+        got = U.member_logits(model, i, x)
+        assert got.shape == (5, 3) and torch.allclose(got, h, rtol=1e-12, atol=1e-14)
+        assert torch.allclose(got, model(x)[i], rtol=1e-12, atol=1e-14)
+    assert bool((got < 0).any())                  # no activation on the output layer
+    with pytest.raises(ValueError):
+        U.member_logits(model, 3, x)
+    with pytest.raises(ValueError):
+        U.member_logits(model, 0, x[:, :3])
+
+
+def _pool(n=40, d=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=g, dtype=torch.float64)
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).long() + (x[:, 2] > 0.8).long()    # 3 unbalanced classes
+    return x, y
+
+
+def _solo(model, i):
+    bs = [b[i:i + 1] for b in model.biases] if model.has_bias else None
+    return BatchedMLP([w[i:i + 1] for w in model.weights], bs, act=model.act_name)
+
+
+def test_train_on_subsets_batched_equals_each_member_trained_alone():
+    x, y = _pool()
+    model = BatchedMLP.init([5, 6, 7], 5, 10, 1, 3, bias=True).double()
+    solos = [_solo(model, i) for i in range(3)]
+    sizes, seeds = [8, 20, 40], [40, 41, 42]
+    cfg = TrainConfig(lr=0.3, batch_size=5, margin_gamma=1.5, margin_fraction=0.75)
+    kw = dict(check_every_epochs=0.5, max_epochs=30)
+    run = U.train_on_subsets(model, x, y, sizes, cfg, seeds=seeds, **kw)
+    assert len(set(run.stop_step)) == 3            # members stop at different steps
+    for i in range(3):
+        one = U.train_on_subsets(solos[i], x, y, [sizes[i]], cfg, seeds=[seeds[i]], **kw)
+        assert (one.stop_step[0], one.met_rule[0], one.epochs[0]) == \
+            (run.stop_step[i], run.met_rule[i], run.epochs[i])
+        for p, q in zip(model.parameters(), solos[i].parameters()):
+            assert torch.allclose(p[i], q[0], rtol=1e-10, atol=1e-12)
+    for s, n, e in zip(run.stop_step, sizes, run.epochs):
+        assert e == pytest.approx(s * 5 / n, rel=1e-15)
+
+
+def test_train_on_subsets_seeds_default_to_cfg_seed_plus_index():
+    x, y = _pool()
+    cfg = TrainConfig(lr=0.25, batch_size=4, margin_gamma=1e6, seed=7)   # never met
+    runs = {}
+    for key, seeds in (("none", None), ("explicit", [7, 8]), ("other", [7, 9])):
+        model = BatchedMLP.init([1, 2], 5, 6, 1, 3).double()
+        U.train_on_subsets(model, x, y, [12, 20], cfg, seeds=seeds, max_epochs=2)
+        runs[key] = [w.detach().clone() for w in model.weights]
+    assert all(torch.equal(a, b) for a, b in zip(runs["none"], runs["explicit"]))
+    # member 0 has seed 7 in both, member 1 draws its batches from another stream
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(runs["explicit"], runs["other"]))
+    assert not torch.equal(runs["explicit"][0][1], runs["other"][0][1])
+
+
+def test_train_on_subsets_max_epochs_by_hand():
+    x, y = _pool()
+    cfg = TrainConfig(lr=0.1, batch_size=4, margin_gamma=1e6)           # never met
+    model = BatchedMLP.init([1, 2], 5, 3, 1, 3).double()
+    run = U.train_on_subsets(model, x, y, [10, 30], cfg, max_epochs=2.5)
+    # ceil(2.5 * 10 / 4) = 7 and ceil(2.5 * 30 / 4) = 19 steps
+    assert run.stop_step == [7, 19] and run.met_rule == [False, False]
+    assert run.epochs == [pytest.approx(7 * 4 / 10), pytest.approx(19 * 4 / 30)]
+    # at least one step, however small max_epochs
+    assert U.train_on_subsets(model, x, y, [10, 30], cfg, max_epochs=0.01).stop_step == [1, 1]
+
+
+def _rule_met(model, i, x, y, gamma, fraction):
+    with torch.no_grad():
+        mg = _hand_margins(U.member_logits(model, i, x), y)
+    return np.mean(mg >= gamma) >= fraction
+
+
+def test_train_on_subsets_stops_at_the_first_due_check_meeting_the_rule():
+    x, y = _pool()
+    y = y.clone()
+    y[12:] = (y[12:] + 1) % 3          # member 0 never sees these: on all of x it could not stop
+    gamma, frac, b, lr = 1.0, 0.9, 6, 0.8
+    cfg = TrainConfig(lr=lr, batch_size=b, margin_gamma=gamma, margin_fraction=frac)
+    sizes, seeds = [12, 30], [3, 4]
+    stops = {}
+    for cee, periods in ((1.4, [3, 7]), (1.0, [2, 5])):      # round(cee * n / b)
+        model = BatchedMLP.init([8, 9], 5, 24, 1, 3).double()
+        init = [w.detach().clone() for w in model.weights] + [p.detach().clone()
+                                                              for p in model.biases]
+        run = U.train_on_subsets(model, x, y, sizes, cfg, seeds=seeds, check_every_epochs=cee,
+                                 max_epochs=60)
+        assert run.met_rule == [True, True]
+        stops[cee] = run.stop_step
+        for i, (n, per, s) in enumerate(zip(sizes, periods, run.stop_step)):
+            assert s > 0 and s % per == 0, (cee, i, s, per)
+            assert _rule_met(model, i, x[:n], y[:n], gamma, frac)
+            if cee != 1.4:
+                continue
+            # replay the member alone to the check before: the rule was not met there
+            replay = _solo(BatchedMLP(init[:2], init[2:]), i)
+            U.train_on_subsets(replay, x, y, [n], TrainConfig(lr=lr, batch_size=b,
+                               margin_gamma=1e6), seeds=[seeds[i]],
+                               max_epochs=(s - per - 0.5) * b / n)
+            assert not _rule_met(replay, 0, x[:n], y[:n], gamma, frac), (cee, i)
+    assert stops[1.4][0] != stops[1.0][0] and stops[1.4][1] != stops[1.0][1]
+
+
+def test_train_on_subsets_accuracy_rule_and_full_batch_mse_gradient_descent():
+    x, y = _pool()
+    model = BatchedMLP.init([2, 3], 5, 16, 1, 3).double()
+    cfg = TrainConfig(lr=0.5, batch_size=4, target_train_acc=0.95)
+    run = U.train_on_subsets(model, x, y, [15, 40], cfg, max_epochs=300)
+    assert run.met_rule == [True, True]
+    for i, n in enumerate([15, 40]):
+        with torch.no_grad():
+            acc = (U.member_logits(model, i, x[:n]).argmax(1) == y[:n]).double().mean()
+        assert float(acc) >= 0.95
+    # the loss and the learning rate of cfg: a member whose batch is its whole prefix takes
+    # full-batch gradient steps on the summed-over-classes squared error to one-hot targets
+    one = BatchedMLP.init([6], 5, 7, 2, 3, bias=True, act="tanh").double()
+    ws = [p[0].detach().clone().requires_grad_() for p in one.parameters()]
+    names = [n for n, _ in one.named_parameters()]
+    n, lr = 18, 0.2
+    cfg = TrainConfig(lr=lr, batch_size=n, margin_gamma=1e6, loss="mse")
+    U.train_on_subsets(one, x, y, [n], cfg, max_epochs=3)
+    W = {k: v for k, v in zip(names, ws)}
+    for _ in range(3):
+        h = torch.tanh(x[:n] @ W["weights.0"].T + W["biases.0"])
+        h = torch.tanh(h @ W["weights.1"].T + W["biases.1"])
+        out = h @ W["weights.2"].T + W["biases.2"]
+        loss = ((out - F.one_hot(y[:n], 3).double()) ** 2).sum(1).mean()
+        grads = torch.autograd.grad(loss, list(W.values()))
+        W = {k: (v - lr * g).detach().requires_grad_() for (k, v), g in zip(W.items(), grads)}
+    for k, p in one.named_parameters():
+        assert torch.allclose(p[0], W[k], rtol=1e-10, atol=1e-12), k
+
+
+# =============================================================================================
+# the batched CNN
+# =============================================================================================
+def test_batched_cnn_initialization_per_member_and_its_scale():
+    C, H = 6, 9
+    model = U.BatchedCNN1d([3, 4, 3], channels=C, hidden=H, classes=4)
+    shapes = [(3, C, 1, 5), (3, C, C, 3), (3, C, C, 3)]
+    assert [tuple(w.shape) for w in model.convs] == shapes
+    assert [tuple(w.shape) for w in model.fcs] == [(3, 5 * C, H), (3, H, 4)]
+    solo = U.BatchedCNN1d([4], channels=C, hidden=H, classes=4)
+    params, solo_params = list(model.parameters()), list(solo.parameters())
+    for p, q in zip(params, solo_params):
+        assert torch.equal(p[1], q[0])                 # member e is seeded by seeds[e] alone
+        assert torch.equal(p[0], p[2]) and not torch.equal(p[0], p[1])
+    # uniform in +-1/sqrt(fan_in): bounded by it, reaching close to it, centred
+    for p, fan in zip(params, [5, 3 * C, 3 * C, 5 * C, H]):
+        p = p.detach()
+        bound = 1 / math.sqrt(fan)
+        assert float(p.abs().max()) <= bound
+        assert float(p.abs().max()) >= 0.8 * bound
+        assert abs(float(p.mean())) < 0.25 * bound
+    with pytest.raises(ValueError):
+        U.BatchedCNN1d([0], length=41)
+    with pytest.raises((TypeError, ValueError)):
+        U.BatchedCNN1d([0], classes=1)
+
+
+def test_batched_cnn_forward_against_torch_modules_per_member():
+    C, H = 5, 7
+    model = U.BatchedCNN1d([10, 11, 12], channels=C, hidden=H, classes=3).double()
+    x = torch.randn(4, 40, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    xs = torch.randn(3, 4, 40, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+
+    def member(e):
+        convs = [torch.nn.Conv1d(1, C, 5, stride=2, padding=2, bias=False),
+                 torch.nn.Conv1d(C, C, 3, stride=2, padding=1, bias=False),
+                 torch.nn.Conv1d(C, C, 3, stride=2, padding=1, bias=False)]
+        fc1, fc2 = torch.nn.Linear(5 * C, H, bias=False), torch.nn.Linear(H, 3, bias=False)
+        net = torch.nn.Sequential(convs[0], torch.nn.ReLU(), convs[1], torch.nn.ReLU(),
+                                  convs[2], torch.nn.ReLU(), torch.nn.Flatten(), fc1,
+                                  torch.nn.ReLU(), fc2).double()
+        with torch.no_grad():
+            for c, w in zip(convs, model.convs):
+                c.weight.copy_(w[e])
+            fc1.weight.copy_(model.fcs[0][e].T)
+            fc2.weight.copy_(model.fcs[1][e].T)
+        return lambda t: net(t[:, None, :])
+
+    with torch.no_grad():
+        full = model(x)
+        per = model(xs)
+        assert full.shape == (3, 4, 3)
+        for e in range(3):
+            assert torch.allclose(full[e], member(e)(x), rtol=1e-12, atol=1e-14)
+            assert torch.allclose(per[e], member(e)(xs[e]), rtol=1e-12, atol=1e-14)
+        # a subset of members, out of order, on a shared and on a per-member input
+        rows = torch.tensor([2, 0])
+        sub = model(x, rows)
+        assert torch.allclose(sub[0], member(2)(x), rtol=1e-12, atol=1e-14)
+        assert torch.allclose(sub[1], member(0)(x), rtol=1e-12, atol=1e-14)
+        sub = model(xs[rows], rows)
+        assert torch.allclose(sub[0], member(2)(xs[2]), rtol=1e-12, atol=1e-14)
+        assert torch.allclose(sub[1], member(0)(xs[0]), rtol=1e-12, atol=1e-14)
+        for bad in ([3], [-1], [0, 3]):
+            with pytest.raises(ValueError):
+                model(x, torch.tensor(bad))
+        with pytest.raises(ValueError):
+            model(xs[:2])
