@@ -900,3 +900,272 @@ def test_batched_cnn_forward_against_torch_modules_per_member():
                 model(x, torch.tensor(bad))
         with pytest.raises(ValueError):
             model(xs[:2])
+
+
+# =============================================================================================
+# the experiment drivers at toy sizes: every reported number recomputed from the weights
+# =============================================================================================
+def _acc(logits, y):
+    return (logits.argmax(-1) == y).float().mean(-1)
+
+
+def test_cnn_randomization_reports_what_its_members_do(monkeypatch):
+    kept = []
+
+    class Keeping(U.BatchedCNN1d):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            kept.append((self, [p.detach().clone() for p in self.parameters()]))
+
+    monkeypatch.setattr(U, "BatchedCNN1d", Keeping)
+    cfg = U.CNNRandomizationConfig(n_train=60, n_test=50, channels=4, hidden=16, lr=0.25,
+                                   batch_size=20, max_steps=200, check_every=20,
+                                   target_train_acc=0.9)
+    seed = 2
+    r = U.cnn_randomization(cfg, seed=seed)
+    (model, init), = kept
+    ds = mnist1d(60, 50)
+    ys = [ds.y, corrupt_labels(ds.y, 1.0, 10, seed=seed + 1000), ds.y]
+    assert r.names == ["true labels", "random labels", "true labels, again"]
+    fresh = U.BatchedCNN1d.__mro__[1]([seed * 100 + 90 + e for e in range(3)], 4, 16, 10)
+    for p, q in zip(init, fresh.parameters()):
+        assert torch.equal(p, q.detach())
+    with torch.no_grad():
+        init_err = 1 - _acc(fresh(ds.x_test), ds.y_test)
+        test_err = 1 - _acc(model(ds.x_test), ds.y_test)
+        train_acc = [float(_acc(model(ds.x)[e], ys[e])) for e in range(3)]
+    assert r.init_test_error == pytest.approx(init_err.tolist(), abs=1e-7)
+    assert r.test_error == pytest.approx(test_err.tolist(), abs=1e-7)
+    assert r.train_acc == pytest.approx(train_acc, abs=1e-7)
+    assert r.reached_target == [a >= 0.9 for a in train_acc]
+    assert all(s % 20 == 0 or s == 200 for s in r.stop_step)
+    assert r.test_error[1] > r.test_error[0]          # random labels: no generalization
+    # a target nobody reaches in 10 steps: every member runs to max_steps
+    short = U.cnn_randomization(U.CNNRandomizationConfig(
+        n_train=60, n_test=50, channels=4, hidden=16, lr=0.25, batch_size=20, max_steps=10,
+        check_every=4, target_train_acc=1.0), seed=seed)
+    assert short.stop_step == [10, 10, 10] and short.reached_target == [False] * 3
+    assert short.init_test_error == r.init_test_error    # the same seed, the same initialization
+
+
+def _run_corruption(monkeypatch, cfg, seed, replicate):
+    kept = []
+    real = U.train_ensemble
+
+    def keeping(model, x, y, tcfg, seeds=None, **kw):
+        kept.append(dict(model=model, init=[w.detach().clone() for w in model.weights], y=y,
+                         seeds=list(seeds), tcfg=tcfg))
+        return real(model, x, y, tcfg, seeds=seeds, **kw)
+
+    monkeypatch.setattr(U, "train_ensemble", keeping)
+    r = U.corruption_experiment(cfg, seed=seed, replicate=replicate)
+    return r, kept[0]
+
+
+def test_corruption_experiment_reports_what_its_members_do(monkeypatch):
+    cfg = U.CorruptionConfig(n_train=60, n_test=40, levels=(0.3, 0.6, 1.0), width=16, depth=1,
+                             lr=0.2, batch_size=20, max_steps=160, check_every=20,
+                             target_train_acc=0.9)
+    seed, E = 1, 3
+    r, k = _run_corruption(monkeypatch, cfg, seed, True)
+    ds = mnist1d(60, 40)
+    ys = [corrupt_labels(ds.y, f, 10, seed=seed + 1000) for f in (0.3, 0.6, 1.0)] + [ds.y]
+    assert all(torch.equal(a, b) for a, b in zip(k["y"], ys))
+    assert k["seeds"] == [100, 101, 102, 103] and k["tcfg"].lr == 0.2
+    assert (k["tcfg"].batch_size, k["tcfg"].steps, k["tcfg"].check_every,
+            k["tcfg"].target_train_acc) == (20, 160, 20, 0.9)
+    fresh = BatchedMLP.init([100, 101, 102, 103], 40, 16, 1, 10, bias=False)
+    assert all(torch.equal(a, b.detach()) for a, b in zip(k["init"], fresh.weights))
+    full = k["model"]
+    with torch.no_grad():
+        train_acc = [float(_acc(full(ds.x)[e], ys[e])) for e in range(4)]
+        test_err = (1 - _acc(full(ds.x_test), ds.y_test)).tolist()
+        init_err = (1 - _acc(fresh(ds.x_test), ds.y_test)).tolist()
+    assert r.levels == [0.3, 0.6, 1.0]
+    assert r.final_train_acc == pytest.approx(train_acc[:E], abs=1e-7)
+    assert r.test_error == pytest.approx(test_err[:E], abs=1e-7)
+    assert r.init_test_error == pytest.approx(init_err[:E], abs=1e-7)
+    assert r.reached_target == [a >= 0.9 for a in train_acc[:E]]
+    assert r.replicate_test_error == pytest.approx(test_err[E], abs=1e-7)
+    assert r.replicate_train_acc == pytest.approx(train_acc[E], abs=1e-7)
+    # the returned model and init are the first E members (the replicate removed)
+    assert r.model.size == E and all(torch.equal(a, b.detach()[:E])
+                                     for a, b in zip(r.model.weights, full.weights))
+    assert all(torch.equal(a, b[:E]) for a, b in zip(r.init, k["init"]))
+    assert torch.equal(r.x_train, ds.x)
+    # the curve: one row per check, frozen (NaN) strictly after each member's stop step
+    assert r.curve_train_acc.shape == (len(r.curve_steps), E)
+    assert r.curve_steps[0] == 0 and all(s % 20 == 0 or s == 160 for s in r.curve_steps)
+    steps = np.asarray(r.curve_steps)
+    for i, s in enumerate(r.stop_step):
+        assert np.all(np.isnan(r.curve_train_acc[steps > s, i]))
+        assert not np.any(np.isnan(r.curve_train_acc[steps <= s, i]))
+    assert len(set(r.stop_step + [r.replicate_stop_step])) > 1
+    # without the replicate: the same first E members, the replicate fields empty
+    r2, k2 = _run_corruption(monkeypatch, cfg, seed, False)
+    assert k2["seeds"] == [100, 101, 102] and len(k2["y"]) == E
+    assert math.isnan(r2.replicate_test_error) and math.isnan(r2.replicate_train_acc)
+    assert r2.replicate_stop_step == -1
+    assert r2.stop_step == r.stop_step and r2.final_train_acc == r.final_train_acc
+    for a, b in zip(r2.model.weights, r.model.weights):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_margin_sweep_reports_what_its_members_do(monkeypatch):
+    kept = []
+    real = U.train_on_subsets
+
+    def keeping(model, x, y, sizes, tcfg, **kw):
+        kept.append(dict(model=model, init=[w.detach().clone() for w in model.weights],
+                         tcfg=tcfg, kw=kw))
+        return real(model, x, y, sizes, tcfg, **kw)
+
+    monkeypatch.setattr(U, "train_on_subsets", keeping)
+    cfg = U.MarginSweepConfig(sizes=(20, 35, 50), n_test=40, width=12, depth=1, lr=0.2,
+                              batch_size=10, gamma=1.5, margin_fraction=0.8,
+                              check_every_epochs=2.0, max_epochs=40)
+    seed = 1
+    r = U.margin_sweep(cfg, seed=seed)
+    k = kept[0]
+    assert k["kw"] == dict(seeds=[150, 151, 152], check_every_epochs=2.0, max_epochs=40)
+    assert (k["tcfg"].lr, k["tcfg"].batch_size, k["tcfg"].margin_gamma,
+            k["tcfg"].margin_fraction) == (0.2, 10, 1.5, 0.8)
+    ds = mnist1d(50, 40)
+    fresh = BatchedMLP.init([150, 151, 152], 40, 12, 1, 10, bias=False)
+    assert all(torch.equal(a, b.detach()) for a, b in zip(k["init"], fresh.weights))
+    model = k["model"]
+    with torch.no_grad():
+        assert r.test_error == pytest.approx((1 - _acc(model(ds.x_test), ds.y_test)).tolist(),
+                                             abs=1e-7)
+        assert r.init_test_error == pytest.approx(
+            (1 - _acc(fresh(ds.x_test), ds.y_test)).tolist(), abs=1e-7)
+    for i, n in enumerate(cfg.sizes):
+        ws = [w[i].detach() for w in model.weights]
+        w0s = [w0[i] for w0 in k["init"]]
+        assert r.init_spectral_product[i] == pytest.approx(np.prod([_spec_np(w) for w in w0s]),
+                                                           rel=1e-6)
+        m = r.measures[i]
+        xi = ds.x[:n]
+        assert m.spectral == pytest.approx([_spec_np(w) for w in ws], rel=1e-6)
+        assert m.distance == pytest.approx(math.sqrt(sum(((_np(a) - _np(b)) ** 2).sum()
+                                                         for a, b in zip(ws, w0s))), rel=1e-5)
+        xf = float(np.sqrt((_np(xi) ** 2).sum()))
+        B = float(np.sqrt((_np(xi) ** 2).sum(1)).max())
+        assert m.bartlett == pytest.approx(_bartlett_np(ws, w0s, xf, 1.5, n), rel=1e-5)
+        assert m.neyshabur == pytest.approx(_neyshabur_np(ws, w0s, B, 1.5, n, h=40), rel=1e-5)
+        if r.met_margin[i]:
+            with torch.no_grad():
+                mg = _hand_margins(U.member_logits(model, i, xi), ds.y[:n])
+            assert np.mean(mg >= 1.5) >= 0.8
+        assert r.epochs[i] * n / 10 == pytest.approx(round(r.epochs[i] * n / 10))
+    series = r.series()
+    assert list(series) == ["test error", "distance from init", "product of spectral norms",
+                            "Bartlett et al. bound", "Neyshabur et al. bound"]
+    assert series["distance from init"].tolist() == [m.distance for m in r.measures]
+    assert series["Neyshabur et al. bound"].tolist() == [m.neyshabur for m in r.measures]
+    for name, v in series.items():
+        ref = stats.linregress(np.log(cfg.sizes), np.log(v))
+        assert r.fits[name].slope == pytest.approx(ref.slope, rel=1e-9, abs=1e-12), name
+        assert r.fits[name].intercept == pytest.approx(ref.intercept, rel=1e-9), name
+
+
+def test_spheres_sweep_reports_what_its_members_do():
+    cfg = U.SpheresConfig(d=5, radii=(0.9, 1.3), sizes=(16, 32), n_test=50, width=16, lr=0.5,
+                          batch_size=8, gamma=0.5, margin_fraction=0.9, max_epochs=60)
+    seed = 3
+    r = U.spheres_sweep(cfg, seed=seed)
+    g = torch.Generator().manual_seed(seed * 7919 + 13)
+    x, y = U.sphere_data(32, 5, (0.9, 1.3), g)
+    xt, yt = U.sphere_data(50, 5, (0.9, 1.3), g)
+    assert torch.equal(r.x_train, x) and torch.equal(r.y_train, y)
+    fresh = BatchedMLP.init([370, 371], 5, 16, 1, 2, bias=True)
+    model = r.model
+    with torch.no_grad():
+        assert r.init_test_error == pytest.approx((1 - _acc(fresh(xt), yt)).tolist(), abs=1e-7)
+        assert r.test_error == pytest.approx((1 - _acc(model(xt), yt)).tolist(), abs=1e-7)
+        xp, yp = U.sphere_sprime(xt, yt, (0.9, 1.3))
+        assert r.projected_test_error == pytest.approx((1 - _acc(model(xp), yp)).tolist(),
+                                                       abs=1e-7)
+        for i, n in enumerate(cfg.sizes):
+            logits = U.member_logits(model, i, x[:n])
+            assert r.train_error[i] == pytest.approx(1 - float(_acc(logits, y[:n])), abs=1e-7)
+            xs = x[:n] * torch.where(y[:n] == 1, 0.9 / 1.3, 1.3 / 0.9)[:, None]
+            assert r.sprime_error[i] == pytest.approx(
+                1 - float(_acc(U.member_logits(model, i, xs), 1 - y[:n])), abs=1e-7)
+            if r.met_margin[i]:
+                assert np.mean(_hand_margins(logits, y[:n]) >= 0.5) >= 0.9
+            assert r.epochs[i] * n / 8 == pytest.approx(round(r.epochs[i] * n / 8))
+    assert r.sizes == [16, 32] and any(r.met_margin)
+    # another seed: other data, other initialization
+    r4 = U.spheres_sweep(cfg, seed=4)
+    assert not torch.equal(r4.x_train, r.x_train) and r4.init_test_error != r.init_test_error
+
+
+# =============================================================================================
+# plotting helpers
+# =============================================================================================
+class _RecordingAxes:
+    """Stands in for a matplotlib Axes and records what is drawn."""
+
+    def __init__(self):
+        self.calls = []
+        self.xaxis = self.yaxis = None
+
+    def __getattr__(self, name):
+        if name in ("contourf", "contour", "plot"):
+            return lambda *a, **k: self.calls.append((name, a, k))
+        raise AttributeError(name)
+
+
+def test_plot_slice_draws_the_regions_boundary_spheres_point_and_projection():
+    a = np.linspace(0.5, 1.8, 6)
+    b = np.linspace(-0.4, 0.4, 5)
+    f = np.outer(b, np.ones(6)) + (a - 1.1)[None, :]
+    ax = _RecordingAxes()
+    U.plot_slice(ax, a, b, f, (0.8, 1.5), 0.8, colors=("#000001", "#000002"))
+    kinds = [c[0] for c in ax.calls]
+    assert kinds == ["contourf", "contour", "plot", "plot", "plot", "plot"]
+    _, args, kw = ax.calls[0]
+    assert np.array_equal(args[2], f > 0) and kw["levels"] == [-0.5, 0.5, 1.5]
+    assert kw["colors"] == ["#000001", "#000002"]
+    _, args, kw = ax.calls[1]
+    assert np.array_equal(args[2], f) and kw["levels"] == [0]
+    for call, r in zip(ax.calls[2:4], (0.8, 1.5)):
+        xs, ys = call[1][0], call[1][1]
+        assert np.allclose(xs, np.sqrt(np.clip(r ** 2 - b ** 2, 0, None))) and np.array_equal(ys, b)
+    assert ax.calls[4][1][:2] == ([0.8], [0]) and ax.calls[4][1][2] == "ko"
+    assert ax.calls[5][1][:2] == ([pytest.approx(1.5)], [0])         # r0 + r1 - 0.8
+    assert ax.calls[5][1][2] == "kx"
+    ax2 = _RecordingAxes()
+    U.plot_slice(ax2, a, b, f, (0.8, 1.5), 1.5)
+    assert ax2.calls[5][1][0] == [pytest.approx(0.8)]
+    assert ax2.calls[0][2]["colors"] == ["#56B4E9", "#E69F00"]
+    with pytest.raises(ValueError):
+        U.plot_slice(_RecordingAxes(), a, b, f.T, (0.8, 1.5), 0.8)
+
+
+def test_log_ticks_on_either_axis():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    try:
+        ax.set_xscale("log")
+        U.log_ticks(ax, [250, 1000, 4000])
+        assert list(ax.xaxis.get_major_locator().tick_values(1, 1e4)) == [250, 1000, 4000]
+        assert ax.xaxis.get_major_formatter().seq == ["250", "1000", "4000"]
+        assert list(ax.xaxis.get_minor_locator()()) == []
+        assert ax.yaxis.get_major_formatter()(0.3, 0) == "0.3"
+        assert ax.yaxis.get_major_formatter()(0.1234, 0) == "0.12"
+        assert ax.yaxis.get_minor_formatter()(0.0456, 0) == "0.046"
+        fig2, ay = plt.subplots()
+        U.log_ticks(ay, [0.5, 2.5], axis="y")
+        assert ay.yaxis.get_major_formatter().seq == ["0.5", "2.5"]
+        assert ay.xaxis.get_major_formatter()(1234.0, 0) == "1.2e+03"
+        plt.close(fig2)
+        for bad in ([], [1.0, -2.0], [[1.0, 2.0]], [1.0, float("nan")]):
+            with pytest.raises(ValueError):
+                U.log_ticks(ax, bad)
+    finally:
+        plt.close(fig)
