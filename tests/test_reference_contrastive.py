@@ -59,7 +59,8 @@ def test_quick_and_full_constants_are_the_ones_the_chapter_states():
     assert (q.replicates, f.replicates, q.bias_ramp, f.bias_ramp) == (3, 5, 600, 2000)
     assert (q.probe_samples, f.probe_samples) == (1200, 4000)
     # the documented defaults of the rest
-    assert (q.noise, q.init_scale, q.lr, q.prune_fraction, q.prune_every) == (1.0, 0.1, 0.1, 0.5, 50)
+    assert (q.noise, q.init_scale, q.lr, q.prune_fraction, q.prune_every) == \
+        (1.0, 0.1, 0.1, 0.5, 50)
     assert (q.specialist_ratio, q.strong_floor, q.log_every) == (2.0, 0.25, 50)
 
 
@@ -110,9 +111,10 @@ def test_feature_dictionary_is_gram_schmidt_of_its_seeded_gaussian_matrix():
         M = C.feature_dictionary(dim, K, seed=seed)
         assert M.shape == (dim, K) and M.dtype == torch.float32 and M.is_contiguous()
         np.testing.assert_allclose(M.double().numpy(), _gram_schmidt(a)[:, :K], atol=2e-5)
-    assert not torch.allclose(C.feature_dictionary(9, 4, seed=5), C.feature_dictionary(9, 4, seed=6))
+    M5 = C.feature_dictionary(9, 4, seed=5)
+    assert not torch.allclose(M5, C.feature_dictionary(9, 4, seed=6))
     # a prefix: fewer features are the first columns of more
-    assert torch.equal(C.feature_dictionary(9, 2, seed=5), C.feature_dictionary(9, 4, seed=5)[:, :2])
+    assert torch.equal(C.feature_dictionary(9, 2, seed=5), M5[:, :2])
     assert torch.equal(C.feature_dictionary(9, 4), C.feature_dictionary(9, 4, seed=0))
 
 
@@ -142,6 +144,11 @@ def test_sample_codes_is_threshold_of_shared_uniforms_times_a_random_sign():
     assert zz.shape == (2, 40, 5) and torch.equal(zz[0], expect)
     assert torch.equal(zz[1], torch.where(u < fr2[1], sign, 0).float())
     assert not torch.equal(C.sample_codes(freqs, 40, rng(4)), z)
+    # a probability exactly equal to a uniform draw is not activated (u < p, not u <= p)
+    at = u[0].clone()
+    z_at = C.sample_codes(at, 40, rng(3))
+    assert (z_at[0] == 0).all()
+    assert torch.equal(z_at[1:], torch.where(u[1:] < at, sign[1:], 0).float())
     with pytest.raises(ValueError, match="freqs"):
         C.sample_codes(torch.tensor([0.5, 1.5]), 3, rng(0))
     with pytest.raises(ValueError, match="freqs"):
@@ -837,7 +844,8 @@ def _one_step_reference(cfg, ratio, seed=0):
     loss = torch.nn.functional.cross_entropy(logits[0], torch.arange(cfg.batch))
     gW, gA = torch.autograd.grad(loss, [W, A])
     with torch.no_grad():
-        return (W - cfg.lr * (gW + cfg.weight_decay * W)), (A - cfg.lr * (gA + cfg.weight_decay * A))
+        wd = cfg.weight_decay
+        return W - cfg.lr * (gW + wd * W), A - cfg.lr * (gA + wd * A)
 
 
 def test_train_encoders_one_step_is_sgd_on_infonce_with_weight_decay():
@@ -879,18 +887,20 @@ def test_ratio_and_log_every_change_what_is_recorded():
 
 
 def test_pruning_masks_the_online_branch_only():
-    """With the mask of step 0 known, one pruned step equals a hand step whose online encoder
-    is masked (straight-through) and whose target is not."""
+    """With the mask of step 0 known, one step of an unpruned and a pruned model trained side by
+    side equals a hand step whose online encoder is masked (straight-through, pruned model only)
+    and whose target is not."""
     cfg = tiny_cfg(steps=1, prune_every=5)
-    run = C.train_encoders(cfg, [2.0], [0.5], seed=0)
+    run = C.train_encoders(cfg, [2.0, 2.0], [0.0, 0.5], seed=0)
     M = C.feature_dictionary(cfg.dim, cfg.n_features, seed=0)
-    W = (torch.randn(cfg.neurons, cfg.dim, generator=rng(0)) * cfg.init_scale)[None]
-    mask = C.magnitude_mask(W, [0.5])
-    W = W.requires_grad_()
-    A = torch.zeros(1, cfg.dim, cfg.dim, requires_grad=True)
+    W = (torch.randn(cfg.neurons, cfg.dim, generator=rng(0)) * cfg.init_scale).expand(2, -1, -1)
+    mask = C.magnitude_mask(W, [0.0, 0.5])
+    assert mask[0].tolist() == [1.0] * 6 and mask[1].sum() == 3
+    W = W.clone().requires_grad_()
+    A = torch.zeros(2, cfg.dim, cfg.dim, requires_grad=True)
     g = rng(999)
-    freqs = C.feature_frequencies(cfg.n_features, cfg.n_minority, cfg.base_freq, 2.0)[None]
-    z = C.sample_codes(freqs, cfg.batch, g)
+    freqs = C.feature_frequencies(cfg.n_features, cfg.n_minority, cfg.base_freq, 2.0)
+    z = C.sample_codes(freqs.expand(2, -1).contiguous(), cfg.batch, g)
     X1 = C.make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
     X2 = C.make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
     f1 = C.encode(X1, W, A, 0.0, mask)
@@ -900,8 +910,7 @@ def test_pruning_masks_the_online_branch_only():
     with torch.no_grad():
         W1 = W - cfg.lr * (gW + cfg.weight_decay * W)
     torch.testing.assert_close(run.W, W1, rtol=1e-5, atol=1e-6)
-    unpruned = C.train_encoders(cfg, [2.0], [0.0], seed=0)
-    assert not torch.allclose(unpruned.W, run.W, rtol=1e-5, atol=1e-7)
+    assert not torch.allclose(run.W[0], run.W[1], rtol=1e-5, atol=1e-7)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -36,7 +36,8 @@ def colour_draw(calls=None, width=W_IN, height=H_IN):
         fig = plt.figure(figsize=(width, height), dpi=100)
         ax = fig.add_axes([0, 0, 1, 1])
         ax.set_axis_off()
-        ax.add_patch(plt.Rectangle((0, 0), 1, 1, color=expected_rgb(a, b)[0], transform=ax.transAxes))
+        ax.add_patch(plt.Rectangle((0, 0), 1, 1, color=expected_rgb(a, b)[0],
+                                   transform=ax.transAxes))
         return fig
     return draw
 
@@ -66,7 +67,8 @@ const handler = new Function(spec.code);
 const img = {src: spec.src0, alt: spec.alt0};
 const outputs = spec.n.map(() => ({textContent: ''}));
 const inputs = spec.start.map((v) => ({value: String(v), attrs: {},
-  setAttribute(k, x) { this.attrs[k] = x; }, closest(sel) { return sel === '.gtlib-slider' ? root : null; }}));
+  setAttribute(k, x) { this.attrs[k] = x; },
+  closest(sel) { return sel === '.gtlib-slider' ? root : null; }}));
 inputs.forEach = Array.prototype.forEach;
 const root = {
   querySelector(sel) {
