@@ -339,7 +339,7 @@ class Claims:
     """
 
     def __init__(self, chapter: str, results_dir: str | Path | None = None):
-        if not isinstance(chapter, str) or not _SLUG.match(chapter):
+        if not isinstance(chapter, str) or not _SLUG.fullmatch(chapter):
             raise ValueError(f"chapter must be a lowercase slug like 'mode-connectivity', got {chapter!r}")
         if results_dir is not None and (not isinstance(results_dir, (str, os.PathLike))
                                         or not str(results_dir).strip()):
@@ -399,7 +399,7 @@ class Claims:
         for name, val in (("id", id), ("statement", statement), ("paper", paper), ("rule", rule)):
             if not isinstance(val, str) or not val.strip():
                 raise TypeError(f"{name} must be a non-empty str, got {val!r}")
-        if not _ID.match(id):
+        if not _ID.fullmatch(id):
             raise ValueError(f"id must look like 'chapter.claim_name', got {id!r}")
         if any(c.id == id for c in self.claims):
             raise ValueError(f"claim {id!r} was already checked in this chapter")

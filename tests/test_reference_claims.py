@@ -464,7 +464,8 @@ def test_the_stored_claim_is_stripped_and_cleaned(tmp_path):
     ("rule", 1, TypeError), ("id", "demo", ValueError), ("id", "Demo.a", ValueError),
     ("id", "demo.A", ValueError), ("id", "demo.a-b", ValueError), ("id", "de_mo.a", ValueError),
     ("id", ".a", ValueError), ("id", "demo.", ValueError), ("id", "demo..a", ValueError),
-    ("id", "demo a.b", ValueError), ("kind", "Effect", ValueError), ("kind", None, ValueError),
+    ("id", "demo a.b", ValueError), ("id", "demo.a\n", ValueError), ("id", "demo.a ", ValueError),
+    ("kind", "Effect", ValueError), ("kind", None, ValueError),
     ("nonreproduction", "", ValueError), ("nonreproduction", " ", ValueError),
     ("nonreproduction", 3, ValueError), ("values", {}, TypeError), ("values", None, TypeError),
     ("values", [("x", 1)], TypeError), ("values", {"1x": 1}, ValueError),
@@ -608,7 +609,7 @@ def test_the_file_equals_as_dict_after_every_check(tmp_path):
 
 
 @pytest.mark.parametrize("chapter", ["Demo", "demo_x", "-demo", "demo-", "de--mo", "", "de mo",
-                                     None, 3, "démo"])
+                                     None, 3, "démo", "demo\n", "demo "])
 def test_chapter_slugs(tmp_path, chapter):
     with pytest.raises(ValueError, match="chapter"):
         Claims(chapter, results_dir=tmp_path)
