@@ -185,8 +185,9 @@ def test_png_size_is_inches_times_dpi_times_scale_shown_at_1x(scale):
 
 def test_scale_bounds_and_types_of_the_other_arguments():
     d = colour_draw()
-    assert len(widgets.static_slider(d, {"a": [1]}, alt="x", scale=widgets.MAX_SCALE).frames) == 1
-    for bad in (0, 0.0, -1.0, widgets.MAX_SCALE + 0.5):
+    top = widgets.static_slider(d, {"a": [1]}, alt="x", scale=8.0)  # MAX_SCALE, included
+    assert widgets.MAX_SCALE == 8.0 and Image.open(io.BytesIO(top.frames[0])).size == (800, 400)
+    for bad in (0, 0.0, -1.0, 8.5):
         with pytest.raises(ValueError, match="scale"):
             widgets.static_slider(d, {"a": [1]}, alt="x", scale=bad)
     with pytest.raises(TypeError, match="quantize"):
