@@ -919,10 +919,11 @@ def test_effective_parameters_doubles_k_until_covered_or_capped(small_net):
     # capped at max_k, not covered
     res = soft.effective_parameters(model, x, y, alpha, k=2, max_k=4, weight_tol=tol)
     assert (res["k"], res["covered"]) == (4, False)
-    # never beyond P - 1 parameters' worth (k = 20 doubles to 40 > 30)
-    res = soft.effective_parameters(model, x, y, alpha, k=20, max_k=64, weight_tol=1e-12)
-    assert (res["k"], res["covered"]) == _expected_k(exact, 20, 64, 31, alpha, 1e-12)
-    assert res["k"] in (20, 30)
+    # k is cut to P - 1 = 30 (its eigenvalue is negative: covered)
+    res = soft.effective_parameters(model, x, y, alpha, k=40, max_k=64, weight_tol=0.01)
+    assert (res["k"], res["covered"]) == (30, True)
+    top = np.clip(exact[:30], 0, None)
+    assert res["neff"] == pytest.approx(np.sum(top / (top + alpha)), rel=1e-6)
     # probes: the upper bound adds the (positive part of the) tail trace over alpha
     res = soft.effective_parameters(model, x, y, alpha, k=4, max_k=4, probes=6, seed=2)
     assert res["neff_upper"] == pytest.approx(
