@@ -731,6 +731,14 @@ def test_a_union_with_mixed_failures_is_a_value_error():
     with pytest.raises(TypeError, match="x must be an int or a torch.Tensor"):
         f(1.5)
 
+    @boundary()
+    def g(x: int | str | None = 0):
+        return x
+
+    assert g(None) is None and g("a") == "a" and g(-4) == -4
+    with pytest.raises(TypeError, match=r"<locals>.g\(\): x must be an int or a str or None, got 1.5$"):
+        g(1.5)
+
 
 def test_declared_constraints_win_over_annotations_and_none_switches_a_check_off():
     @boundary(n=count(3), x=None, y=fraction())
