@@ -932,3 +932,310 @@ def test_effective_parameters_doubles_k_until_covered_or_capped(small_net):
     _, vecs = soft.lanczos_top_eigs(model, x, y, 4, seed=2, vectors=True)
     assert res["tail"] == pytest.approx(soft.tail_trace(matvec, vecs, 6, 2)[0], rel=1e-6)
     assert "tail" not in soft.effective_parameters(model, x, y, alpha, k=4, max_k=4)
+
+
+# ================================================================================================
+# 6. codes, bounds and compression
+# ================================================================================================
+def test_elias_gamma_codes_by_hand_and_decoding_from_an_offset():
+    table = {1: [1], 2: [0, 1, 0], 3: [0, 1, 1], 4: [0, 0, 1, 0, 0], 7: [0, 0, 1, 1, 1],
+             8: [0, 0, 0, 1, 0, 0, 0], 17: [0, 0, 0, 0, 1, 0, 0, 0, 1]}
+    for n, code in table.items():
+        assert soft.elias_gamma(n) == code, n
+    for n in range(1, 70):
+        assert len(soft.elias_gamma(n)) == 2 * math.floor(math.log2(n)) + 1
+    bits = [1, 1] + soft.elias_gamma(6) + [0]
+    assert soft.elias_gamma_decode(bits, 2) == (6, 7)
+    assert soft.elias_gamma_decode([1, 0, 1, 1], 1) == (3, 4)  # the last bit is used
+    with pytest.raises(ValueError, match="ends inside"):
+        soft.elias_gamma_decode(soft.elias_gamma(6)[:-1])
+    with pytest.raises(ValueError, match="pos"):
+        soft.elias_gamma_decode([1, 1], 2)
+
+
+def _ideal_bits(sym, A):
+    counts, total, bits = [1] * A, A, 0.0
+    for s in sym:
+        bits -= math.log2(counts[s] / total)
+        counts[s] += 1
+        total += 1
+    return bits
+
+
+@pytest.mark.parametrize("A, sym", [
+    (1, [0] * 50),
+    (2, [1] * 300),                                   # a long run
+    (2, [0, 1] * 200),                                # balanced, underflow-prone
+    (3, [2, 0, 0, 1, 0, 0, 0, 2, 0, 0] * 30),
+    (7, list(np.random.default_rng(50).integers(0, 7, 400))),
+    (40, list(np.random.default_rng(51).integers(0, 40, 60))),
+])
+def test_arithmetic_code_round_trips_within_two_bits_of_the_adaptive_laplace_length(A, sym):
+    sym = [int(s) for s in sym]
+    bits = soft.arithmetic_encode(sym, A)
+    assert soft.arithmetic_decode(bits, len(sym), A) == sym
+    assert soft.arithmetic_decode(bits, 10, A) == sym[:10]  # a prefix decodes to a prefix
+    ideal = _ideal_bits(sym, A)
+    assert ideal <= len(bits) <= ideal + 2.5
+
+
+def test_arithmetic_decode_needs_the_right_alphabet():
+    sym = [0, 2, 1, 1, 0, 2, 2, 2]
+    bits = soft.arithmetic_encode(sym, 3)
+    assert soft.arithmetic_decode(bits, 8, 4) != sym
+    assert soft.arithmetic_encode(sym, 4) != bits
+
+
+def _lloyd(z, levels, iters):
+    c = np.quantile(z, (np.arange(levels) + 0.5) / levels)
+    for _ in range(iters):
+        a = np.argmin(np.abs(z[:, None] - c[None]), 1)
+        c = np.array([z[a == j].mean() if np.any(a == j) else c[j] for j in range(levels)])
+    c = np.sort(c).astype(np.float32)
+    return c, np.argmin(np.abs(z[:, None] - c[None].astype(np.float64)), 1)
+
+
+def test_quantize_by_hand_and_against_a_lloyd_loop():
+    # sorted z = 0, 0.1, 0.2, 5, 5.2, 9; start at the quantiles 1/12, 2.6, 35/6; first pass:
+    # {0, 0.1, 0.2} -> 0.1, nothing -> 2.6 (an empty cluster keeps its centre), {5, 5.2, 9} -> 6.4,
+    # and nothing moves after that
+    z = np.array([5.2, 0.0, 9.0, 0.1, 5.0, 0.2])
+    c, s = soft.quantize(z, 3)
+    np.testing.assert_allclose(c, np.float32([0.1, 2.6, 6.4]), rtol=1e-6)
+    np.testing.assert_array_equal(s, [2, 0, 2, 0, 2, 0])
+    c, s = soft.quantize([0.0, 0.2, 4.0, 4.4, 4.2, 9.0], 3)
+    np.testing.assert_allclose(c, np.float32([0.1, 4.2, 9.0]), rtol=1e-6)
+    np.testing.assert_array_equal(s, [0, 0, 1, 1, 1, 2])
+    assert c.dtype == np.float32
+    zz = np.random.default_rng(52).standard_t(3, size=300)
+    for levels, iters in ((4, 1), (5, 3), (6, 30)):
+        c, s = soft.quantize(zz, levels, iters=iters)
+        rc, rs = _lloyd(zz, levels, iters)
+        np.testing.assert_allclose(c, rc, rtol=1e-6)
+        np.testing.assert_array_equal(s, rs)
+    assert not np.allclose(soft.quantize(zz, 5, iters=1)[0], soft.quantize(zz, 5)[0])
+
+
+def test_encode_quantized_layout_is_gamma_gamma_float32_words_then_the_arithmetic_code():
+    centres = np.float32([-0.75, 0.1, 2.5])
+    sym = np.array([2, 0, 1, 1, 0, 0, 2])
+    bits = soft.encode_quantized(centres, sym)
+    head = soft.elias_gamma(7) + soft.elias_gamma(3)
+    assert bits[:len(head)] == head
+    pos = len(head)
+    for c in centres:
+        word = struct.unpack(">I", struct.pack(">f", float(c)))[0]
+        assert bits[pos:pos + 32] == [int(b) for b in format(word, "032b")]
+        pos += 32
+    assert bits[pos:] == soft.arithmetic_encode(sym.tolist(), 3)
+    c2, s2 = soft.decode_quantized(bits)
+    np.testing.assert_array_equal(c2, centres)
+    np.testing.assert_array_equal(s2, sym)
+    with pytest.raises(ValueError, match="symbols"):
+        soft.encode_quantized(centres, [0, 3])
+    with pytest.raises(ValueError, match="centres"):
+        soft.decode_quantized(bits[:len(head) + 40])
+
+
+def test_countable_and_counting_bounds_by_hand():
+    # bits = 0: only ln(1/delta) is paid
+    assert soft.countable_bound(0.0, 0, 50, delta=0.1) == pytest.approx(
+        math.sqrt(math.log(10) / 100), rel=1e-14)
+    assert soft.countable_bound(0.25, 10, 1) == pytest.approx(
+        0.25 + math.sqrt((10 * math.log(2) + math.log(20)) / 2), rel=1e-14)  # delta 0.05
+    assert soft.countable_bound(1.0, 3, 7, 0.5) == pytest.approx(
+        1 + math.sqrt((3 * math.log(2) + math.log(2)) / 14), rel=1e-14)
+    # counting: K = bits_per_param * n_params; defaults 32 bits and delta 0.05
+    assert soft.counting_bound(0.2, 7, 900) == pytest.approx(
+        0.2 + math.sqrt((224 * math.log(2) + math.log(20)) / 1800), rel=1e-14)
+    assert soft.counting_bound(0.2, 7, 900, bits_per_param=16, delta=0.1) == pytest.approx(
+        0.2 + math.sqrt((112 * math.log(2) + math.log(10)) / 1800), rel=1e-14)
+
+
+def test_kl_bernoulli_against_scipy_rel_entr_and_at_the_ends():
+    for q, p in ((0.1, 0.4), (0.4, 0.1), (0.73, 0.2), (0.02, 0.999), (0.5, 0.5)):
+        want = special.rel_entr(q, p) + special.rel_entr(1 - q, 1 - p)
+        assert soft.kl_bernoulli(q, p) == pytest.approx(want, rel=1e-12, abs=1e-15)
+    assert soft.kl_bernoulli(0.1, 0.4) == pytest.approx(0.1 * math.log(0.25)
+                                                        + 0.9 * math.log(1.5), rel=1e-12)
+    assert soft.kl_bernoulli(0.0, 0.0) == 0.0 and soft.kl_bernoulli(1.0, 1.0) == 0.0
+    assert soft.kl_bernoulli(0.3, 0.0) == math.inf and soft.kl_bernoulli(0.3, 1.0) == math.inf
+    assert soft.kl_bernoulli(0.0, 1.0) == math.inf and soft.kl_bernoulli(1.0, 0.0) == math.inf
+
+
+def _kl_inv(q, c):
+    if q >= 1:
+        return 1.0
+    f = lambda p: special.rel_entr(q, p) + special.rel_entr(1 - q, 1 - p) - c  # noqa: E731
+    return optimize.brentq(f, q, 1 - 1e-15, xtol=1e-15)
+
+
+def test_kl_inverse_against_brentq_and_by_hand():
+    for q in (0.0, 0.05, 0.3, 0.9):
+        for c in (0.01, 0.2, 1.5):
+            assert soft.kl_inverse(q, c) == pytest.approx(_kl_inv(q, c), abs=2e-12), (q, c)
+    # kl(0 || p) = -ln(1 - p): p = 1 - e^-c
+    assert soft.kl_inverse(0.0, 0.4) == pytest.approx(1 - math.exp(-0.4), abs=2e-12)
+    assert soft.kl_inverse(1.0, 0.3) == 1.0
+    # tol is honoured and the answer errs on the safe (upper) side
+    p = _kl_inv(0.2, 0.1)
+    loose = soft.kl_inverse(0.2, 0.1, tol=0.05)
+    assert p <= loose <= p + 0.05 and loose != soft.kl_inverse(0.2, 0.1)
+
+
+def test_pac_bayes_kl_bound_against_brentq():
+    for err, kl, n, delta in ((0.07, 3.0, 500, 0.1), (0.0, 40.0, 2000, 0.05), (0.3, 0.0, 64, 0.01)):
+        c = (kl + math.log(2 * math.sqrt(n) / delta)) / n
+        assert soft.pac_bayes_kl_bound(err, kl, n, delta) == pytest.approx(_kl_inv(err, c),
+                                                                           abs=2e-12)
+    assert soft.pac_bayes_kl_bound(0.07, 3.0, 500) == pytest.approx(
+        _kl_inv(0.07, (3.0 + math.log(2 * math.sqrt(500) / 0.05)) / 500), abs=2e-12)
+
+
+def test_convnet1d_against_functional_convolutions():
+    torch.manual_seed(60)
+    net = soft.ConvNet1D(length=37, channels=3, out_dim=4)
+    # 37 -> 19 -> 10 -> 5 positions after three stride-2 convolutions
+    assert net.head.in_features == 15 and net.head.out_features == 4
+    assert (net.c1.kernel_size, net.c2.kernel_size, net.c3.kernel_size) == ((5,), (3,), (3,))
+    x = torch.randn(6, 37, generator=torch.Generator().manual_seed(61))
+    h = x[:, None]
+    h = F.relu(F.conv1d(h, net.c1.weight, net.c1.bias, stride=2, padding=2))
+    h = F.relu(F.conv1d(h, net.c2.weight, net.c2.bias, stride=2, padding=1))
+    h = F.relu(F.conv1d(h, net.c3.weight, net.c3.bias, stride=2, padding=1))
+    want = h.reshape(6, -1) @ net.head.weight.T + net.head.bias
+    with torch.no_grad():
+        _close(net(x), want, rtol=1e-5, atol=1e-6)
+        _close(net._apply_params(x, dict(net.named_parameters())), want, rtol=1e-5, atol=1e-6)
+    assert soft.ConvNet1D(length=8, channels=2).head.in_features == 2
+
+
+def test_subspace_net_is_theta0_plus_a_seeded_projection_and_keeps_the_global_rng():
+    from gtlib.models import MLP  # noqa: F401
+
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    net = soft.SubspaceNet(16, 3, 5, channels=2, seed=7)
+    assert torch.equal(torch.get_rng_state(), state)
+    torch.manual_seed(7)
+    base = soft.ConvNet1D(16, 2, 3)
+    theta0 = torch.nn.utils.parameters_to_vector(base.parameters()).detach()
+    assert torch.equal(net.theta0, theta0) and net.n_params == theta0.numel()
+    proj = torch.randn(theta0.numel(), 5, generator=torch.Generator().manual_seed(7)) / math.sqrt(5)
+    assert torch.equal(net.proj, proj)
+    assert net.base.c1.out_channels == 2 and net.base.head.out_features == 3
+    z = torch.tensor([0.3, -1.0, 0.0, 2.0, 0.5])
+    torch.nn.utils.vector_to_parameters(theta0 + proj @ z, base.parameters())
+    x = torch.randn(4, 16, generator=torch.Generator().manual_seed(62))
+    with torch.no_grad():
+        _close(net(x, z), base(x), rtol=1e-5, atol=1e-6)
+        net.z.copy_(z)
+        _close(net(x), base(x), rtol=1e-5, atol=1e-6)
+    other = soft.SubspaceNet(16, 3, 5, channels=2, seed=8)
+    assert not torch.equal(other.theta0, net.theta0) and not torch.equal(other.proj, net.proj)
+
+
+def test_compression_config_defaults():
+    c = soft.CompressionConfig()
+    assert (c.n_train, c.channels, c.sizes, c.dim, c.levels, c.steps, c.batch_size,
+            c.tune_steps, c.lr, c.delta) == (8000, 16, (4, 8, 16), 1000, (7, 11, 15), 1500, 256,
+                                             30, 0.02, 0.05)
+
+
+@pytest.fixture(scope="module")
+def trained_subspace():
+    g = torch.Generator().manual_seed(63)
+    x, y = torch.randn(48, 16, generator=g), torch.randint(0, 3, (48,), generator=g)
+    net = soft.SubspaceNet(16, 3, 12, channels=2, seed=4)
+    soft.train_subspace(net, x, y, steps=30, lr=0.1, seed=1)
+    return net, x, y
+
+
+def test_compress_and_bound_keeps_the_tightest_code(trained_subspace):
+    net, x, y = trained_subspace
+    levels, delta = (2, 3, 6), 0.2
+    got = soft.compress_and_bound(net, x, y, levels, delta=delta, tune_steps=3)
+    z = net.z.detach().numpy().astype(np.float64)
+    rows = []
+    for L in levels:
+        c, s = soft.quantize(z, L)
+        c = soft.tune_centres(net, x, y, c, s, 3)
+        bits = soft.encode_quantized(c, s)
+        with torch.no_grad():
+            err = float((net(x, torch.as_tensor(c[s])).argmax(1) != y).float().mean())
+        rows.append((err + math.sqrt((len(bits) * math.log(2) + math.log(1 / delta)) / 96),
+                     L, len(bits), err, c, s))
+    best = min(rows, key=lambda r: r[0])
+    assert got["bound"] == pytest.approx(best[0], rel=1e-12)
+    assert (got["levels"], got["bits"], got["train_err_q"]) == best[1:4]
+    assert len(got["bits_list"]) == got["bits"]
+    np.testing.assert_array_equal(got["centres"], best[4])
+    np.testing.assert_array_equal(got["symbols"], best[5])
+    # without tuning the centres are k-means'
+    raw = soft.compress_and_bound(net, x, y, (3,), tune_steps=0)
+    np.testing.assert_array_equal(raw["centres"], soft.quantize(z, 3)[0])
+    assert soft.compress_and_bound(net, x, y, (3,), delta=0.5, tune_steps=0)["bound"] < \
+        raw["bound"]
+
+
+COMP = dict(n_train=40, channels=2, sizes=(2,), dim=8, levels=(3,), steps=5, batch_size=16,
+            tune_steps=2, lr=0.05, delta=0.1)
+
+
+def _ref_compression(cfg, ds, labels, seed, channels):
+    ch = cfg.channels if channels is None else channels
+    x, y = ds.x[:cfg.n_train], ds.y[:cfg.n_train]
+    if labels == "random":
+        y = corrupt_labels(y, 1.0, ds.num_classes, seed=seed + 1)
+    net = soft.SubspaceNet(ds.dim, ds.num_classes, cfg.dim, ch, seed=seed)
+    soft.train_subspace(net, x, y, cfg.steps, cfg.lr, cfg.batch_size, seed=seed)
+    with torch.no_grad():
+        train_err = float((net(x).argmax(1) != y).float().mean())
+    best = soft.compress_and_bound(net, x, y, cfg.levels, cfg.delta, cfg.tune_steps)
+    zq = torch.as_tensor(best["centres"][best["symbols"]])
+    with torch.no_grad():
+        test_err = float((net(ds.x_test, zq).argmax(1) != ds.y_test).float().mean())
+    e, n = best["train_err_q"], cfg.n_train
+    hoeffding = lambda K: e + math.sqrt((K * math.log(2) + math.log(1 / cfg.delta)) / (2 * n))  # noqa: E731
+    return dict(labels=labels, channels=ch, n=n, n_params=net.n_params, dim=cfg.dim,
+                train_err=train_err, train_err_q=e, test_err_q=test_err, bits=best["bits"],
+                levels=best["levels"], bound=hoeffding(best["bits"]),
+                kl_bound=_kl_inv(e, (best["bits"] * math.log(2)
+                                     + math.log(2 * math.sqrt(n) / cfg.delta)) / n),
+                counting_bound=hoeffding(32 * net.n_params),
+                counting_bound_subspace=hoeffding(32 * cfg.dim), roundtrip=True)
+
+
+@pytest.mark.parametrize("labels, seed, channels", [("random", 2, None), ("true", 0, 3)])
+def test_run_compression_against_its_steps(labels, seed, channels):
+    ds = _dataset(n=44, n_test=20, seed=64, classes=3, length=16)
+    cfg = soft.CompressionConfig.quick(**COMP)
+    got = soft.run_compression(cfg, ds, labels, seed=seed, channels=channels).to_dict()
+    want = _ref_compression(cfg, ds, labels, seed, channels)
+    assert list(got) == list(want)
+    for k, v in want.items():
+        if isinstance(v, float):
+            assert got[k] == pytest.approx(v, rel=1e-9, abs=1e-12), k
+        else:
+            assert got[k] == v, k
+
+
+def test_run_compression_uses_every_setting_and_the_seed():
+    ds = _dataset(n=44, n_test=20, seed=65, classes=3, length=16)
+
+    def run(labels="true", seed=0, channels=None, **kw):
+        return soft.run_compression(soft.CompressionConfig.quick(**{**COMP, **kw}), ds, labels,
+                                    seed=seed, channels=channels).to_dict()
+
+    base = run()
+    changes = dict(n_train=41, channels=3, dim=9, levels=(4,), steps=6, batch_size=15,
+                   tune_steps=4, lr=0.2, delta=0.2)
+    for key, value in changes.items():
+        assert _differs(run(**{key: value}), base), key
+    assert _differs(run(seed=1), base) and _differs(run(labels="random"), base)
+    assert _differs(run(channels=3), base)
+    # the random labels do not reuse the seed of the subspace (seed + 1): seed 0's random labels
+    # are not those corrupt_labels(..., seed=0) gives
+    y0 = corrupt_labels(ds.y[:40], 1.0, 3, seed=0)
+    y1 = corrupt_labels(ds.y[:40], 1.0, 3, seed=1)
+    assert not torch.equal(y0, y1)
