@@ -1239,3 +1239,41 @@ def test_run_compression_uses_every_setting_and_the_seed():
     y0 = corrupt_labels(ds.y[:40], 1.0, 3, seed=0)
     y1 = corrupt_labels(ds.y[:40], 1.0, 3, seed=1)
     assert not torch.equal(y0, y1)
+
+
+# ================================================================================================
+# 7. result objects
+# ================================================================================================
+def test_results_are_dataclasses_whose_to_dict_holds_every_field_as_plain_values():
+    from dataclasses import fields
+
+    fit = soft.PolyFit(curve=np.array([1.0, 2.5]), train_mse=0.1, excess=0.2)
+    assert (fit.degree, fit.gamma, fit.noise_var, fit.prior_var, fit.log_evidence) == \
+        (None,) * 5
+    ds = soft.PolyDataset(y=np.array([0.5]), truth=np.array([0.25]), noise_var=0.04,
+                          fits={"minnorm": fit})
+    res = soft.PolyResult(x=np.array([-1.0, 1.0]), grid=np.array([0.0]), targets={"simple": ds})
+    assert res.to_dict() == {"x": [-1.0, 1.0], "grid": [0.0], "targets": {"simple": {
+        "y": [0.5], "truth": [0.25], "noise_var": 0.04, "fits": {"minnorm": {
+            "curve": [1.0, 2.5], "train_mse": 0.1, "excess": 0.2, "degree": None, "gamma": None,
+            "noise_var": None, "prior_var": None, "log_evidence": None}}}}}
+    risk = soft.InterpolantRisk(train_mse=0.0, excess=1.5, d=7, tail_rank=6.0, tail_r0=0.6)
+    tax = soft.TaxonomyResult(noise_var=0.25, n=5, spectra={"benign": risk})
+    assert tax.to_dict()["spectra"]["benign"] == dict(train_mse=0.0, excess=1.5, d=7,
+                                                      tail_rank=6.0, tail_r0=0.6)
+    sweep = soft.MLPSweepResult(widths=np.array([2, 3]), params=np.array([10, 20]),
+                                train_err=np.array([0.5, 0.25]), test_err=np.array([0.6, 0.5]),
+                                test_err_reps=np.zeros((2, 2)), train_err_reps=np.ones((2, 2)),
+                                y_noisy=torch.tensor([1, 0, 2]), nets=[], n_train=3)
+    d = sweep.to_dict()
+    assert d["y_noisy"] == [1, 0, 2] and d["train_err_reps"] == [[1.0, 1.0], [1.0, 1.0]]
+    assert d["widths"] == [2, 3] and d["n_train"] == 3
+    for cls in (soft.PolyFit, soft.PolyDataset, soft.PolyResult, soft.InterpolantRisk,
+                soft.TaxonomyResult, soft.GPCorruptionResult, soft.RandomFeaturesResult,
+                soft.MLPSweepResult, soft.CompressionResult):
+        assert issubclass(cls, Result)
+    assert [f.name for f in fields(soft.RandomFeaturesResult)] == [
+        "ps", "n", "test_mse", "test_mse_draws", "ridge_mse", "null_mse", "neff", "poor",
+        "noise_var"]
+    assert [f.name for f in fields(soft.GPCorruptionResult)] == [
+        "corruption", "train_acc", "test_acc", "log_ml", "lengthscale", "chance"]
