@@ -156,6 +156,22 @@ def test_use_style_sets_every_house_setting(monkeypatch):
         assert rc["figure.constrained_layout.use"] is True
 
 
+def test_use_style_asks_jupyter_for_retina_pngs_only_inside_ipython(monkeypatch):
+    import IPython
+    import matplotlib_inline.backend_inline as inline
+
+    formats = []
+    monkeypatch.setattr(inline, "set_matplotlib_formats", lambda *f, **kw: formats.append(f))
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    with matplotlib.rc_context():
+        plotting.use_style()
+    assert formats == []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    with matplotlib.rc_context():
+        plotting.use_style()
+    assert formats == [("retina",)]
+
+
 def test_okabe_ito_palette_and_constants():
     assert plotting.OKABE_ITO == ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7",
                                   "#56B4E9", "#F0E442", "#000000"]
@@ -247,6 +263,8 @@ def test_small_multiples_few_values_one_row_and_sharey_off():
     fig, axes = plotting.small_multiples(lambda ax, v: None, [1, 2, 3, 4], "k", ncols=1,
                                          sharey="row")
     assert axes.shape == (4, 1)
+    fig, axes = plotting.small_multiples(lambda ax, v: None, [1, 2], "k", sharey=np.bool_(False))
+    assert not axes[0, 0].get_shared_y_axes().joined(axes[0, 0], axes[0, 1])
 
 
 def test_small_multiples_row_limit_is_inclusive(monkeypatch):

@@ -139,14 +139,16 @@ def test_train_models_depth_zero_is_a_linear_classifier():
 
 
 def test_train_models_accuracies_by_hand_on_each_split():
-    ds = _blobs(n=40, n_test=13)
-    cfg = prelim.PrelimConfig(width=5, seeds=2, epochs=3, batch_size=16, lr=0.02)
+    ds = _blobs(n=40, n_test=31)
+    cfg = prelim.PrelimConfig(width=5, seeds=2, epochs=12, batch_size=16, lr=0.05)
     model, out = prelim.train_models(ds, cfg, depth=1, seed=1)
     with torch.no_grad():
         lt, le = model(ds.x), model(ds.x_test)
+    # a trained model predicts every class, so a misaligned label vector would change the count
+    assert all(len(set(le[e].argmax(-1).tolist())) == 3 for e in range(2))
     for e in range(2):
         tr = sum(int(lt[e, i].argmax()) == int(ds.y[i]) for i in range(40)) / 40
-        te = sum(int(le[e, i].argmax()) == int(ds.y_test[i]) for i in range(13)) / 13
+        te = sum(int(le[e, i].argmax()) == int(ds.y_test[i]) for i in range(31)) / 31
         assert out["train_acc"][e] == pytest.approx(tr, abs=1e-6)
         assert out["test_acc"][e] == pytest.approx(te, abs=1e-6)
     assert out["train_acc"].shape == (2,) and out["test_acc"].shape == (2,)
@@ -215,6 +217,13 @@ def test_ensemble_vs_loop_in_float32_and_refuses_other_dtypes():
     assert r["dtype"] == "float32" and r["members"] == 2 and r["max_abs_diff"] < 1e-3
     with pytest.raises(ValueError, match="dtype"):
         prelim.ensemble_vs_loop(ds, cfg, dtype=torch.float16)
+    for bad in (-1, 2**32):
+        with pytest.raises(ValueError, match="seed"):
+            prelim.ensemble_vs_loop(ds, cfg, seed=bad)
+    with pytest.raises(TypeError, match="cfg"):
+        prelim.ensemble_vs_loop(ds, TrainConfig())
+    with pytest.raises(TypeError, match="ds"):
+        prelim.ensemble_vs_loop(None, cfg)
 
 
 def test_ensemble_vs_loop_reports_the_largest_member_difference(monkeypatch):
