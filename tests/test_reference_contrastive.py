@@ -758,6 +758,8 @@ def test_condition_table_averages_feature_summary_and_probe_groups():
             assert row[k] == pytest.approx(float(np.mean(v[idx])), rel=1e-6), k
         assert row["probe_major"] == pytest.approx(float(acc[idx][:, :3].mean()), rel=1e-6)
         assert row["probe_minor"] == pytest.approx(float(acc[idx][:, 3:].mean()), rel=1e-6)
+    assert C.condition_table(run) == C.condition_table(run, seed=0)  # default seed 0
+    assert C.condition_table(run, seed=1) != tab
     # the config's specialist settings are the ones used (defaults would differ here)
     dflt = C.feature_summary(run.W, run.M, 2)
     assert not all(np.allclose(dflt[k], summ[k]) for k in ("spec_major", "spec_minor",
@@ -883,6 +885,7 @@ def test_ratio_and_log_every_change_what_is_recorded():
     a = C.train_encoders(cfg, [1.0, 8.0], [0.0, 0.0])
     assert not torch.allclose(a.W[0], a.W[1])  # same init, different minority frequency
     b = C.train_encoders(replace(cfg, log_every=3), [1.0], [0.0])
+    assert b.seeds == [0]  # default seed 0
     assert b.history["step"].tolist() == [0, 3, 4]
 
 
@@ -971,6 +974,7 @@ def test_train_longtail_counts_and_its_seed():
                              seed=1)
     np.testing.assert_array_equal(other["acc_random"], out["acc_random"])  # same init
     assert out["acc_random"].min() >= 0 and out["acc_random"].max() <= 1
+    assert C.train_longtail(replace(cfg, steps=1), seed=1)["fractions"] == [0.0, 0.5]  # default
 
 
 # ------------------------------------------------------------------------------------------------
