@@ -248,7 +248,8 @@ def test_whitespace_around_a_rule_is_ignored_and_the_rule_is_a_whole_expression(
     "{1: 2} == d", "{1, 2} == d", "{x for x in xs} == d", "{x: 1 for x in xs} == d",
     "(y := 1) == 1", "x.real == 1", "f'{x}' == '1'", "x is None", "x is not None",
     "b'a' == x", "1j == x", "[*xs] == xs", "all(a > b for a, b in [[2, 1]])",
-    "sorted(xs) == xs", "abs(x=1) == 1", "xs.count(1) == 1", "x @ x == 1", "x << 1 == 2",
+    "sorted(xs) == xs", "abs(x=1) == 1", "min(xs, key=abs) == 1", "sum(xs, start=1) == 2",
+    "max(xs, default=5) == 1", "xs.count(1) == 1", "x @ x == 1", "x << 1 == 2",
     "x & 1 == 1", "~x == -2", "(lambda: 1)() == 1", "...", "x if x else ..."])
 def test_everything_outside_the_subset_is_refused(rule):
     with pytest.raises(RuleError):
