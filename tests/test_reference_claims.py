@@ -839,6 +839,19 @@ def test_chapter_column_and_full_scale_column():
     assert "full scale" not in plain
 
 
+def test_sanity_table_gets_the_chapter_and_full_scale_columns_too():
+    sane = {**_stored(kind="sanity", id="demo.s", control=None, status="passed"), "chapter": "ch"}
+    eff = {**_stored(), "chapter": "ch"}
+    full = {"demo.s": _stored(kind="sanity", control=None, values={"x": 7}, status="FAILED")}
+    out = claims_table_html([eff, sane], chapter_col=True, full=full)
+    effects, sanity = out.split("Checks of the implementation")
+    assert "<th>chapter</th><th>claim</th><th>rule</th><th>this run</th><th>status</th>" \
+        "<th>full scale (recorded run)</th>" in sanity
+    cells = _row_cells(sanity, "demo.s")
+    assert cells[0] == "ch" and cells[-1] == "<code>x</code> = 7<br>FAILED" and len(cells) == 6
+    assert _row_cells(effects, "demo.a")[-1] == "not in the record"
+
+
 @pytest.mark.parametrize("args,err", [
     (("not a list",), TypeError), (({"a": 1},), TypeError), (([], 1), TypeError),
     (([], "yes"), TypeError), (([], False, [1]), TypeError), (([1],), TypeError),
