@@ -344,13 +344,13 @@ def test_barrier_and_barrier_mean_by_hand_on_a_nonuniform_grid():
 
 
 def test_path_properties_by_hand():
-    p = C.Path(np.array([0.0, 0.3, 0.45, 0.8, 1.0]), np.array([1.0, 2.0, 3.0, 1.5, 2.0]),
+    p = C.Path(np.array([0.0, 0.1, 0.3, 0.55, 1.0]), np.array([1.0, 2.0, 3.0, 1.5, 2.0]),
                np.array([0.9, 0.5, 0.4, 0.6, 0.7]))
-    assert p.loss_barrier == pytest.approx(3.0 - (0.55 * 1 + 0.45 * 2))
-    # error 0.1, 0.5, 0.6, 0.4, 0.3; chord 0.1 + 0.2 alpha = 0.1, 0.16, 0.19, 0.26, 0.3
-    assert p.error_barrier == pytest.approx(0.6 - 0.19)
+    assert p.loss_barrier == pytest.approx(3.0 - (0.7 * 1 + 0.3 * 2))
+    # error 0.1, 0.5, 0.6, 0.4, 0.3; chord 0.1 + 0.2 alpha = 0.1, 0.12, 0.16, 0.21, 0.3
+    assert p.error_barrier == pytest.approx(0.6 - 0.16)
     assert p.error_barrier_mean == pytest.approx(0.6 - 0.2)
-    assert p.mid_acc == pytest.approx(0.4)   # alpha 0.45 is closest to 0.5
+    assert p.mid_acc == pytest.approx(0.6)   # alpha 0.55 is closest to 0.5 (not the middle)
     assert p.end_acc == pytest.approx(0.8)
     with pytest.raises(ValueError):
         C.Path(np.zeros(3), np.zeros(3), np.zeros(2))
@@ -1069,3 +1069,65 @@ def test_task_arithmetic_accuracies_and_best_lambda():
     assert lo == want_lo and hi == want_hi
     norm = np.stack([(acc_tr[:, t] - lo[t]) / max(1e-9, hi[t] - lo[t]) for t in (0, 1)], 1)
     assert best == lam[int(np.argmax(norm.min(1)))]
+
+
+def test_cross_task_experiment_against_its_composition():
+    rec = C.Recipe(lr=0.2, batch_size=16, epochs=1, warmup=0.0)
+    cfg = C.ConnectivityConfig(ctl_width=W, depth=1, spawn_recipe=rec, probe_recipe=rec,
+                               ft_recipe=C.Recipe(lr=0.3, batch_size=10, epochs=1, warmup=0.0),
+                               lambdas=(0.0, 0.6, 1.0)).validate()
+    g = torch.Generator().manual_seed(14)
+    x, y = torch.randn(30, D, generator=g), torch.randint(0, 10, (30,), generator=g)
+    xt, yt = torch.randn(21, D, generator=g), torch.randint(0, 10, (21,), generator=g)
+    s = 1
+    r = C.cross_task_experiment(cfg, x, y, xt, yt, seed=s)
+    ypre = y // 5
+    pre, _ = ref_fit_member(make_mlp(C._seeds(s, 40, 1)[0], D, W, 1, 2), x, ypre, rec,
+                            C._seeds(s, 41, 1)[0])
+    same_params(r.pretrained, pre, atol=1e-6)
+    tr = [(x, y % 5), (x, y // 2)]
+    te = [(xt, yt % 5), (xt, yt // 2)]
+    for t in (0, 1):
+        head = make_mlp(C._seeds(s, 42, 2)[t], D, W, 1, 5).layers[-1]
+        probe, _ = ref_fit_member(C.with_head(pre, head.weight, head.bias), x, tr[t][1], rec,
+                                  C._seeds(s, 43, 2)[t], train="head")
+        same_params(r.probes[t], probe, atol=1e-6)
+        for k in (0, 1):
+            ft, _ = ref_fit_member(r.probes[t], x, tr[t][1], cfg.ft_recipe,
+                                   C._seeds(s, 44, 4)[2 * t + k], train="body")
+            same_params(r.finetuned[t][k], ft, atol=1e-6)
+        sc, _ = ref_fit_member(make_mlp(C._seeds(s, 45, 1)[0], D, W, 1, 5), x, tr[t][1], rec,
+                               C._seeds(s, 46, 2)[t])
+        same_params(r.scratch[t], sc, atol=1e-6)
+    same_params(r.init, make_mlp(C._seeds(s, 45, 1)[0], D, W, 1, 5))
+    ft, sc = r.finetuned, r.scratch
+    assert r.acc_pre == [C.accuracy(r.probes[t], *te[t]) for t in (0, 1)]
+    assert r.acc_ft == [[C.accuracy(m, *te[t]) for m in ft[t]] for t in (0, 1)]
+    assert r.acc_scratch == [C.accuracy(sc[t], *te[t]) for t in (0, 1)]
+    assert r.acc_init == [C.accuracy(C.with_head(r.init, sc[t].layers[-1].weight,
+                                                 sc[t].layers[-1].bias), *te[t]) for t in (0, 1)]
+    assert r.ctl == C.llfc_dissimilarity(ft[0][0], ft[1][0], xt)[:-1]
+    assert r.ctl_base == C.endpoint_dissimilarity(ft[0][0], ft[1][0], xt)[:-1]
+    assert r.ctl_scratch == C.llfc_dissimilarity(sc[0], sc[1], xt)[:-1]
+    assert r.ctl_scratch_base == C.endpoint_dissimilarity(sc[0], sc[1], xt)[:-1]
+    for t in (0, 1):
+        xt_, yt_ = te[t]
+        la = np_features(C.average(ft[t]), xt_)[-1].argmax(1)
+        runs = [np_features(m, xt_)[-1] for m in ft[t]]
+        le = ((runs[0] + runs[1]) / 2).argmax(1)
+        assert r.avg_acc[t] == pytest.approx(np.mean(la == yt_.numpy()))
+        assert r.ens_acc[t] == pytest.approx(np.mean(le == yt_.numpy()))
+        assert r.agreement[t] == pytest.approx(np.mean(la == le))
+        assert r.single_agreement[t] == pytest.approx(max(np.mean(u.argmax(1) == le)
+                                                          for u in runs))
+    acc_te, acc_tr, best, lo, hi = C._task_arithmetic(r.pretrained, [ft[0][0], ft[1][0]],
+                                                      np.array([0.0, 0.6, 1.0]), tr, te)
+    np.testing.assert_array_equal(r.arith_acc, acc_te)
+    np.testing.assert_array_equal(r.arith_train_acc, acc_tr)
+    assert r.best_lambda == best and r.train_ends["pre"] == lo and r.train_ends["ft"] == hi
+    acc_te, acc_tr, best, lo, hi = C._task_arithmetic(r.init, sc, np.array([0.0, 0.6, 1.0]),
+                                                      tr, te)
+    np.testing.assert_array_equal(r.scratch_arith_acc, acc_te)
+    np.testing.assert_array_equal(r.scratch_arith_train_acc, acc_tr)
+    assert r.scratch_best_lambda == best
+    assert r.train_ends["init"] == lo and r.train_ends["scratch"] == hi
