@@ -488,6 +488,27 @@ def test_check_refuses_bad_arguments_before_recording(tmp_path, field, value, er
     assert c.claims == [] and load_results(tmp_path)[0]["claims"] == []
 
 
+@pytest.mark.parametrize("kind", ["Effect", "sanity ", None, "both", 1])
+def test_kind_must_be_effect_or_sanity(tmp_path, kind):
+    c = Claims("demo", results_dir=tmp_path)
+    for control in (("c", {"x": 0}), None):
+        with pytest.raises(ValueError, match=r"^kind must be one of \('effect', 'sanity'\)"):
+            c.check("demo.a", **BASE, rule="x > 0", values={"x": 1}, control=control, kind=kind)
+    assert K.KINDS == ("effect", "sanity") and c.claims == []
+
+
+@pytest.mark.parametrize("key", ["1x", "x y", "", "x-1", "x.y", 3, None])
+@pytest.mark.parametrize("where", ["values", "control"])
+def test_value_names_must_be_identifiers_even_when_the_rule_does_not_use_them(tmp_path, key,
+                                                                              where):
+    c = Claims("demo", results_dir=tmp_path)
+    vals, ctrl = {"x": 1}, {"x": 0}
+    (vals if where == "values" else ctrl)[key] = 2
+    with pytest.raises(ValueError, match=r"key .* must be a Python identifier"):
+        c.check("demo.a", **BASE, rule="x > 0", values=vals, control=("c", ctrl))
+    assert c.claims == []
+
+
 @pytest.mark.parametrize("cid", ["demo.a", "a.b.c", "demo1.claim_2", "0.0", "demo.a_b_c",
                                  "ch.a.b_c"])
 def test_well_formed_ids_are_accepted(tmp_path, cid):
