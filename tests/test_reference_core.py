@@ -469,6 +469,17 @@ def test_every_scalar_checks_multiples_and_the_last_step_once():
     assert seen == [0, 1, 2, 3]
 
 
+def test_every_counts_updates_from_zero_not_from_a_members_start():
+    """A check is due when the update count is a multiple of every (or at the last step), also
+    for a member that started late; the check at step 0 includes members not started yet."""
+    w, opt = _counter(2)
+    calls = []
+    fit(lambda s, b: -w[:, 0], opt, [6, 6], check=lambda s, due: calls.append((s, due.tolist())),
+        every=[4, 2], start=[0, 1])
+    assert calls == [(0, [True, True]), (2, [False, True]), (4, [True, True]), (6, [True, True])]
+    assert w.detach()[:, 0].tolist() == [6.0, 5.0]
+
+
 def test_a_late_start_gets_the_batches_of_its_own_steps():
     """Batches are drawn once per step whether or not a member trains at it; the loss sees the
     0-based update index and that step's batch; a member frozen until start[e] makes
@@ -748,6 +759,23 @@ def test_train_ensemble_history_rows_and_probes():
         assert h.loss[-1].tolist() == pytest.approx(
             [F.cross_entropy(ens(x)[e], y).item() for e in range(2)], rel=1e-12)
         assert h.probes["w"][-1] == pytest.approx(float(ens.weights[0].sum()), rel=1e-12)
+
+
+@pytest.mark.parametrize("rule", [{"margin_gamma": 0.5, "margin_fraction": 0.0},
+                                  {"target_train_acc": 0.0}])
+def test_either_rule_alone_met_by_every_member_is_reported(rule):
+    """A fraction 0 (or an accuracy target 0) is met at the check before the first update."""
+    x, y = _data(n=8)
+    ens = BatchedMLP.init([1, 2], 3, 4, 1, 3).double()
+    before = [p.detach().clone() for p in ens.parameters()]
+    h = train_ensemble(ens, x, y, TrainConfig(batch_size=None, epochs=5, **rule))
+    assert h.probes["stop_step"] == [0, 0] and h.step == [0]
+    assert h.stopped_by == "all members met the stop rule"
+    assert all(torch.equal(p, q) for p, q in zip(ens.parameters(), before))
+    m = make_mlp(1, 3, 4, 1, 3).double()
+    h = train(m, x, y, TrainConfig(batch_size=None, epochs=5, **rule))
+    want = "margin" if "margin_gamma" in rule else "target_train_acc"
+    assert h.stopped_by == want and h.step == [0]
 
 
 def test_train_sequentially_mse_and_refusing_stop_rules():
