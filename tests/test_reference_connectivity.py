@@ -161,6 +161,12 @@ def test_recipe_defaults_are_the_documented_ones():
     assert cfg.alphas == 25 and cfg.max_iter == 100 and cfg.depth == 3
     assert (cfg.recipe.lr, cfg.recipe.warmup) == (0.1, 0.2)
     assert (cfg.spawn_recipe.lr, cfg.spawn_recipe.warmup) == (0.2, 0.0)
+    assert (cfg.n_train, cfg.n_test) == (4000, 1000)  # MNIST-1D's default split
+    assert cfg.widths == (32, 64, 128, 256, 512)
+    assert len(cfg.lambdas) == 16 and cfg.lambdas[0] == 0.0 and cfg.lambdas[-1] == 1.5
+    full = C.ConnectivityConfig.full()
+    assert full.recipe.epochs == 2 * cfg.recipe.epochs and full.widths[-1] == 2048
+    assert 512 in full.widths and full.alphas == 25
 
 
 # ---------------------------------------------------------------------------------------------
@@ -904,7 +910,7 @@ def test_seeds_scheme_by_hand():
 def tiny_cfg(**kw):
     base = dict(n_train=20, n_test=20, depth=1, widths=(3, 4), alphas=5, max_iter=5,
                 recipe=C.Recipe(lr=0.1, batch_size=8, epochs=2, warmup=0.2),
-                spawn_width=4, spawn_fractions=(0.0, 0.5), spawn_pairs=1,
+                spawn_width=4, spawn_fractions=(0.3, 0.0, 0.01), spawn_pairs=1,
                 spawn_recipe=C.Recipe(lr=0.1, batch_size=8, epochs=2, warmup=0.0),
                 epoch_width=4, epoch_snapshots=(0, 1), depths=(1, 2), depth_width=3)
     base.update(kw)
@@ -967,11 +973,13 @@ def test_spawn_experiment_against_its_composition():
     r = C.spawn_experiment(cfg, x, y, xt, yt, seed=2)
     rec = cfg.spawn_recipe
     total = rec.steps(20)
-    assert r.total_steps == total == 6 and r.steps == [0, 3] and r.fractions == [0.0, 0.5]
+    # spawn steps: round(f * total), sorted, duplicates merged (0.3 * 6 = 1.8 -> 2, 0.06 -> 0)
+    assert r.total_steps == total == 6 and r.steps == [0, 2]
+    assert r.fractions == [0.0, pytest.approx(1 / 3)] and r.error_barrier.shape == (2, 1)
     parent = make_mlp(C._seeds(2, 30, 1)[0], D, 4, 1, K)
-    _, psnaps = ref_fit_member(parent, x, y, rec, C._seeds(2, 31, 1)[0], stop=3, snaps=(0, 3))
+    _, psnaps = ref_fit_member(parent, x, y, rec, C._seeds(2, 31, 1)[0], stop=2, snaps=(0, 2))
     kid_seeds = C._seeds(2, 32, 4)
-    for i, k in enumerate([0, 3]):
+    for i, k in enumerate([0, 2]):
         (c0, c1), = r.children[k]
         for j, c in enumerate((c0, c1)):
             want, _ = ref_fit_member(psnaps[k], x, y, rec, kid_seeds[2 * i + j], start=k)
@@ -988,7 +996,7 @@ def test_spawn_experiment_against_its_composition():
     assert r.independent_error_barrier == pytest.approx(100 * p.error_barrier_mean, abs=1e-9)
     other = C.Recipe(lr=0.3, batch_size=10, epochs=1, warmup=0.0)
     r2 = C.spawn_experiment(cfg, x, y, xt, yt, seed=2, recipe=other, control=False)
-    assert r2.total_steps == 2 and r2.steps == [0, 1] and r2.independent is None
+    assert r2.total_steps == 2 and r2.steps == [0, 1] and r2.independent is None  # 0.6 -> 1
     assert np.isnan(r2.independent_error_barrier)
 
 
