@@ -109,6 +109,9 @@ def test_fit_polynomial_against_legfit_an_augmented_solve_and_a_hand_mean():
     # degree 0 with penalty p: w = sum(y) / (n + p), here 7 / 4
     assert soft.fit_polynomial([-0.5, 0.0, 1.0], [1.0, 2.0, 4.0], 0, [1.0])[0] == \
         pytest.approx(1.75, rel=1e-14)
+    # a zero penalty is allowed and is plain least squares
+    np.testing.assert_allclose(soft.fit_polynomial(x, y, 4, np.zeros(5)),
+                               c / np.sqrt(2 * np.arange(5) + 1.0), rtol=1e-8, atol=1e-12)
     with pytest.raises(ValueError, match="penalty"):
         soft.fit_polynomial(x, y, 4, pen[:4])
 
@@ -1034,8 +1037,9 @@ def test_encode_quantized_layout_is_gamma_gamma_float32_words_then_the_arithmeti
     np.testing.assert_array_equal(s2, sym)
     with pytest.raises(ValueError, match="symbols"):
         soft.encode_quantized(centres, [0, 3])
-    with pytest.raises(ValueError, match="centres"):
-        soft.decode_quantized(bits[:len(head) + 40])
+    for cut in (len(head) + 40, len(head) + 96):  # inside the centres, or right after them
+        with pytest.raises(ValueError, match="centres"):
+            soft.decode_quantized(bits[:cut])
 
 
 def test_countable_and_counting_bounds_by_hand():
