@@ -227,26 +227,36 @@ def test_ensemble_vs_loop_in_float32_and_refuses_other_dtypes():
 
 
 def test_ensemble_vs_loop_reports_the_largest_member_difference(monkeypatch):
-    """per_member is each member's largest |batched - loop| test logit; max_abs_diff their max.
-    A loop whose second model is shifted by a known constant makes the numbers exact."""
-    ds = _blobs(n=24, n_test=9)
-    real = prelim.train_sequentially
+    """per_member is each member's largest |batched - loop| logit on the TEST inputs, and
+    max_abs_diff their max. A loop whose models 1 and 2 are perturbed by known, input-dependent
+    amounts makes the expected numbers computable: batched equals the unperturbed loop."""
+    import copy
 
-    def shifted(*a, **kw):
+    ds = _blobs(n=24, n_test=9)
+    real, kept = prelim.train_sequentially, {}
+
+    def perturbed(*a, **kw):
         models = real(*a, **kw)
+        kept["orig"] = [copy.deepcopy(m) for m in models]
         with torch.no_grad():
-            models[1].layers[-1].bias += 0.25
-            models[2].layers[-1].bias[0] -= 0.125
+            models[1].layers[0].weight[:, 0] += 0.25
+            models[2].layers[0].weight[:, 2] -= 0.125
+        kept["new"] = models
         return models
 
-    monkeypatch.setattr(prelim, "train_sequentially", shifted)
+    monkeypatch.setattr(prelim, "train_sequentially", perturbed)
     cfg = prelim.PrelimConfig(width=4, depth=1, ensemble_members=3, ensemble_steps=2,
                               batch_size=8)
     r = prelim.ensemble_vs_loop(ds, cfg)
-    assert r["per_member"][0] < 1e-9
-    assert r["per_member"][1] == pytest.approx(0.25, abs=1e-9)
-    assert r["per_member"][2] == pytest.approx(0.125, abs=1e-9)
-    assert r["max_abs_diff"] == pytest.approx(0.25, abs=1e-9)
+    xt = ds.x_test.double()
+    with torch.no_grad():
+        want = [float((o(xt) - m(xt)).abs().max()) for o, m in zip(kept["orig"], kept["new"])]
+        on_train = [float((o(ds.x.double()) - m(ds.x.double())).abs().max())
+                    for o, m in zip(kept["orig"], kept["new"])]
+    assert want[0] == 0.0 and want[1] > 1e-3 and want[2] > 1e-3 and want[1] != want[2]
+    assert on_train[1:] != pytest.approx(want[1:], abs=1e-6)  # the test inputs matter
+    assert r["per_member"] == pytest.approx(want, abs=1e-9)
+    assert r["max_abs_diff"] == pytest.approx(max(want), abs=1e-9)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -491,6 +501,18 @@ def test_a_bad_cache_file_is_replaced_by_the_reference_data(cache):
     assert torch.equal(again.x, good.x)
     with np.load(path) as z:  # the file now holds the regenerated data
         np.testing.assert_array_equal(z["x"][:20], good.x.numpy())
+
+
+def test_another_seeds_intact_file_under_this_name_is_refused(cache):
+    """The checksum's key names the seed: seed 7's genuine file copied over seed 6's is caught."""
+    six = data.mnist1d(20, 10, data_seed=6, device="cpu")
+    (p6,) = cache.glob("*.npz")
+    data.mnist1d(20, 10, data_seed=7, device="cpu")
+    (p7,) = [p for p in cache.glob("*.npz") if p != p6]
+    p6.write_bytes(p7.read_bytes())
+    with pytest.warns(data.CacheWarning, match="checksum"):
+        again = data.mnist1d(20, 10, data_seed=6, device="cpu")
+    assert torch.equal(again.x, six.x) and torch.equal(again.y_test, six.y_test)
 
 
 # ---------------------------------------------------------------------------------------------
