@@ -172,6 +172,22 @@ def test_use_style_asks_jupyter_for_retina_pngs_only_inside_ipython(monkeypatch)
     assert formats == [("retina",)]
 
 
+def test_house_style_values_as_documented():
+    """The module docstring's promises, written out: white backgrounds, Okabe-Ito colours, a
+    6.4 x 3.6 in figure at 100 dpi saved at 2x, no text under 10 pt, light grid, open top/right."""
+    want = {"figure.figsize": (6.4, 3.6), "figure.dpi": 100, "savefig.dpi": 200,
+            "figure.facecolor": "white", "axes.facecolor": "white", "savefig.facecolor": "white",
+            "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
+            "axes.spines.right": False, "font.size": 11, "axes.titlesize": 11,
+            "axes.labelsize": 11, "xtick.labelsize": 10, "ytick.labelsize": 10,
+            "legend.fontsize": 10, "figure.titlesize": 11, "figure.labelsize": 11,
+            "legend.frameon": False, "lines.linewidth": 2.0,
+            "figure.constrained_layout.use": True}
+    style = dict(plotting.STYLE)
+    assert style.pop("axes.prop_cycle").by_key()["color"] == plotting.OKABE_ITO
+    assert style == want
+
+
 def test_okabe_ito_palette_and_constants():
     assert plotting.OKABE_ITO == ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7",
                                   "#56B4E9", "#F0E442", "#000000"]
