@@ -920,6 +920,16 @@ def test_gtlib_device_parsing(clean_env):
             G.read_device()
 
 
+def test_gtlib_device_auto_is_what_torch_reports(clean_env):
+    mps = getattr(torch.backends, "mps", None)
+    has_mps = bool(mps is not None and mps.is_available())
+    assert G._mps_available() is has_mps
+    want = "cuda" if torch.cuda.is_available() else "mps" if has_mps else "cpu"
+    assert G._auto_device() == want and G.read_device() == want
+    clean_env.setattr(torch.backends, "mps", None, raising=False)
+    assert G._mps_available() is False
+
+
 def test_gtlib_device_auto_prefers_cuda_then_mps(clean_env):
     clean_env.setattr(G.torch.cuda, "is_available", lambda: True)
     clean_env.setattr(G, "_mps_available", lambda: True)
