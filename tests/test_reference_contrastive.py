@@ -564,6 +564,22 @@ def _feature_summary_reference(W, M, n_min, sr, fl):
     return {k: np.array(v) for k, v in out.items()}
 
 
+def test_feature_summary_by_hand_with_a_ratio_exactly_at_the_threshold():
+    M = torch.eye(4, dtype=DT)  # feature 3 is the minority one
+    W = torch.tensor([[[4.0, 2.0, 0.0, 0.0],    # ratio exactly 2: a specialist (>=)
+                       [0.0, 3.0, 0.0, 1.0],    # ratio 3
+                       [1.0, 1.0, 0.0, 0.0],    # ratio 1, top exactly at the floor 0.25 * 4
+                       [0.0, 0.0, 0.0, 2.0],    # a minority specialist
+                       [0.0, 0.0, 0.5, 0.0]]], dtype=DT)  # pure but below the floor
+    s = C.feature_summary(W, M, 1, 2.0, 0.25)
+    assert s["single_fraction"][0] == pytest.approx(4 / 5)
+    assert s["strong_purity"][0] == pytest.approx(3 / 4)  # 4 strong neurons, 3 of them pure
+    assert s["spec_major"][0] == pytest.approx(2 / 3) and s["spec_minor"][0] == 1.0
+    assert s["best_major"][0] == pytest.approx((4 + 3 + 0.5) / 3) and s["best_minor"][0] == 2.0
+    assert s["energy"][0] == pytest.approx(5 / ((17 + 14 + 0.25) / 3))
+    assert s["median_ratio"][0] == 3.0 and s["noise"][0] == 0.0
+
+
 @pytest.mark.parametrize("m", [7, 8])
 def test_feature_summary_against_a_per_model_loop(m):
     M = C.feature_dictionary(9, 5, seed=8).double()

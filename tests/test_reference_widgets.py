@@ -190,6 +190,8 @@ def test_scale_bounds_and_types_of_the_other_arguments():
     for bad in (0, 0.0, -1.0, 8.5):
         with pytest.raises(ValueError, match="scale"):
             widgets.static_slider(d, {"a": [1]}, alt="x", scale=bad)
+    with pytest.raises(ValueError, match="one or two"):
+        widgets.static_slider(d, {"a": [1], "b": [2], "c": [3]}, alt="x")
     with pytest.raises(TypeError, match="quantize"):
         widgets.static_slider(d, {"a": [1]}, alt="x", quantize=1)
     with pytest.raises(TypeError, match="draw"):
