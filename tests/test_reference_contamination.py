@@ -878,8 +878,9 @@ def test_run_mnist1d_is_its_recipe(centred_mlp):
     from gtlib.train import TrainConfig, accuracy, train
 
     seed = 2
-    cfg = fc.Mnist1dConfig(n_train=60, n_test=30, n_background=5, width=8, depth=1, epochs=2,
-                           batch_size=16, lr=0.01, weight_decay=0.05,
+    # a large weight decay (AdamW: x0.85 per step) so that it changes the accuracies measurably
+    cfg = fc.Mnist1dConfig(n_train=60, n_test=30, n_background=5, width=8, depth=1, epochs=3,
+                           batch_size=16, lr=0.05, weight_decay=3.0,
                            magnitudes=(1.0, -0.5, 0.0), centred_mlp=centred_mlp)
     out = fc.run_mnist1d(cfg, seed=seed, device="cpu")
     ds = mnist1d(60, 30, device="cpu")
@@ -900,7 +901,7 @@ def test_run_mnist1d_is_its_recipe(centred_mlp):
         torch.manual_seed(1000 * seed + 80 + i)
         model = MLP(xtr[:, cols].shape[1], width, depth, 10)
         train(model, xtr[:, cols], ds.y, TrainConfig(
-            optimizer="adamw", lr=0.01, weight_decay=0.05, batch_size=16, epochs=2,
+            optimizer="adamw", lr=0.05, weight_decay=3.0, batch_size=16, epochs=3,
             seed=1000 * seed + 90 + i, check_every=10 ** 9))
         with torch.no_grad():
             shift = []
@@ -911,3 +912,49 @@ def test_run_mnist1d_is_its_recipe(centred_mlp):
             assert out[name]["train"] == pytest.approx(accuracy(model(xtr[:, cols]), ds.y))
         assert out[name]["shift"] == pytest.approx(shift), name
         assert out[name]["ID"] == out[name]["shift"][2] and out[name]["OOD"] == out[name]["shift"][0]
+
+
+# ---------------------------------------------------------------------------------------------
+# edges: the smallest valid inputs are accepted, the first invalid ones refused
+# ---------------------------------------------------------------------------------------------
+def test_edges_of_the_valid_inputs():
+    emb = axis_embedding()
+    two = fc.sample_toy(2, emb, seed=1)
+    assert two.y.tolist() == [1.0, -1.0]
+    with pytest.raises(ValueError, match="n"):
+        fc.sample_toy(1, emb)
+    # the subspaces filling R^d leave no off-subspace direction; one spare dimension does
+    with pytest.raises(ValueError, match="fill"):
+        fc.off_subspace_direction(fc.random_embedding(2, 3, 5, seed=0))
+    v = fc.off_subspace_direction(fc.random_embedding(2, 3, 6, seed=0), seed=1)
+    assert float(v.norm()) == pytest.approx(1.0, rel=1e-6)
+    # a probe needs both classes
+    h = torch.tensor([[0.0, 1.0], [1.0, 0.5], [2.0, -1.0]])
+    with pytest.raises(ValueError, match="both classes"):
+        fc.linear_probe(h, torch.ones(3), [(h, torch.ones(3))])
+    with pytest.raises(ValueError, match="both classes"):
+        fc.linear_probe(h, -torch.ones(3), [(h, torch.ones(3))])
+    # odd widths are fine with a trainable output layer, not with the frozen +-1/h one
+    assert fc.init_two_layer(["relu"], 3, 3, [0], frozen_output=False).width == 3
+    with pytest.raises(ValueError, match="width"):
+        fc.init_two_layer(["relu"], 3, 3, [0])
+    # train_two_layer: zero steps allowed, record_every 0 refused, test sets come in pairs
+    d = fc.sample_toy(4, emb, seed=0)
+    net = fc.init_two_layer(["relu"], 6, 2, [0])
+    W0 = net.W.detach().clone()
+    assert fc.train_two_layer(net, [fc.NetSpec()], d.x, d.y, 0, emb).step == [0]
+    assert torch.equal(net.W.detach(), W0)
+    with pytest.raises(ValueError, match="record_every"):
+        fc.train_two_layer(net, [fc.NetSpec()], d.x, d.y, 1, emb, record_every=0)
+    with pytest.raises(ValueError, match="together"):
+        fc.train_two_layer(net, [fc.NetSpec()], d.x, d.y, 1, emb, x_test=d.x)
+    # shift_sweep takes a 1-D array of magnitudes, not a matrix
+    out = fc.shift_sweep(net, [fc.NetSpec()], d.x, d.y, emb, np.array([0.5, 2.0]))
+    assert out["acc"].shape == (2, 1)
+    with pytest.raises(ValueError, match="magnitudes"):
+        fc.shift_sweep(net, [fc.NetSpec()], d.x, d.y, emb, np.zeros((2, 2)))
+    # activation_asymmetry needs both classes; relative_error refuses an all-zero target
+    with pytest.raises(ValueError, match="both classes"):
+        fc.activation_asymmetry(torch.ones(3, 2), -torch.ones(3))
+    with pytest.raises(ValueError, match="target"):
+        fc.relative_error(torch.ones(1, 2), torch.zeros(1, 2))
