@@ -786,15 +786,15 @@ def test_stage_curves_average_the_chosen_models_by_hand():
     cfg = tiny_cfg()
     run = _hand_run(cfg, [1.0, 3.0, 1.0], [0.0, 0.0, 0.5], [0, 0, 0])
     steps = np.array([0, 10, 20, 30, 40])
-    noise = np.array([[4.0, 2.0, 9.0], [3.0, 1.0, 9.0], [2.0, 1.0, 9.0], [1.0, 0.5, 9.0],
-                      [1.0, 0.5, 9.0]])
+    noise = np.array([[4.0, 2.0, 9.0], [5.0, 3.0, 9.0], [2.0, 1.0, 9.0], [1.0, 0.5, 9.0],
+                      [1.0, 0.5, 9.0]])  # the mean noise peaks after step 0
     top = np.array([[0.1, 0.3, 5.0], [0.5, 0.7, 5.0], [0.9, 0.9, 5.0], [1.0, 1.0, 0.0],
                     [1.0, 1.0, 0.0]])
     ratio = np.array([[1.0, 1.2, 7.0], [1.0, 1.4, 7.0], [2.0, 2.0, 7.0], [3.0, 2.4, 7.0],
                       [4.0, 3.0, 0.5]])
     run.history = dict(step=steps, noise=noise, top=top, second=top / 2, ratio=ratio)
     c = C.stage_curves(run)
-    np.testing.assert_allclose(c["noise"], [3.0, 2.0, 1.5, 0.75, 0.75])
+    np.testing.assert_allclose(c["noise"], [3.0, 4.0, 1.5, 0.75, 0.75])
     np.testing.assert_allclose(c["top"], [0.2, 0.6, 0.9, 1.0, 1.0])
     np.testing.assert_allclose(c["ratio"], [1.1, 1.2, 2.0, 2.7, 3.5])
     np.testing.assert_array_equal(c["step"], steps)
