@@ -728,7 +728,7 @@ def test_check_data_per_member_labels_and_class_count():
 ])
 def test_each_ensemble_member_is_train_alone_with_its_own_seed_and_labels(cfg):
     x, y = _data(seed=2)
-    ys = torch.stack([y, (y + 1) % 3, y.flip(0)])
+    ys = torch.stack([y.flip(0), (y + 1) % 3, y])  # stop steps (16, 16, 12) and (25, 18, 8)
     seeds = [4, 9, 1]
     ens = BatchedMLP.init([7, 8, 9], 3, 6, 1, 3).double()
     h = train_ensemble(ens, x, ys, cfg, seeds=seeds)
@@ -742,7 +742,7 @@ def test_each_ensemble_member_is_train_alone_with_its_own_seed_and_labels(cfg):
         assert [h.train_acc[i][e].item() for i in rows] == pytest.approx(he.train_acc, abs=1e-6)
         torch.testing.assert_close(ens(x)[e], m(x), rtol=1e-10, atol=1e-11)
     stops = h.probes["stop_step"]
-    assert len(set(stops)) > 1 or max(stops) < total_steps(len(y), cfg)  # the rule mattered
+    assert stops != sorted(stops) and len(set(stops)) > 1  # members stop at their own steps
     want = "all members met the stop rule" if max(stops) < total_steps(len(y), cfg) else "epochs"
     assert h.stopped_by == want
 
@@ -837,8 +837,12 @@ def test_every_activation_is_its_torch_function(name):
     m = MLP(2, 3, 1, 2, activation=name).double()
     x = torch.tensor([[0.3, -1.2], [2.0, 0.5]], dtype=D)
     h = activation(name)(x @ m.layers[0].weight.T + m.layers[0].bias)
-    torch.testing.assert_close(m(x), h @ m.layers[1].weight.T + m.layers[1].bias)
-    torch.testing.assert_close(m.features(x)[0], h)
+    logits = h @ m.layers[1].weight.T + m.layers[1].bias  # the last layer has no activation
+    torch.testing.assert_close(m(x), logits)
+    feats = m.features(x)
+    assert len(feats) == 2
+    torch.testing.assert_close(feats[0], h)
+    torch.testing.assert_close(feats[1], logits)
     assert m.act_name == name
 
 
@@ -876,17 +880,19 @@ def test_make_mlp_leaves_the_global_generator_alone_and_passes_its_arguments():
 
 def test_batched_mlp_per_member_inputs_and_no_bias_by_hand():
     seeds = [3, 1, 4]
-    ens = BatchedMLP.init(seeds, 2, 3, 1, 2, bias=False, act="sigmoid").double()
+    ens = BatchedMLP.init(seeds, 2, 3, 2, 2, bias=False, act="sigmoid").double()
     assert not ens.has_bias and ens.size == 3 and ens.act_name == "sigmoid"
     g = torch.Generator().manual_seed(0)
     xs = torch.randn(3, 4, 2, generator=g, dtype=D)
     out = ens(xs)
     feats = ens.features(xs)
     for e, s in enumerate(seeds):
-        m = make_mlp(s, 2, 3, 1, 2, bias=False, act="sigmoid").double()
+        m = make_mlp(s, 2, 3, 2, 2, bias=False, act="sigmoid").double()
         h = torch.sigmoid(xs[e] @ m.layers[0].weight.T)
         torch.testing.assert_close(feats[0][e], h, rtol=1e-14, atol=1e-15)
-        torch.testing.assert_close(out[e], h @ m.layers[1].weight.T, rtol=1e-14, atol=1e-15)
+        h = torch.sigmoid(h @ m.layers[1].weight.T)
+        torch.testing.assert_close(feats[1][e], h, rtol=1e-14, atol=1e-15)
+        torch.testing.assert_close(out[e], h @ m.layers[2].weight.T, rtol=1e-14, atol=1e-15)
         mem = ens.member(e)
         assert mem.layers[0].bias is None and mem.act_name == "sigmoid"
         torch.testing.assert_close(mem(xs[e]), out[e], rtol=1e-14, atol=1e-15)
