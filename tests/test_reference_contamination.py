@@ -224,8 +224,9 @@ def _np_forward(W, acts, a, b=None, c=None, x=None):
 
 def test_two_layer_nets_match_a_member_by_member_loop():
     torch.manual_seed(0)
-    E, h, d, n = 4, 3, 5, 7
-    acts = ["tanh", "relu", "tanh", "identity"]        # interleaved: the grouping must undo itself
+    E, h, d, n = 5, 3, 4, 7
+    # interleaved so that the grouping's permutation (0, 3, 1, 2, 4) is not its own inverse
+    acts = ["tanh", "relu", "relu", "tanh", "identity"]
     W, a, b, c = (torch.randn(E, h, d, dtype=torch.float64), torch.randn(E, h, dtype=torch.float64),
                   torch.randn(E, h, dtype=torch.float64), torch.randn(E, dtype=torch.float64))
     x = torch.randn(n, d, dtype=torch.float64)
