@@ -539,6 +539,8 @@ def test_learning_margin_each_constant_enters_once():
     assert C.learning_margin(cfg, 4.0) == pytest.approx(5.625, rel=1e-12)
     assert C.learning_margin(replace(cfg, n_signal=2), 4.0) == pytest.approx(2.5, rel=1e-12)
     assert C.learning_margin(cfg, 1.0) == pytest.approx(22.5, rel=1e-12)
+    with pytest.raises(ValueError, match="weight_decay"):
+        C.learning_margin(replace(cfg, weight_decay=0.0), 4.0)
 
 
 def _feature_summary_reference(W, M, n_min, sr, fl):
@@ -749,6 +751,8 @@ def test_encoder_run_select_paired_and_condition_means():
     assert list(means) == [(1.0, 0.0), (3.0, 0.0), (3.0, 0.5)]  # first-seen order
     assert means[(1.0, 0.0)].tolist() == [(0 + 36) / 2, (1 + 49) / 2]
     assert means[(3.0, 0.5)].tolist() == [(16 + 100) / 2, (25 + 121) / 2]
+    three = _hand_run(cfg, [2.0, 2.0, 2.0], [0.0, 0.0, 0.0], [0, 1, 2])
+    assert C.condition_means(three, np.array([0.0, 1.0, 8.0])) == {(2.0, 0.0): 3.0}  # mean
     bad = _hand_run(cfg, [3.0, 3.0, 3.0, 3.0], [0.0, 0.5, 0.0, 0.5], [0, 0, 1, 2])
     with pytest.raises(ValueError, match="initializations"):
         C.paired(bad, np.zeros(4), 3.0, 0.5)
