@@ -735,6 +735,7 @@ def test_load_results_reads_every_json_sorted_by_name(tmp_path):
 
 def test_load_results_edges(tmp_path, monkeypatch):
     assert load_results(tmp_path / "absent") == []
+    assert not (tmp_path / "absent").exists()  # reading creates nothing
     (tmp_path / "f").write_text("x")
     with pytest.raises(ValueError, match="not a folder"):
         load_results(tmp_path / "f")
