@@ -307,6 +307,9 @@ def test_margins_by_hand_with_ties_and_per_member_labels():
     torch.testing.assert_close(margins(big, ys), _loop_margins(big, ys), rtol=0, atol=0)
     torch.testing.assert_close(margins(big, ys[1]),
                                _loop_margins(big, ys[1].expand(3, 6)), rtol=0, atol=0)
+    far = torch.tensor([[-5000.0, -4000.0, -4500.0]])  # very negative logits stay exact
+    assert margins(far, torch.tensor([1])).item() == 500.0
+    assert margins(far, torch.tensor([0])).item() == -1000.0
     two = torch.tensor([[0.25, -1.0]])  # two classes: the margin is the difference
     assert margins(two, torch.tensor([1])).item() == -1.25
 
