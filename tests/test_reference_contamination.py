@@ -959,3 +959,25 @@ def test_edges_of_the_valid_inputs():
         fc.activation_asymmetry(torch.ones(3, 2), -torch.ones(3))
     with pytest.raises(ValueError, match="target"):
         fc.relative_error(torch.ones(1, 2), torch.zeros(1, 2))
+
+
+def test_remaining_defaults_shift_one_and_seed_zero():
+    emb = fc.random_embedding(2, 2, 5, seed=0)
+    d, t = fc.sample_toy(5, emb, seed=0), fc.sample_toy(5, emb, seed=1)
+    runs = []
+    for kw in ({}, {"shift": 1.0}, {"shift": 0.5}):
+        net = fc.init_two_layer(["relu", "tanh"], 5, 2, [0, 1], frozen_output=False, bias=True)
+        h = fc.train_two_layer(net, [fc.NetSpec(), fc.NetSpec(act="tanh", loss="logistic")],
+                               d.x, d.y, 2, emb, t.x, t.y, record_every=1, **kw)
+        runs.append(h.array("ood_loss"))
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert not np.allclose(runs[0], runs[2])
+    dcfg = fc.DefaultConfig(n=4, d_core=1, d_background=2, dim=4, width=2, steps=1,
+                            replicates=1, record_every=1)
+    a, b = fc.run_default(dcfg, device="cpu"), fc.run_default(dcfg, seed=0, device="cpu")
+    assert torch.equal(a.train.x, b.train.x) and torch.equal(a.net.W, b.net.W)
+    assert not torch.equal(fc.run_default(dcfg, seed=1, device="cpu").train.x, a.train.x)
+    scfg = fc.DistillConfig(n=6, n_test=4, d_core=1, d_background=2, dim=4, width=2,
+                            teacher_steps=1, student_steps=1, record_every=1)
+    assert (fc.run_distillation(scfg, device="cpu").to_dict()
+            == fc.run_distillation(scfg, seed=0, device="cpu").to_dict())
