@@ -466,6 +466,10 @@ def test_sphere_data_reproduces_its_generator_and_uses_its_radii():
     xr, yr0 = U.sphere_data(5, 3, (1.0, 1.2), torch.Generator().manual_seed(0))
     assert torch.equal(x0, xr) and torch.equal(y0, yr0)
     assert not torch.equal(U.sphere_data(5, 3, generator=torch.Generator().manual_seed(1))[0], x0)
+    # the size cap is n * d <= 1e9 values (refused before anything is drawn)
+    with pytest.raises(ValueError):
+        U.sphere_data(500_000_001, 2)
+    assert U.sphere_data(600_000, 2)[0].shape == (600_000, 2)
 
 
 def test_sphere_sprime_by_hand_with_its_radii_and_tolerance():
@@ -785,7 +789,7 @@ def test_train_on_subsets_stops_at_the_first_due_check_meeting_the_rule():
     cfg = TrainConfig(lr=lr, batch_size=b, margin_gamma=gamma, margin_fraction=frac)
     sizes, seeds = [12, 30], [3, 4]
     stops = {}
-    for cee, periods in ((1.4, [3, 7]), (1.0, [2, 5])):      # round(cee * n / b)
+    for cee, periods in ((1.4, [3, 7]), (1.0, [2, 5]), (0.2, [1, 1])):  # round(cee n / b)
         model = BatchedMLP.init([8, 9], 5, 24, 1, 3).double()
         init = [w.detach().clone() for w in model.weights] + [p.detach().clone()
                                                               for p in model.biases]
@@ -796,7 +800,7 @@ def test_train_on_subsets_stops_at_the_first_due_check_meeting_the_rule():
         for i, (n, per, s) in enumerate(zip(sizes, periods, run.stop_step)):
             assert s > 0 and s % per == 0, (cee, i, s, per)
             assert _rule_met(model, i, x[:n], y[:n], gamma, frac)
-            if cee != 1.4:
+            if cee == 1.0 or (cee == 0.2 and i == 1):
                 continue
             # replay the member alone to the check before: the rule was not met there
             replay = _solo(BatchedMLP(init[:2], init[2:]), i)
@@ -805,6 +809,7 @@ def test_train_on_subsets_stops_at_the_first_due_check_meeting_the_rule():
                                max_epochs=(s - per - 0.5) * b / n)
             assert not _rule_met(replay, 0, x[:n], y[:n], gamma, frac), (cee, i)
     assert stops[1.4][0] != stops[1.0][0] and stops[1.4][1] != stops[1.0][1]
+    assert stops[0.2][0] % 2 == 1          # checked after every step: an odd step is possible
 
 
 def test_train_on_subsets_accuracy_rule_and_full_batch_mse_gradient_descent():
@@ -952,6 +957,12 @@ def test_cnn_randomization_reports_what_its_members_do(monkeypatch):
         n_train=60, n_test=50, channels=8, hidden=32, lr=0.25, batch_size=20, max_steps=10,
         check_every=4, target_train_acc=1.0), seed=seed)
     assert short.stop_step == [10, 10, 10] and short.reached_target == [False] * 3
+    # a target every member meets at initialization: all stop at the check before step 1
+    low = U.cnn_randomization(U.CNNRandomizationConfig(
+        n_train=60, n_test=50, channels=8, hidden=32, lr=0.25, batch_size=20, max_steps=10,
+        check_every=4, target_train_acc=0.02), seed=seed)
+    assert low.stop_step == [0, 0, 0] and low.reached_target == [True] * 3
+    assert low.test_error == low.init_test_error
     assert short.init_test_error == r.init_test_error    # the same seed, the same initialization
 
 
@@ -970,12 +981,12 @@ def _run_corruption(monkeypatch, cfg, seed, replicate):
 
 
 def test_corruption_experiment_reports_what_its_members_do(monkeypatch):
-    cfg = U.CorruptionConfig(n_train=60, n_test=40, levels=(0.3, 0.6, 1.0), width=16, depth=1,
+    cfg = U.CorruptionConfig(n_train=60, n_test=50, levels=(0.3, 0.6, 1.0), width=16, depth=1,
                              lr=0.2, batch_size=20, max_steps=160, check_every=20,
                              target_train_acc=1.0)     # reached exactly by two members
     seed, E = 1, 3
     r, k = _run_corruption(monkeypatch, cfg, seed, True)
-    ds = mnist1d(60, 40)
+    ds = mnist1d(60, 50)
     ys = [corrupt_labels(ds.y, f, 10, seed=seed + 1000) for f in (0.3, 0.6, 1.0)] + [ds.y]
     assert all(torch.equal(a, b) for a, b in zip(k["y"], ys))
     assert k["seeds"] == [100, 101, 102, 103] and k["tcfg"].lr == 0.2
@@ -995,6 +1006,7 @@ def test_corruption_experiment_reports_what_its_members_do(monkeypatch):
     assert r.reached_target == [a >= 1.0 for a in train_acc[:E]]
     assert True in r.reached_target and False in r.reached_target
     assert r.replicate_test_error == pytest.approx(test_err[E], abs=1e-7)
+    assert r.replicate_test_error != pytest.approx(r.test_error[0], abs=1e-3)   # tells them apart
     assert r.replicate_train_acc == pytest.approx(train_acc[E], abs=1e-7)
     # the returned model and init are the first E members (the replicate removed)
     assert r.model.size == E and all(torch.equal(a, b.detach()[:E])
@@ -1130,7 +1142,7 @@ class _RecordingAxes:
 
 def test_plot_slice_draws_the_regions_boundary_spheres_point_and_projection():
     a = np.linspace(0.5, 1.8, 6)
-    b = np.linspace(-0.4, 0.4, 5)
+    b = np.linspace(-0.9, 0.9, 5)             # reaches past the inner radius: arcs clipped
     f = np.outer(b, np.ones(6)) + (a - 1.1)[None, :]
     ax = _RecordingAxes()
     U.plot_slice(ax, a, b, f, (0.8, 1.5), 0.8, colors=("#000001", "#000002"))
@@ -1144,6 +1156,7 @@ def test_plot_slice_draws_the_regions_boundary_spheres_point_and_projection():
     for call, r in zip(ax.calls[2:4], (0.8, 1.5)):
         xs, ys = call[1][0], call[1][1]
         assert np.allclose(xs, np.sqrt(np.clip(r ** 2 - b ** 2, 0, None))) and np.array_equal(ys, b)
+    assert ax.calls[2][1][0][0] == 0.0 and ax.calls[3][1][0][0] > 0
     assert ax.calls[4][1][:2] == ([0.8], [0]) and ax.calls[4][1][2] == "ko"
     assert ax.calls[5][1][:2] == ([pytest.approx(1.5)], [0])         # r0 + r1 - 0.8
     assert ax.calls[5][1][2] == "kx"
