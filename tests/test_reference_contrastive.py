@@ -712,6 +712,13 @@ def test_ridge_probe_constant_feature_does_not_blow_up():
     y = torch.tensor([1, 0, 1, 0])
     pred = C.ridge_probe(ftr, y, torch.tensor([[1.0, 5.0], [1.0, -5.0]], dtype=DT), 2)
     assert pred.tolist() == [1, 0]
+    # a feature with a tiny spread is standardized like any other (the floor is 1e-6): it
+    # outweighs the intercept of the unbalanced labels
+    x = torch.tensor([3e-4, -1e-4, -2e-4, -1e-4, -2e-4, -1.5e-4, 2.5e-4], dtype=DT)
+    ftr = torch.stack([torch.ones(7, dtype=DT), x], 1)
+    y = torch.tensor([1, 0, 0, 0, 0, 0, 1])
+    fte = torch.tensor([[1.0, 3e-4], [1.0, -2e-4], [1.0, 2e-4]], dtype=DT)
+    assert C.ridge_probe(ftr, y, fte, 2).tolist() == [1, 0, 1]
 
 
 def test_feature_probe_accuracy_is_per_feature_recall_on_seeded_fresh_samples():
