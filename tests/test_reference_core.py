@@ -927,3 +927,32 @@ def test_batched_mlp_construction_checks_and_linear_members():
     assert ok.size == 2 and ok(torch.zeros(1, 4)).shape == (2, 1, 5)
     with pytest.raises(ValueError, match=r"x must have shape \(n, 4\) or \(2, n, 4\)"):
         ok(torch.zeros(3, 1, 4))
+
+
+def test_hidden_mask_is_a_narrower_net_by_hand():
+    """Member 0 keeps hidden units 0 and 2 of 4 (tanh, depth 2), member 1 keeps all: the stack
+    computes, and member() returns, the net of the kept units' weights alone."""
+    mask = torch.tensor([[1, 0, 1, 0], [1, 1, 1, 1]])
+    ens = BatchedMLP.init([2, 6], 3, 4, 2, 2, act="tanh", hidden_mask=mask).double()
+    x = torch.randn(5, 3, generator=torch.Generator().manual_seed(1), dtype=D)
+    out = ens(x)
+    for e, keep in enumerate([[0, 2], [0, 1, 2, 3]]):
+        W = [ens.weights[l][e].detach() for l in range(3)]
+        B = [ens.biases[l][e].detach() for l in range(3)]
+        h = torch.tanh(x @ W[0][keep].T + B[0][keep])
+        h = torch.tanh(h @ W[1][keep][:, keep].T + B[1][keep])
+        want = h @ W[2][:, keep].T + B[2]
+        torch.testing.assert_close(out[e], want, rtol=1e-13, atol=1e-14)
+        torch.testing.assert_close(ens.member(e)(x), want, rtol=1e-13, atol=1e-14)
+    assert torch.equal(ens.features(x)[1][0][:, [1, 3]], torch.zeros(5, 2, dtype=D))
+
+
+def test_default_minibatch_seeds_are_the_config_seed_plus_the_member_index():
+    x, y = _data(n=9)
+    cfg = TrainConfig(lr=0.2, batch_size=4, epochs=2, seed=5)
+    a = BatchedMLP.init([1, 1], 3, 4, 1, 3).double()
+    b = BatchedMLP.init([1, 1], 3, 4, 1, 3).double()
+    train_ensemble(a, x, y, cfg)
+    train_ensemble(b, x, y, cfg, seeds=[5, 6])
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert not torch.equal(a.weights[0][0], a.weights[0][1])  # same init, different orders
