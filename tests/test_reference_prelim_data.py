@@ -328,6 +328,17 @@ def test_sample_signals_noise_edges_and_seed_range():
             prelim.sample_signals(seed=bad)
 
 
+def test_sample_signals_takes_numpy_scalars_and_ints():
+    a, _ = prelim.sample_signals(corr_noise_scale=np.float64(0.6), iid_noise_scale=np.float32(0.5),
+                                 max_translation=np.int64(9), seed=np.int64(11))
+    b, _ = prelim.sample_signals(corr_noise_scale=0.6, iid_noise_scale=float(np.float32(0.5)),
+                                 max_translation=9, seed=11)
+    np.testing.assert_array_equal(a, b)
+    c, _ = prelim.sample_signals(corr_noise_scale=1, iid_noise_scale=0, seed=3)
+    ref, _ = _transform_reference(3, corr_noise_scale=1, iid_noise_scale=0)
+    np.testing.assert_allclose(c, ref, rtol=0, atol=1e-12)
+
+
 def test_sample_signals_returns_a_copy_of_the_labels():
     _, y = prelim.sample_signals(seed=0)
     y[:] = 7
@@ -404,6 +415,15 @@ def test_mnist1d_size_limits(cache, monkeypatch):
     assert data.MNIST1D_LENGTH == 40 and data.MNIST1D_CLASSES == 10
 
 
+@pytest.mark.parametrize("kw,match", [({"n_test": 0}, "n_test"), ({"n_train": 0}, "n_train"),
+                                      ({"n_train": True}, "n_train"),
+                                      ({"data_seed": 2**32}, "data_seed")])
+def test_mnist1d_refuses_empty_splits_and_seeds_past_the_range(cache, kw, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        data.mnist1d(**{"n_train": 10, "n_test": 10, "device": "cpu", **kw})
+    assert not list(cache.iterdir())  # refused before anything is generated
+
+
 def test_mnist1d_accepts_the_largest_data_seed(cache):
     ds = data.mnist1d(10, 10, data_seed=2**32 - 1, device="cpu")
     assert ds.n == 10 and len(ds.y_test) == 10
@@ -466,6 +486,9 @@ def test_validate_arrays_accepts_exact_data_and_names_each_fault():
     skew = y.copy()
     skew[skew == 3] = 4  # in range, but class 3 empty and class 4 doubled
     assert "class counts" in reason(x, skew)
+    near = y.copy()
+    near[int(np.flatnonzero(near == 3)[0])] = 4  # counts 1 and 3 instead of 2 and 2: off by one
+    assert "class counts" in reason(x, near)
     assert "checksum" in data._validate_arrays(x, y, ok, 20, "other")
     y2 = y.copy()
     i, j = int(np.flatnonzero(y2 == 1)[0]), int(np.flatnonzero(y2 == 2)[0])
@@ -534,6 +557,12 @@ def test_digits_split_is_a_seeded_permutation_of_sklearns_digits():
     assert float(ds.x.max()) == 1.0 and float(ds.x.min()) == 0.0
     other = data.digits(test_fraction=0.1, seed=6, device="cpu")
     assert not torch.equal(other.y_test, ds.y_test) and other.n == ds.n
+
+
+def test_digits_refuses_bad_seeds():
+    for bad in (-1, 2**64, 1.5):
+        with pytest.raises((ValueError, TypeError), match="seed"):
+            data.digits(seed=bad)
 
 
 def test_digits_rounds_the_test_size():
@@ -688,6 +717,10 @@ def test_dataset_checks_the_test_split_and_allows_an_empty_one():
         Dataset(ds.x, ds.y, ds.x_test, ds.y_test.int(), num_classes=3)
     with pytest.raises(TypeError, match="name"):
         Dataset(ds.x, ds.y, ds.x_test, ds.y_test, num_classes=3, name=None)
+    with pytest.raises(ValueError, match="x_test must match x in features"):
+        Dataset(ds.x, ds.y, ds.x_test[:, :4], ds.y_test, num_classes=3)
+    with pytest.raises(ValueError, match="x_test must match x in features"):
+        Dataset(ds.x, ds.y, ds.x_test.double(), ds.y_test, num_classes=3)
     # labels up to num_classes - 1 pass, and two classes are enough
     two = Dataset(ds.x, ds.y.clamp(max=1), ds.x_test, ds.y_test.clamp(max=1), num_classes=2)
     assert two.num_classes == 2
