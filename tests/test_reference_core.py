@@ -718,6 +718,8 @@ def test_check_data_per_member_labels_and_class_count():
         check_data(torch.zeros(4), torch.zeros(4, dtype=torch.int64))
     with pytest.raises(ValueError, match="at least one row and one column"):
         check_data(torch.zeros(4, 0), torch.zeros(4, dtype=torch.int64))
+    with pytest.raises(ValueError, match="same device"):  # meta stands in for a GPU
+        check_data(x, torch.zeros(4, dtype=torch.int64, device="meta"))
 
 
 # =============================================================================================
