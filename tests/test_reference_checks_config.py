@@ -236,6 +236,9 @@ def test_options_compare_value_and_type(values, value, ok, err):
 
 
 def test_options_optional_describe_and_declaration():
+    three = Options(("a", "b", "c"))
+    assert three.check("o", "c") == "c" and three.describe() == "one of ('a', 'b', 'c')"
+    assert Options([0, 1, 2, 3]).check("o", 3) == 3
     assert Options(("a", "b")).describe() == "one of ('a', 'b')"
     assert Options(("a",), optional=True).describe() == "one of ('a',) or None"
     assert Options(("a",), optional=True).check("o", None) is None

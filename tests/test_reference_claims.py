@@ -434,6 +434,15 @@ def test_a_failure_is_recorded_before_it_raises_and_says_scale_and_seed(tmp_path
     assert [x["status"] for x in load_results(tmp_path)[0]["claims"]] == ["FAILED", "reproduced"]
 
 
+def test_the_control_is_evaluated_on_its_own_values_only(tmp_path):
+    c = Claims("demo", results_dir=tmp_path)
+    with pytest.raises(RuleError, match="unknown name 'y'"):  # not borrowed from the values
+        c.check("demo.a", **BASE, rule="x > y", values={"x": 2, "y": 1}, control=("c", {"x": 0}))
+    c.check("demo.b", **BASE, rule="x > y", values={"x": 2, "y": 1},
+            control=("c", {"x": 0, "y": 1, "z": 5}))
+    assert c.claims[0].control_holds is False and c.claims[0].control["values"]["z"] == 5
+
+
 def test_a_rule_error_records_nothing(tmp_path):
     c = Claims("demo", results_dir=tmp_path)
     for rule in ("y > 1", "x", "x >"):
