@@ -970,7 +970,7 @@ def test_spawning_first_stable_and_mean_by_hand():
 
 
 def test_spawn_experiment_against_its_composition():
-    cfg = tiny_cfg()
+    cfg = tiny_cfg(spawn_pairs=2)
     x, y = data(n=20, seed=10)
     xt, yt = data(n=17, seed=11)
     r = C.spawn_experiment(cfg, x, y, xt, yt, seed=2)
@@ -978,18 +978,19 @@ def test_spawn_experiment_against_its_composition():
     total = rec.steps(20)
     # spawn steps: round(f * total), sorted, duplicates merged (0.3 * 6 = 1.8 -> 2, 0.06 -> 0)
     assert r.total_steps == total == 6 and r.steps == [0, 2]
-    assert r.fractions == [0.0, pytest.approx(1 / 3)] and r.error_barrier.shape == (2, 1)
+    assert r.fractions == [0.0, pytest.approx(1 / 3)] and r.error_barrier.shape == (2, 2)
     parent = make_mlp(C._seeds(2, 30, 1)[0], D, 4, 1, K)
     _, psnaps = ref_fit_member(parent, x, y, rec, C._seeds(2, 31, 1)[0], stop=2, snaps=(0, 2))
-    kid_seeds = C._seeds(2, 32, 4)
+    kid_seeds = C._seeds(2, 32, 8)  # 4 children per spawn step, pair j = children 2j, 2j + 1
     for i, k in enumerate([0, 2]):
-        (c0, c1), = r.children[k]
-        for j, c in enumerate((c0, c1)):
-            want, _ = ref_fit_member(psnaps[k], x, y, rec, kid_seeds[2 * i + j], start=k)
-            same_params(c, want, atol=1e-6)
-        p = C.evaluate_path(c0, c1, xt, yt, cfg.alphas)
-        assert r.error_barrier[i, 0] == pytest.approx(100 * p.error_barrier_mean, abs=1e-9)
-        assert r.loss_barrier[i, 0] == pytest.approx(p.loss_barrier, abs=1e-7)
+        assert len(r.children[k]) == 2
+        for j, (c0, c1) in enumerate(r.children[k]):
+            for c, kid in ((c0, 4 * i + 2 * j), (c1, 4 * i + 2 * j + 1)):
+                want, _ = ref_fit_member(psnaps[k], x, y, rec, kid_seeds[kid], start=k)
+                same_params(c, want, atol=1e-6)
+            p = C.evaluate_path(c0, c1, xt, yt, cfg.alphas)
+            assert r.error_barrier[i, j] == pytest.approx(100 * p.error_barrier_mean, abs=1e-9)
+            assert r.loss_barrier[i, j] == pytest.approx(p.loss_barrier, abs=1e-7)
     ctrl = C._seeds(2, 33, 2)
     for j in range(2):
         want, _ = ref_fit_member(make_mlp(ctrl[j], D, 4, 1, K), x, y, rec,
