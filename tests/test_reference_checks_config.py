@@ -1001,7 +1001,7 @@ def test_settings_record_edges():
 
 
 @pytest.mark.parametrize("kw,err", [
-    (dict(scale="Quick"), ValueError), (dict(scale=None), ValueError), (dict(seed=-1), ValueError),
+    (dict(scale="Quick"), ValueError), (dict(scale="medium"), ValueError), (dict(scale=None), ValueError), (dict(seed=-1), ValueError),
     (dict(seed=2**32), ValueError), (dict(seed=True), TypeError), (dict(seed=1.0), TypeError),
     (dict(device="gpu"), ValueError), (dict(device=None), ValueError),
     (dict(threads=0), ValueError), (dict(threads=True), TypeError),
@@ -1019,6 +1019,7 @@ def test_settings_table_rows_and_short_paths(clean_env, tmp_path):
     assert G._short_path(root) == "."
     assert G._short_path(tmp_path / ".cache" / "gtlib") == "~/.cache/gtlib"
     assert G._short_path(Path("/nowhere/else")) == "/nowhere/else"
+    assert G._short_path(tmp_path) == "~/"
     s = _settings(results_dir=root / "_build" / "x", cache_dir=tmp_path / "c", seed=17,
                   scale="full", threads=3)
     html_text = s._repr_html_()
@@ -1028,6 +1029,8 @@ def test_settings_table_rows_and_short_paths(clean_env, tmp_path):
     cells = [r.split("<td>")[2].split("</td>")[0] for r in rows]
     assert cells == ["full", "17", "_build/x", "cpu", "3", "~/c"]
     assert html_text.startswith("<table><tr><th>setting</th><th>value</th></tr>")
+    clean_env.setenv("HOME", str(root.parent))  # a checkout under home: the repository wins
+    assert G._short_path(root / "_build") == "_build"
 
 
 # -- seeding ----------------------------------------------------------------------------------------
@@ -1266,6 +1269,26 @@ def test_validate_returns_self_and_catches_what_bypassed_assignment():
     object.__setattr__(c, "n", 1)
     with pytest.raises(ValueError, match=r"len\(widths\)"):
         c.validate()
+
+
+def test_refuse_shows_the_value_short():
+    @dataclass
+    class R(Config):
+        lr: float = param(0.5, positive())
+        w: tuple = param((1,), tuple_of(count(), min_len=0))
+
+        def _check_together(self):
+            if self.lr > 1:
+                self._refuse("lr", "at most 1")
+            if len(self.w) > 9:
+                self._refuse("w", "at most 9 long")
+
+    with pytest.raises(ValueError) as info:
+        R(lr=1.23456789)
+    assert str(info.value) == "R.lr must be at most 1, got 1.23457"
+    with pytest.raises(ValueError) as info:
+        R(w=tuple(range(1, 11)))
+    assert str(info.value) == "R.w must be at most 9 long, got (1, 2, 3, ..., 10) [10 values]"
 
 
 def test_a_field_without_a_constraint_is_refused():
