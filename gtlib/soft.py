@@ -437,9 +437,8 @@ class TaxonomyResult(Result):
     spectra: dict[str, InterpolantRisk]
 
 
-@boundary(n=count(2), noise=positive(), n_test=count(), seed=SEED, tail_dim=count(),
-          tail_var=positive())
-def overfitting_taxonomy(n: int = 200, noise: float = 0.5, n_test: int = 2000, seed: int = 0,
+@boundary(n=count(2), noise=positive(), seed=SEED, tail_dim=count(), tail_var=positive())
+def overfitting_taxonomy(n: int = 200, noise: float = 0.5, seed: int = 0,
                          tail_dim: int = 20000, tail_var: float = 1e-3) -> TaxonomyResult:
     """Benign, tempered and catastrophic overfitting in one model: min-norm linear regression.
 
@@ -455,8 +454,8 @@ def overfitting_taxonomy(n: int = 200, noise: float = 0.5, n_test: int = 2000, s
       past the interpolation threshold.
 
     Every fit interpolates (training MSE about 0). Returns per spectrum the training MSE, the
-    excess risk ``E[(x^T (b_hat - b))^2]`` (exact, from the covariance) and the tail's effective
-    rank, and ``noise_var`` (a :class:`TaxonomyResult`).
+    excess risk ``E[(x^T (b_hat - b))^2]`` (exact, from the covariance, so no test sample is
+    drawn) and the tail's effective rank, and ``noise_var`` (a :class:`TaxonomyResult`).
     """
     n = check_int("n", n, 2)
     noise = _pos("noise", noise)

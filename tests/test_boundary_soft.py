@@ -167,7 +167,7 @@ def test_bounds_refuse_bools_and_out_of_range_numbers(fn, args, name):
                                      (dict(tail_var=0.0), "tail_var"),
                                      (dict(tail_var=True), "tail_var"),
                                      (dict(tail_var="1"), "tail_var"),
-                                     (dict(n_test=None), "n_test"), (dict(seed=True), "seed"),
+                                     (dict(seed=True), "seed"),
                                      (dict(seed=-1), "seed")])
 def test_overfitting_taxonomy_refuses_bad_settings(kw, name):
     _raises((TypeError, ValueError), name, soft.overfitting_taxonomy, n=10, **kw)

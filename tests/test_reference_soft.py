@@ -309,7 +309,7 @@ def _ref_taxonomy(n, noise, seed, tail_dim, tail_var):
 @pytest.mark.parametrize("kw", [dict(n=12, noise=0.5, seed=0, tail_dim=60, tail_var=1e-2),
                                 dict(n=9, noise=0.2, seed=4, tail_dim=45, tail_var=3e-2)])
 def test_overfitting_taxonomy_against_a_pinv_loop(kw):
-    got = soft.overfitting_taxonomy(n_test=10, **kw)
+    got = soft.overfitting_taxonomy(**kw)
     assert got.noise_var == pytest.approx(kw["noise"] ** 2) and got.n == kw["n"]
     ref = _ref_taxonomy(**kw)
     assert list(got.spectra) == list(ref)
