@@ -215,9 +215,6 @@ def _out_features(model: nn.Module) -> int | None:
     layers = getattr(model, "layers", None)
     if isinstance(layers, nn.ModuleList) and len(layers) and hasattr(layers[-1], "out_features"):
         return int(layers[-1].out_features)
-    weights = getattr(model, "weights", None)  # a BatchedMLP: (E, out, in)
-    if weights is not None and len(weights):
-        return int(weights[-1].shape[1])
     return None
 
 
@@ -237,6 +234,9 @@ def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
     _check_cfg(cfg)
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(getattr(model, "weights", None), (list, tuple, nn.ParameterList)):
+        raise TypeError(f"model must be one network; a {type(model).__name__} holds a stack of "
+                        f"them: train it with gtlib.ensemble.train_ensemble")
     if probes is not None and (not isinstance(probes, dict) or not all(
             isinstance(k, str) and callable(f) for k, f in probes.items())):
         raise TypeError("probes must map names (str) to functions of the model")

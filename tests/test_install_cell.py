@@ -32,6 +32,7 @@ def test_install_failure_raises_with_what_to_do(tmp_path):
     code = apply_install_cell.header() + "print('went on')\n"
     env = dict(os.environ, GTLIB_SOURCE=f"git+file://{tmp_path}/no-such-repository@main",
                PIP_NO_INDEX="1")
+    env.pop("PYTHONPATH", None)  # a PYTHONPATH to a checkout would make gtlib importable
     # -S: no site-packages, so gtlib is missing, as on a fresh Colab runtime (pip itself runs
     # normally, and cannot install anything from a repository that does not exist)
     r = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
