@@ -234,7 +234,8 @@ def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
     _check_cfg(cfg)
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if isinstance(getattr(model, "weights", None), (list, tuple, nn.ParameterList)):
+    from .ensemble import BatchedMLP  # here: gtlib.ensemble builds on this module
+    if isinstance(model, BatchedMLP):
         raise TypeError(f"model must be one network; a {type(model).__name__} holds a stack of "
                         f"them: train it with gtlib.ensemble.train_ensemble")
     if probes is not None and (not isinstance(probes, dict) or not all(

@@ -493,12 +493,18 @@ def test_sphere_sprime_by_hand_with_its_radii_and_tolerance():
         U.sphere_sprime(x, y[:3], radii)
 
 
-def _slice_ref(model, member, point, radii, half_width, resolution, seed):
+def _plane(point, seed):
+    """The slice's orthonormal basis: the point's direction and a seeded Gaussian direction
+    orthogonalized against it (the construction both references below rebuild)."""
     e1 = point / point.norm()
     v = torch.randn(point.shape[0], generator=torch.Generator().manual_seed(seed),
                     dtype=point.dtype)
     v = v - (v @ e1) * e1
-    e2 = v / v.norm()
+    return e1, v / v.norm()
+
+
+def _slice_ref(model, member, point, radii, half_width, resolution, seed):
+    e1, e2 = _plane(point, seed)
     a = np.linspace(radii[0] - 0.3, radii[1] + 0.3, resolution)
     b = np.linspace(-half_width, half_width, resolution)
     f = np.zeros((resolution, resolution))
@@ -580,11 +586,7 @@ def test_bulge_width_by_hand():
 
 
 def _bulge_ref(model, member, point, label, radii, seed, resolution):
-    e1 = point / point.norm()
-    v = torch.randn(point.shape[0], generator=torch.Generator().manual_seed(seed),
-                    dtype=point.dtype)
-    v = v - (v @ e1) * e1
-    e2 = v / v.norm()
+    e1, e2 = _plane(point, seed)
     r = radii[1] if label == 0 else radii[0]
     phis = np.linspace(-90.0, 90.0, resolution)
     m = model.member(member).double()
