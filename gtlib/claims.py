@@ -4,11 +4,15 @@ A claim is a **rule**, a short boolean expression over named values measured in 
 evaluates the rule itself, so no outcome is typed by hand. Every claim has a *kind*:
 
 ``effect`` (the default)
-    A result of the paper. It names a **control**: the same values measured on the baseline that
-    the paper's effect is defined against (the linear model, a single run, the null predictor,
-    initialization...). The claim holds only if the rule is true on the measurement **and false on
-    the control**; a rule that is also true on the control cannot tell the effect from its
-    control, and the claim fails.
+    A result of the paper. It names a **control**, a *measured null*: the same measurement taken
+    on an experiment in which the paper's mechanism is removed (the linear model, a random mask in
+    place of the magnitude mask, a centred background, a 1-nearest-neighbour learner, an
+    equal-budget run without pretraining). The claim holds only if the rule is true on the
+    measurement **and false on the control**. A control that fails by arithmetic is refused: one
+    whose values copy the measurement's, one in which two measured names take the same value while
+    they differ in the measurement (the baseline put into both sides of the rule, ``x <= x / 5``),
+    or one that repeats a measured float or list unchanged (a quantity the null does not
+    re-measure belongs in ``given``, the constants both sides share).
 ``sanity``
     An identity or invariance of the implementation (a permuted network computes the same
     function, a batched ensemble equals the loop). No control; shown apart and never counted as
@@ -20,15 +24,22 @@ A chapter creates one :class:`Claims` register and calls :meth:`Claims.check` on
     claims.check("prelim.mlp_beats_linear",
                  statement="An MLP beats a linear classifier on MNIST-1D",
                  paper="MNIST-1D README: MLP about 68%, logistic regression about 32%",
-                 rule="test_acc >= 0.5",
-                 values={"test_acc": 0.68},
+                 rule="test_acc >= chance + 0.3",
+                 values={"test_acc": 0.68}, given={"chance": 0.1},
                  control=("logistic regression, same data", {"test_acc": 0.32}))
 
-A claim that does not hold raises :class:`ClaimFailed` (which fails the notebook, nbval and the site
-build) unless the chapter passes ``nonreproduction="the measured reason"``: it is then recorded
-and shown as a *documented non-reproduction*. Every check rewrites
-``GTLIB_RESULTS_DIR/<chapter>.json``, which holds each claim's rule, values and control values, so
-anyone can re-evaluate every outcome from the file alone (:func:`reevaluate`).
+Quantities that vary from run to run are passed as lists of replicates, and the rule compares
+them through their spread (``min(effect) > max(null)``, or ``mean``/``sd`` of the replicates).
+
+A claim that does not hold is recorded as ``FAILED`` and shown at the claim as a plain statement
+(what was expected, what was measured, the control, the seed); the notebook goes on, so a reader's
+build always produces a site. ``make test`` fails on a failed claim (``tests/tools/claims_gate.py``
+reads the results files), and so does :meth:`Claims.check` itself when ``GTLIB_STRICT_CLAIMS=1``.
+A claim that honestly does not reproduce passes ``reason=(text, rule, values)``: its *measured
+reason* as a rule of its own. It is a *documented non-reproduction* only if that reason rule
+holds on this run; otherwise it is ``FAILED`` too. Every check rewrites
+``GTLIB_RESULTS_DIR/<chapter>.json``, which holds each claim's rule, values, control and reason,
+so anyone can re-evaluate every outcome from the file alone (:func:`reevaluate`).
 """
 from __future__ import annotations
 
@@ -39,7 +50,7 @@ import math
 import os
 import re
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +59,8 @@ import numpy as np
 from .config import settings
 
 __all__ = ["Claim", "ClaimFailed", "Claims", "RuleError", "claims_table_html", "evaluate_rule",
-           "load_results", "reevaluate"]
+           "control_refusal", "failure_text", "load_results", "margin", "reevaluate",
+           "shown_status", "sweep_dir", "sweep_entries"]
 
 _ID = re.compile(r"^[a-z0-9]+(\.[a-z0-9_]+)+$")
 _SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -57,7 +69,7 @@ STATUSES = ("reproduced", "documented non-reproduction", "passed", "FAILED")
 
 
 class ClaimFailed(AssertionError):
-    """A claim that the chapter expects to hold did not hold in this run."""
+    """A claim did not hold in this run (raised only when ``GTLIB_STRICT_CLAIMS=1``)."""
 
 
 class RuleError(ValueError):
@@ -65,7 +77,24 @@ class RuleError(ValueError):
 
 
 # -- the rule evaluator --------------------------------------------------------------------------
-_FUNCS = {"abs": abs, "min": min, "max": max, "all": all, "any": any, "len": len, "sum": sum}
+def _mean(xs) -> float:
+    xs = list(xs)
+    if not xs:
+        raise RuleError("mean() of an empty list")
+    return sum(xs) / len(xs)
+
+
+def _sd(xs) -> float:
+    """Sample standard deviation (n - 1 in the denominator) of replicates."""
+    xs = list(xs)
+    if len(xs) < 2:
+        raise RuleError("sd() needs at least two replicates")
+    m = sum(xs) / len(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+_FUNCS = {"abs": abs, "min": min, "max": max, "all": all, "any": any, "len": len, "sum": sum,
+          "mean": _mean, "sd": _sd}
 _BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
            ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b,
            ast.Mod: lambda a, b: a % b, ast.Pow: lambda a, b: a ** b}
@@ -188,7 +217,8 @@ def evaluate_rule(rule: str, values: dict) -> bool:
     Allowed: the names in ``values`` (and comprehension variables), numbers, strings,
     comparisons, ``+ - * / // % **``, ``and``/``or``/``not``, ``x if c else y``, indexing and
     slicing, list literals, ``for`` comprehensions, and calls of ``abs``, ``min``, ``max``,
-    ``all``, ``any``, ``len`` and ``sum``. Nothing else: no attributes, no other calls, no imports.
+    ``all``, ``any``, ``len``, ``sum``, ``mean`` and ``sd`` (the sample standard deviation of
+    replicates). Nothing else: no attributes, no other calls, no imports.
 
     Parameters
     ----------
@@ -292,6 +322,122 @@ def _clean_values(values: Any, where: str) -> dict:
     return out
 
 
+# -- refusing controls that fail by arithmetic ----------------------------------------------------
+def _has_float(v: Any) -> bool:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, float):
+        return True
+    if isinstance(v, list):
+        return any(_has_float(x) for x in v)
+    if isinstance(v, dict):
+        return any(_has_float(x) for x in v.values())
+    return False
+
+
+def control_refusal(values: dict, control_values: dict) -> str:
+    """Why a control fails by arithmetic rather than by measurement ('' if it does not).
+
+    A control is refused when (1) its values are a copy of the measurement's; (2) two measured
+    names take the same value in the control while they differ in the measurement (the baseline
+    put into both sides of the rule: ``matched = naive`` makes ``matched <= naive / 5`` false
+    whatever was measured); or (3) a measured float, or list, is repeated unchanged (the null did
+    not re-measure it: declare it in ``given``). Whole numbers and bools are exempt from (2) and
+    (3): counts and flags coincide honestly.
+
+    Parameters
+    ----------
+    values, control_values : dict
+        The measurement's and the control's values, under the same names.
+
+    Returns
+    -------
+    str
+        The reason for refusing, or ``""`` when the control is a measurement.
+    """
+    if values == control_values:
+        return "the control's values are a copy of the measurement's"
+    names = sorted(values)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            ca, cb = control_values[a], control_values[b]
+            if (ca == cb and values[a] != values[b] and (_has_float(ca) or _has_float(values[a]))):
+                return (f"in the control, {a!r} and {b!r} take the same value ({_fmt(ca)}) while "
+                        f"they differ in the measurement ({_fmt(values[a])} and {_fmt(values[b])}): "
+                        "the baseline is in both sides of the rule, so the control fails by "
+                        "arithmetic; measure a null experiment instead")
+    for k in names:
+        if control_values[k] == values[k] and (_has_float(values[k]) or (
+                isinstance(values[k], list) and len(values[k]) > 1)):
+            return (f"the control repeats the measured value of {k!r} ({_fmt(values[k])}) "
+                    "unchanged: a quantity the null does not re-measure is a constant of both "
+                    "sides; pass it in given=")
+    return ""
+
+
+# -- margins --------------------------------------------------------------------------------------
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _margin(node: ast.AST, env: dict) -> tuple[float, str]:
+    """Signed relative slack of a rule: positive where it holds, negative where it fails, with
+    the tightest comparison written out (``inf`` where no numeric comparison decides it)."""
+    if isinstance(node, ast.Expression):
+        return _margin(node.body, env)
+    if isinstance(node, ast.BoolOp):
+        parts = [_margin(v, env) for v in node.values]
+        pick = min if isinstance(node.op, ast.And) else max
+        return pick(parts, key=lambda p: p[0])
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        m, text = _margin(node.operand, env)
+        return -m, f"not ({text})"
+    if isinstance(node, ast.Compare) and all(type(op) in (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+                                             for op in node.ops):
+        left = _ev(node.left, env)
+        best = (math.inf, "")
+        for op, comp in zip(node.ops, node.comparators):
+            right = _ev(comp, env)
+            if not (_num(left) and _num(right)):
+                ok = _CMPOPS[type(op)](left, right)
+                part = (math.inf if ok else -math.inf, "")
+            else:
+                diff = (right - left) if isinstance(op, (ast.Lt, ast.LtE)) else (left - right)
+                scale = max(abs(left), abs(right), 1e-12)
+                sym = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}[type(op)]
+                part = (diff / scale, f"{_fmt(float(left))} {sym} {_fmt(float(right))}")
+            best = min(best, part, key=lambda p: p[0])
+            left = right
+        return best
+    out = _ev(node, env)
+    return (math.inf if out else -math.inf), ""
+
+
+def margin(rule: str, values: dict) -> tuple[float | None, str]:
+    """How far a rule is from flipping on these values.
+
+    For each numeric comparison ``a <= b`` (or ``<``, ``>``, ``>=``) of the rule the relative slack
+    is :math:`(b - a) / \\max(|a|, |b|)`; ``and`` takes the smallest slack, ``or`` the largest,
+    ``not`` the opposite. The result is positive when the rule holds and negative when it fails.
+
+    Parameters
+    ----------
+    rule : str
+        A rule, as for :func:`evaluate_rule`.
+    values : dict
+        Name -> value.
+
+    Returns
+    -------
+    (float or None, str)
+        The relative slack and the comparison that sets it (e.g. ``"1.31 >= 1.25"``); ``None``
+        when no numeric comparison decides the rule (a bool, ``==``, ``all(...)``).
+    """
+    evaluate_rule(rule, values)  # validates the rule and the values
+    m, text = _margin(ast.parse(rule.strip(), mode="eval"), {**values, _BUDGET: [_MAX_STEPS]})
+    return (None, "") if math.isinf(m) else (m, text)
+
+
 # -- the register ---------------------------------------------------------------------------------
 @dataclass
 class Claim:
@@ -308,14 +454,35 @@ class Claim:
     control_holds: bool | None
     status: str
     explanation: str = ""
+    given: dict = field(default_factory=dict)
+    reason: dict | None = None
+    refused: str = ""
 
 
-def _outcome(kind: str, rule: str, values: dict, control: dict | None) -> tuple[bool, bool | None]:
-    on_values = evaluate_rule(rule, values)
+def _env(values: dict, given: dict | None) -> dict:
+    return {**(given or {}), **values}
+
+
+def _outcome(kind: str, rule: str, values: dict, control: dict | None,
+             given: dict | None = None) -> tuple[bool, bool | None]:
+    on_values = evaluate_rule(rule, _env(values, given))
     if kind == "sanity":
         return on_values, None
-    on_control = evaluate_rule(rule, control["values"])
-    return (on_values and not on_control), on_control
+    on_control = evaluate_rule(rule, _env(control["values"], given))
+    refused = control_refusal(values, control["values"])
+    return (on_values and not on_control and not refused), on_control
+
+
+def _reason_holds(reason: dict | None, values: dict, given: dict | None) -> bool:
+    if not reason:
+        return False
+    return evaluate_rule(reason["rule"], {**_env(values, given), **reason.get("values", {})})
+
+
+def _status(kind: str, holds: bool, reason_holds: bool) -> str:
+    if holds:
+        return "reproduced" if kind == "effect" else "passed"
+    return "documented non-reproduction" if reason_holds else "FAILED"
 
 
 _ACTIVE: dict[str, str] = {}  # results file -> token of the register that owns it
@@ -359,8 +526,8 @@ class Claims:
         self._write()
 
     def check(self, id: str, *, statement: str, paper: str, rule: str, values: dict,
-              control: tuple[str, dict] | None = None, kind: str = "effect",
-              nonreproduction: str | None = None) -> None:
+              control: tuple[str, dict] | None = None, given: dict | None = None,
+              kind: str = "effect", reason: tuple | None = None, **unknown) -> None:
         """Evaluate a claim's rule on this run's values (and its control's); record it.
 
         Parameters
@@ -370,29 +537,42 @@ class Claims:
         statement, paper : str
             One line each: the claim, and what the paper reports (with where it reports it).
         rule : str
-            A boolean expression over the names in ``values`` (see :func:`evaluate_rule`).
+            A boolean expression over the names in ``values`` and ``given`` (see
+            :func:`evaluate_rule`).
         values : dict
-            This run's measured values, by name.
+            This run's measured values, by name (a quantity that varies from run to run as a
+            list of replicates).
         control : (str, dict), optional
             Required for an ``effect``, forbidden for a ``sanity`` check: a one-line name of the
-            control and its values under the same names.
+            measured null and its values under the same names as ``values``. Refused (the claim
+            fails) if it fails by arithmetic (:func:`control_refusal`).
+        given : dict, optional
+            Constants both sides share (sizes, layer counts, chance level, a threshold derived on
+            the page); the rule sees them on the measurement and on the control alike.
         kind : {"effect", "sanity"}
             See the module docstring.
-        nonreproduction : str, optional
-            If given, a claim that does not hold is recorded as a documented non-reproduction
-            with this explanation (the measured reason) instead of raising.
+        reason : (str, str) or (str, str, dict), optional
+            For a claim that may honestly not reproduce: the measured reason as ``(text, rule)`` or
+            ``(text, rule, values)``. The reason's rule sees ``values``, ``given`` and its own
+            values. A claim that does not hold is a documented non-reproduction only if the reason
+            rule holds; otherwise it is ``FAILED``.
 
         Returns
         -------
         None
-            The chapter's claims table (:meth:`table`) shows the claims.
+            A failed claim is shown at the claim as a plain statement; the chapter's claims table
+            (:meth:`table`) shows them all.
 
         Raises
         ------
         ClaimFailed
-            If the claim does not hold and no ``nonreproduction`` is given; the claim is recorded
-            first, so the results file shows the failure.
+            Only when ``GTLIB_STRICT_CLAIMS=1``, if the claim is ``FAILED`` (it is recorded first).
         """
+        if unknown:
+            extra = sorted(unknown)
+            hint = (" (nonreproduction= became reason=(text, rule, values): the measured reason "
+                    "is a rule that must hold)" if "nonreproduction" in unknown else "")
+            raise TypeError(f"check() got unexpected keyword argument(s) {extra}{hint}")
         if _ACTIVE.get(str(self.path.resolve())) != self._token:
             raise RuntimeError(f"this claims register for {self.chapter!r} was replaced by a newer one "
                                "for the same chapter; use the newest register")
@@ -405,42 +585,55 @@ class Claims:
             raise ValueError(f"claim {id!r} was already checked in this chapter")
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-        if nonreproduction is not None and (not isinstance(nonreproduction, str)
-                                            or not nonreproduction.strip()):
-            raise ValueError("nonreproduction must be a non-blank explanation (the measured reason), "
-                             f"got {nonreproduction!r}")
         clean = _clean_values(values, "values")
+        consts = _clean_values(given, "given") if given is not None else {}
+        both = sorted(set(consts) & set(clean))
+        if both:
+            raise ValueError(f"given and values share the name(s) {both}: a name is either measured "
+                             "(values) or a constant of both sides (given)")
         ctrl = None
         if kind == "effect":
             if control is None:
                 raise ValueError(f"claim {id!r} is an effect and needs control=(name, values): the "
-                                 "baseline the paper's effect is defined against, measured in this run")
+                                 "measured null, the same measurement with the paper's mechanism "
+                                 "removed")
             if (not isinstance(control, (tuple, list)) or len(control) != 2
                     or not isinstance(control[0], str) or not control[0].strip()):
                 raise TypeError(f"control must be a (name, values) pair with a non-empty name, got {control!r}")
             ctrl = {"name": control[0].strip(), "values": _clean_values(control[1], "control values")}
+            if set(ctrl["values"]) != set(clean):
+                raise ValueError(f"control values must name exactly the measured values "
+                                 f"{sorted(clean)}, got {sorted(ctrl['values'])} (constants go in "
+                                 "given=)")
         elif control is not None:
             raise ValueError(f"claim {id!r} is a sanity check: it takes no control")
-        holds, control_holds = _outcome(kind, rule, clean, ctrl)  # raises before anything is recorded
-        if holds:
-            status = "reproduced" if kind == "effect" else "passed"
-        elif nonreproduction:
-            status = "documented non-reproduction"
-        else:
-            status = "FAILED"
+        why = None
+        if reason is not None:
+            if (not isinstance(reason, (tuple, list)) or len(reason) not in (2, 3)
+                    or not all(isinstance(r, str) and r.strip() for r in reason[:2])):
+                raise TypeError("reason must be (text, rule) or (text, rule, values) with a "
+                                f"non-blank text and rule, got {reason!r}")
+            why = {"text": reason[0].strip(), "rule": reason[1].strip(),
+                   "values": (_clean_values(reason[2], "reason values") if len(reason) == 3
+                              else {})}
+        holds, control_holds = _outcome(kind, rule, clean, ctrl, consts)  # raises before recording
+        reason_holds = _reason_holds(why, clean, consts) if why else False  # validates it too
+        if why is not None:
+            why["holds"] = reason_holds
+        refused = control_refusal(clean, ctrl["values"]) if ctrl else ""
+        status = _status(kind, holds, reason_holds)
         claim = Claim(id=id, kind=kind, statement=statement.strip(), paper=paper.strip(),
                       rule=rule.strip(), values=clean, control=ctrl, holds=holds,
                       control_holds=control_holds, status=status,
-                      explanation="" if holds else (nonreproduction or "").strip())
+                      explanation=why["text"] if (why and not holds) else "",
+                      given=consts, reason=why, refused=refused)
         self.claims.append(claim)
         self._write()
         if status == "FAILED":
-            why = ("the rule is also true on the control "
-                   f"({ctrl['name']}), so the check cannot tell the effect from its control"
-                   if control_holds else "the rule is false on this run's values")
-            raise ClaimFailed(f"claim {id} does not hold: {why}. rule: {rule}; values: {clean}"
-                              + (f"; control values: {ctrl['values']}" if ctrl else "")
-                              + f" (scale={self.scale}, seed={self.seed})")
+            message = failure_text(asdict(claim), self.seed, self.scale)
+            if os.environ.get("GTLIB_STRICT_CLAIMS", "").strip() == "1":
+                raise ClaimFailed(message)
+            _show_failure(asdict(claim), self.seed, self.scale)
 
     # -- output ---------------------------------------------------------------------------------
     def as_dict(self) -> dict:
@@ -459,13 +652,15 @@ class Claims:
                 tmp.unlink()
 
     def table(self):
-        """The chapter's claims as HTML tables, effects and sanity checks apart."""
+        """The chapter's claims as HTML tables, effects and sanity checks apart, with the
+        committed seed sweep's counts where a record exists (:func:`sweep_entries`)."""
         from IPython.display import HTML
 
-        return HTML(claims_table_html(self.as_dict()["claims"]))
+        return HTML(self._repr_html_())
 
     def _repr_html_(self) -> str:
-        return claims_table_html(self.as_dict()["claims"])
+        claims = self.as_dict()["claims"]
+        return claims_table_html(claims, sweep=sweep_entries(self.chapter, claims))
 
     def __repr__(self) -> str:
         n = len(self.claims)
@@ -487,7 +682,8 @@ def reevaluate(claim: dict) -> tuple[bool, bool | None]:
         dict, and for an effect a ``control`` dict with its ``values``.
     """
     _check_stored(claim, "claim")
-    return _outcome(claim["kind"], claim["rule"], claim["values"], claim.get("control"))
+    return _outcome(claim["kind"], claim["rule"], claim["values"], claim.get("control"),
+                    claim.get("given") or {})
 
 
 def _check_stored(claim: Any, where: str, keys: tuple = ("kind", "rule", "values")) -> None:
@@ -510,6 +706,91 @@ def _check_stored(claim: Any, where: str, keys: tuple = ("kind", "rule", "values
         if not isinstance(ctrl, dict) or not isinstance(ctrl.get("values"), dict):
             raise ValueError(f"{where} is an effect: its 'control' must be a dict with 'values', got "
                              f"{ctrl!r}")
+
+
+
+# -- a failed claim, in words ---------------------------------------------------------------------
+def failure_text(claim: dict, seed: int | None = None, scale: str | None = None) -> str:
+    """One paragraph saying what was expected, what was measured, the control, and where."""
+    names = _rule_names(claim["rule"])
+    shown = lambda vals: "; ".join(f"{k} = {_fmt(v)}" for k, v in vals.items()  # noqa: E731
+                                   if k in names) or "(none named by the rule)"
+    parts = [f"Claim {claim['id']} did not hold ({claim['statement']})."]
+    parts.append(f"Expected: {claim['rule']}" + (
+        f", with {shown(claim['given'])}" if claim.get("given") else "") + ".")
+    m, tight = margin(claim["rule"], _env(claim["values"], claim.get("given")))
+    parts.append(f"Measured: {shown(claim['values'])}"
+                 + (f" (closest comparison: {tight})" if tight else "") + ".")
+    ctrl = claim.get("control")
+    if ctrl:
+        parts.append(f"Control ({ctrl['name']}): {shown(ctrl['values'])}; the rule is "
+                     + ("true there too, so the check cannot tell the effect from its control."
+                        if claim.get("control_holds") else "false there."))
+    if claim.get("refused"):
+        parts.append(f"The control is refused: {claim['refused']}.")
+    r = claim.get("reason")
+    if r:
+        parts.append(f"Its stated reason ({r['text']}) does not hold either: {r['rule']} is false.")
+    where = []
+    if scale is not None:
+        where.append(f"scale {scale}")
+    if seed is not None:
+        where.append(f"seed {seed}")
+    where.append(f"torch {_torch_version()}")
+    where.append(_machine())
+    parts.append("Run: " + ", ".join(where) + ".")
+    return " ".join(parts)
+
+
+def _torch_version() -> str:
+    try:
+        import torch
+        return torch.__version__
+    except Exception:  # pragma: no cover - torch is a dependency
+        return "unknown"
+
+
+def _machine() -> str:
+    import platform
+    return f"{platform.machine()} CPU, {os.cpu_count()} cores"
+
+
+def _show_failure(claim: dict, seed: int, scale: str) -> None:
+    """Show a failed claim where it was checked: a short box, not a traceback."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import HTML, display
+    except ImportError:  # pragma: no cover
+        print(failure_text(claim, seed, scale))
+        return
+    if get_ipython() is None:
+        print(failure_text(claim, seed, scale))
+        return
+    display(HTML("<div class='gtlib-claim-failed' role='alert'><strong>Claim not reproduced "
+                 "on this run.</strong> " + html.escape(failure_text(claim, seed, scale))
+                 + "</div>"))
+
+
+def shown_status(claim: dict, swept: dict | None = None) -> tuple[str, str]:
+    """The status a reader sees, and its CSS class (``ok``, ``nr`` or ``fail``).
+
+    An effect reproduced in this run is shown as reproduced only if the committed seed sweep
+    (``swept``: the claim's entry of the sweep record) saw it hold at every seed; one that held
+    at fewer is *not robust*, not a reproduction.
+    """
+    status = claim["status"]
+    if status == "FAILED":
+        return "FAILED", "fail"
+    if status == "documented non-reproduction":
+        return "not reproduced (documented)", "nr"
+    if status == "passed":
+        return "passed", "ok"
+    if swept is None:
+        return "reproduced (not swept)", "ok"
+    k, n = swept["holds"], swept["n"]
+    if k < n:
+        return f"not robust: holds at {k} of {n} seeds", "nr"
+    return f"reproduced ({k} of {n} seeds)", "ok"
 
 
 # -- rendering ------------------------------------------------------------------------------------
@@ -545,30 +826,50 @@ def _rule_names(rule: str) -> set:
         return set()
 
 
+def _sweep_html(entry: dict | None) -> str:
+    if entry is None:
+        return "not in the sweep record"
+    out = f"holds at {entry['holds']} of {entry['n']} seeds"
+    if entry.get("worst_margin") is not None:
+        out += (f"<br><small>worst margin {entry['worst_margin']:+.1%} at seed "
+                f"{entry['worst_seed']}: {html.escape(entry.get('worst_text', ''))}</small>")
+    return out
+
+
 def _one_table(claims: list[dict], chapter_col: bool, effects: bool,
-               full: dict | None = None) -> str:
+               full: dict | None = None, sweep: dict | None = None) -> str:
     heads = (["chapter"] if chapter_col else []) + ["claim", "rule", "this run"]
-    heads += ["control"] if effects else []
+    heads += ["control (measured null)"] if effects else []
     heads += ["status"]
+    heads += ["seed sweep"] if sweep is not None else []
     heads += ["full scale (recorded run)"] if full is not None else []
     rows = []
     for c in claims:
         names = _rule_names(c["rule"])
-        status = c["status"]
-        cls = {"reproduced": "ok", "passed": "ok", "FAILED": "fail"}.get(status, "nr")
+        label, cls = shown_status(c, None if sweep is None else sweep.get(c["id"]))
+        given = _values_html(c.get("given"), names)
         cells = ([html.escape(c.get("chapter", ""))] if chapter_col else []) + [
             f"<code>{html.escape(c['id'])}</code><br>{html.escape(c['statement'])}"
             f"<br><small>Paper: {html.escape(c['paper'])}</small>",
-            f"<code>{html.escape(c['rule'])}</code>",
+            f"<code>{html.escape(c['rule'])}</code>"
+            + (f"<br><small>given: {given}</small>" if given else ""),
             _values_html(c["values"], names)]
         if effects:
             ctrl = c.get("control") or {}
             cells.append(f"<em>{html.escape(ctrl.get('name', ''))}</em><br>"
                          + _values_html(ctrl.get("values"), names)
                          + (f"<br><small>rule on control: {ctrl and c.get('control_holds')}</small>"
-                            if ctrl else ""))
-        cells.append(f"<span class='gtlib-status gtlib-{cls}'>{STATUS_LABEL.get(status, html.escape(status))}</span>"
-                     + (f"<br><small>{html.escape(c['explanation'])}</small>" if c.get("explanation") else ""))
+                            if ctrl else "")
+                         + (f"<br><small>refused: {html.escape(c['refused'])}</small>"
+                            if c.get("refused") else ""))
+        note = ""
+        r = c.get("reason")
+        if r and not c.get("holds"):
+            note = (f"<br><small>Reason: {html.escape(r['text'])} (<code>{html.escape(r['rule'])}"
+                    f"</code>: {'holds' if r.get('holds') else 'does not hold'})</small>")
+        cells.append(f"<span class='gtlib-status gtlib-{cls}'>{html.escape(label)}</span>" + note)
+        if sweep is not None:
+            cells.append(_sweep_html(sweep.get(c["id"])))
         if full is not None:
             f = full.get(c["id"])
             cells.append("not in the record" if f is None else
@@ -581,21 +882,25 @@ def _one_table(claims: list[dict], chapter_col: bool, effects: bool,
 
 
 def claims_table_html(claims: list[dict], chapter_col: bool = False,
-                      full: dict | None = None) -> str:
+                      full: dict | None = None, sweep: dict | None = None) -> str:
     """Render claims (dicts as in the results JSON) as HTML: effects, then sanity checks apart.
 
     Each effect shows its rule, this run's values, the control's name and values, and its status;
     the checks of the implementation (``kind="sanity"``) follow in a table of their own. Used by
     every chapter's claims table and by the site's reproduction report. ``full`` (claim id ->
-    claim dict of a recorded full-scale run) adds a column with that run's values and status.
+    claim dict of a recorded full-scale run) adds a column with that run's values and status;
+    ``sweep`` (claim id -> the claim's entry of the committed seed-sweep record) adds the number
+    of seeds at which the claim held and its worst margin, and an effect that held at fewer than
+    all of them is shown as not robust.
     """
     if not isinstance(claims, list):
         raise TypeError(f"claims must be a list of claim dicts, got {type(claims).__name__}")
     if not isinstance(chapter_col, (bool, np.bool_)):
         raise TypeError(f"chapter_col must be a bool, got {chapter_col!r}")
-    if full is not None and not isinstance(full, dict):
-        raise TypeError(f"full must be a dict (claim id -> claim dict) or None, got "
-                        f"{type(full).__name__}")
+    for name, val in (("full", full), ("sweep", sweep)):
+        if val is not None and not isinstance(val, dict):
+            raise TypeError(f"{name} must be a dict (claim id -> claim dict) or None, got "
+                            f"{type(val).__name__}")
     for i, c in enumerate(claims):
         _check_stored(c, f"claims[{i}]", keys=("id", "statement", "paper", "rule", "values",
                                                "status"))
@@ -604,13 +909,39 @@ def claims_table_html(claims: list[dict], chapter_col: bool = False,
     parts = []
     if effects:
         parts.append(f"<p><strong>Effects</strong> ({len(effects)}): each holds only if its rule is true "
-                     "on this run and false on its control.</p>" + _one_table(effects, chapter_col, True, full))
+                     "on this run and false on its control, a measured null.</p>"
+                     + _one_table(effects, chapter_col, True, full, sweep))
     if sanity:
         parts.append(f"<p><strong>Checks of the implementation</strong> ({len(sanity)}): identities "
-                     "and invariances, not reproductions.</p>" + _one_table(sanity, chapter_col, False, full))
+                     "and invariances, not reproductions.</p>"
+                     + _one_table(sanity, chapter_col, False, full, sweep))
     if not parts:
         parts.append("<p>No claims were checked.</p>")
     return "\n".join(parts)
+
+
+def sweep_dir() -> Path:
+    """Where the committed seed-sweep records are: ``GTLIB_SWEEP_DIR``, else ``book/_data/sweep``
+    of the checkout gtlib is imported from."""
+    env = os.environ.get("GTLIB_SWEEP_DIR", "").strip()
+    return Path(env) if env else Path(__file__).resolve().parents[1] / "book" / "_data" / "sweep"
+
+
+def sweep_entries(chapter: str, claims: list[dict] | None = None) -> dict | None:
+    """The committed sweep record's entries of ``chapter`` (claim id -> entry), or ``None`` when
+    there is no record. With ``claims``, an entry is kept only if its rule and statement are the
+    claim's own (a stale entry says nothing about the claim as it now stands)."""
+    path = sweep_dir() / f"{chapter}.json"
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    entries = {e["id"]: e for e in record.get("claims", [])}
+    if claims is not None:
+        current = {c["id"]: c for c in claims}
+        entries = {k: e for k, e in entries.items() if k in current
+                   and e.get("rule") == current[k]["rule"]
+                   and e.get("statement") == current[k]["statement"]}
+    return entries
 
 
 def load_results(results_dir: str | Path | None = None) -> list[dict]:

@@ -4,7 +4,9 @@
   order.
 * Every image gets alt text that is not its file path (its figure's caption by default).
 * ``{claims-report}`` directive: replaced, after every page has been read (and so every chapter
-  executed), by the claims that this build's chapters wrote to ``GTLIB_RESULTS_DIR``. The folder is
+  executed), by the claims that this build's chapters wrote to ``GTLIB_RESULTS_DIR``, each with
+  the committed seed sweep's count (``book/_data/sweep``), opened by a list of what did not
+  reproduce and why. A chapter whose claims FAILED on this build gets a banner at its top. The folder is
   emptied when the build starts, so the report can only show numbers measured by this build.
   A notebook in the table of contents that wrote no claims file is reported as a build warning
   (an error under ``-W``).
@@ -29,7 +31,7 @@ from sphinx.transforms import SphinxTransform
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from gtlib.claims import claims_table_html
+from gtlib.claims import claims_table_html, failure_text, shown_status, sweep_entries
 
 logger = logging.getLogger(__name__)
 
@@ -120,19 +122,46 @@ def _record_html(record: dict | None) -> str:
             f"</code>. Wall times: {html.escape(times)}.</p>")
 
 
-def _report_html(app, fromdocname: str) -> str:
-    results = {}
+def _results(app) -> dict:
+    out = {}
     for p in sorted(_results_dir(app).glob("*.json")):
         data = json.loads(p.read_text())
-        results[data["chapter"]] = data
+        out[data["chapter"]] = data
+    return out
+
+
+def _not_reproduced(claims: list[dict], swept: dict | None) -> list[tuple[dict, str, str]]:
+    """The effects a reader must not count as reproduced, with the label and the reason."""
+    out = []
+    for c in claims:
+        if c.get("kind", "effect") != "effect" and c["status"] != "FAILED":
+            continue
+        label, cls = shown_status(c, None if swept is None else swept.get(c["id"]))
+        if cls == "ok":
+            continue
+        r = c.get("reason") or {}
+        if c["status"] == "FAILED":
+            why = failure_text(c)
+        elif c["status"] == "documented non-reproduction":
+            why = f"{r.get('text', '')} (measured: {r.get('rule', '')})"
+        else:
+            e = swept[c["id"]]
+            why = (f"held at this build's seed, but at {e['holds']} of {e['n']} seeds of the sweep"
+                   + (f"; worst margin {e['worst_margin']:+.1%} at seed {e['worst_seed']} "
+                      f"({e.get('worst_text', '')})" if e.get("worst_margin") is not None else ""))
+        out.append((c, label, why))
+    return out
+
+
+def _report_html(app, fromdocname: str) -> str:
+    results = _results(app)
     record, full = _full_record(app)
-    parts = [_record_html(record)]
     summary = ["<div class='gtlib-table-wrap' tabindex='0' role='region' aria-label='table (scrolls sideways)'><table class='gtlib-report-summary'><thead><tr>"
-               "<th>chapter</th><th>scale</th><th>seed</th><th>effects</th><th>reproduced</th>"
-               "<th>documented non-reproductions</th><th>failed</th><th>checks of the "
-               "implementation (passed / all)</th></tr></thead><tbody>"]
-    detail = []
-    totals = dict(effects=0, reproduced=0, nonrep=0, failed=0, sanity=0, sanity_ok=0)
+               "<th>chapter</th><th>seed</th><th>effects</th><th>reproduced at every sweep seed</th>"
+               "<th>not robust</th><th>documented non-reproductions</th><th>failed</th>"
+               "<th>checks (passed / all)</th></tr></thead><tbody>"]
+    detail, missing = [], []
+    totals = dict(effects=0, robust=0, fragile=0, nonrep=0, failed=0, sanity=0, sanity_ok=0)
     for doc in _chapter_docs(app):
         slug = doc.split("/")[-1]
         title = app.env.titles[doc].astext() if doc in app.env.titles else slug
@@ -146,26 +175,68 @@ def _report_html(app, fromdocname: str) -> str:
             summary.append(f"<tr><td>{link}</td><td colspan='7'>not executed in this build</td></tr>")
             continue
         claims = data["claims"]
+        swept = sweep_entries(slug, claims)
         eff = [c for c in claims if c.get("kind", "effect") == "effect"]
         san = [c for c in claims if c.get("kind") == "sanity"]
-        row = dict(effects=len(eff), reproduced=sum(c["status"] == "reproduced" for c in eff),
+        labels = [shown_status(c, None if swept is None else swept.get(c["id"])) for c in eff]
+        row = dict(effects=len(eff),
+                   robust=sum(lab.startswith("reproduced (") and "not swept" not in lab
+                              for lab, _ in labels),
+                   fragile=sum(lab.startswith("not robust") for lab, _ in labels),
                    nonrep=sum(c["status"] == "documented non-reproduction" for c in eff),
                    failed=sum(c["status"] == "FAILED" for c in claims), sanity=len(san),
                    sanity_ok=sum(c["status"] == "passed" for c in san))
         for k, v in row.items():
             totals[k] += v
-        summary.append(f"<tr><td>{link}</td><td>{data['scale']}</td><td>{data['seed']}</td>"
-                       f"<td>{row['effects']}</td><td>{row['reproduced']}</td><td>{row['nonrep']}</td>"
-                       f"<td>{row['failed']}</td><td>{row['sanity_ok']} / {row['sanity']}</td></tr>")
-        table = claims_table_html(claims, full=full.get(slug, {}) if record else None)
+        unswept = "" if swept is not None else " <small>(no sweep record)</small>"
+        summary.append(f"<tr><td>{link}{unswept}</td><td>{data['seed']}</td>"
+                       f"<td>{row['effects']}</td><td>{row['robust']}</td><td>{row['fragile']}</td>"
+                       f"<td>{row['nonrep']}</td><td>{row['failed']}</td>"
+                       f"<td>{row['sanity_ok']} / {row['sanity']}</td></tr>")
+        for c, label, why in _not_reproduced(claims, swept):
+            missing.append(f"<li><a href='#report-{slug}'>{html.escape(title)}</a>: "
+                           f"<code>{html.escape(c['id'])}</code> ({html.escape(c['statement'])}) "
+                           f"<strong>{html.escape(label)}</strong>. {html.escape(why)}</li>")
+        table = claims_table_html(claims, full=full.get(slug, {}) if record else None,
+                                  sweep=swept if swept is not None else {})
         detail.append(f"<h3 id='report-{slug}'>{link}</h3>{table}")
-    summary.append(f"<tr class='gtlib-total'><td><strong>all chapters</strong></td><td></td><td></td>"
-                   f"<td>{totals['effects']}</td><td>{totals['reproduced']}</td><td>{totals['nonrep']}</td>"
-                   f"<td>{totals['failed']}</td><td>{totals['sanity_ok']} / {totals['sanity']}</td></tr>")
+    summary.append(f"<tr class='gtlib-total'><td><strong>all chapters</strong></td><td></td>"
+                   f"<td>{totals['effects']}</td><td>{totals['robust']}</td><td>{totals['fragile']}</td>"
+                   f"<td>{totals['nonrep']}</td><td>{totals['failed']}</td>"
+                   f"<td>{totals['sanity_ok']} / {totals['sanity']}</td></tr>")
     summary.append("</tbody></table></div>")
-    parts.append("".join(summary))
+    parts = ["".join(summary)]
+    parts.append("<h3 id='report-not-reproduced'>What did not reproduce, and why</h3>"
+                 + (f"<ul class='gtlib-not-reproduced'>{''.join(missing)}</ul>" if missing else
+                    "<p>Every effect of this build held at every seed of its sweep.</p>"))
+    parts.append(_record_html(record))
     parts.extend(detail)
     return "\n".join(parts)
+
+
+def _failure_banner(app, doctree, docname) -> None:
+    """A plain banner at the top of a chapter whose claims failed on this build."""
+    slug = docname.split("/")[-1]
+    path = _results_dir(app) / f"{slug}.json"
+    if not path.is_file():
+        return
+    failed = [c for c in json.loads(path.read_text())["claims"] if c["status"] == "FAILED"]
+    if not failed:
+        return
+    seed = json.loads(path.read_text()).get("seed")
+    items = "".join(f"<li><code>{html.escape(c['id'])}</code>: {html.escape(c['statement'])}</li>"
+                    for c in failed)
+    banner = nodes.raw("", f"<div class='gtlib-failed-banner' role='alert'><strong>"
+                           f"{len(failed)} claim{'s' if len(failed) != 1 else ''} of this chapter "
+                           f"did not hold on this build</strong> (seed {seed}); each is explained "
+                           f"where it is checked and in the claims table.<ul>{items}</ul></div>",
+                       format="html")
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if section is None:
+        return
+    title = next(iter(section.findall(nodes.title)), None)
+    idx = section.index(title) + 1 if title is not None else 0
+    section.insert(idx, banner)
 
 
 def _times_html(app, fromdocname: str) -> str:
@@ -211,6 +282,8 @@ def _default_alt_text(doctree) -> None:
 
 def _on_doctree_resolved(app, doctree, docname):
     _default_alt_text(doctree)
+    if app.builder.format == "html" and docname in _chapter_docs(app):
+        _failure_banner(app, doctree, docname)
     for node in doctree.findall(claims_report):
         if app.builder.format == "html":
             node.replace_self(nodes.raw("", _report_html(app, docname), format="html"))
