@@ -323,8 +323,8 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
     twice, and a second ``const THEBE_JS_URL`` is a console error in every browser. Runs after
     every other handler (which may still add scripts, MathJax's among them).
 
-    Also drop the widget library (3.6 MB) and the saved widget state from a page that shows no
-    widget: myst-nb loads them whenever the executed notebook stored widget state, even when
+    Also drop MathJax from a page with no mathematics, and the widget library (3.6 MB) and the
+    saved widget state from a page that shows no widget: myst-nb loads them whenever the executed notebook stored widget state, even when
     every cell that made a widget is tagged ``remove-output`` (the live twin of a
     :func:`gtlib.widgets.static_slider`)."""
     files = context.get("script_files")
@@ -333,6 +333,20 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
         if WIDGET_VIEW not in context.get("body", ""):
             loaders = set(app.config.nb_ipywidgets_js or {})
             files[:] = [js for js in files if not _is_widget_script(js, loaders)]
+        if not _has_math(context.get("body", "")):  # 1.3 MB a page with no math need not load
+            files[:] = [js for js in files if not _is_mathjax_script(js)]
+
+
+def _has_math(body: str) -> bool:
+    """Whether a page body holds anything MathJax would typeset (Sphinx's math nodes, or TeX
+    delimiters in a cell's output)."""
+    return any(mark in body for mark in ('class="math', "\\(", "\\[", "$$"))
+
+
+def _is_mathjax_script(js) -> bool:
+    name = (js.filename or "").lower()
+    body = str(js.attributes.get("body", ""))
+    return "mathjax" in name or body.lstrip().startswith("window.MathJax")
 
 
 class _RemoveSolutions(SphinxTransform):

@@ -54,6 +54,9 @@ def open_page(browser, server, rel: str, width: int = 1280):
     page.on("console", lambda m: log["errors"].append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: log["errors"].append(str(e)))
     page.on("requestfailed", lambda r: log["failed"].append(r.url))
+    # a 404 (the favicon was one) is a response, not a failed request
+    page.on("response", lambda r: log["failed"].append(f"{r.status} {r.url}")
+            if r.status >= 400 else None)
 
     def route(r):
         url = r.request.url
@@ -92,6 +95,8 @@ def visit(browser, server, rel: str, screenshot: Path | None = None) -> dict:
         widgetsRendered: document.querySelectorAll('.widget-slider, .jupyter-widgets.widget-slider, .widget-hslider, .jupyter-widgets').length,
         sliders: document.querySelectorAll('.gtlib-slider input[type=range]').length,
         claimsRows: document.querySelectorAll('table.gtlib-claims tbody tr').length,
+        mathNodes: document.querySelectorAll('.math, mjx-container').length,
+        mathjaxLoaded: Array.from(document.scripts).some(s => /mathjax/i.test(s.src || '')),
     })""")
     if screenshot is not None:
         page.screenshot(path=str(screenshot), full_page=False)
@@ -113,6 +118,8 @@ def test_page_loads_cleanly_offline(browser, server, rel):
     # no raw TeX left behind: inline or display delimiters that MathJax should have consumed
     raw = re.findall(r"\\\(|\\\[|\$\$", r["text"])
     assert not raw, f"untypeset math on {rel}: {raw[:5]}"
+    # MathJax (1.3 MB) only where there is mathematics
+    assert r["mathNodes"] > 0 or not r["mathjaxLoaded"], f"{rel} loads MathJax and has no math"
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -162,7 +169,20 @@ LAYOUT_JS = r"""() => {
     return false;
   };
   const out = {pageWidth: document.documentElement.scrollWidth, viewport: vw,
-               scrollingCode: [], tooWide: [], dumps: [], pipeTables: [], badAlt: []};
+               scrollingCode: [], tooWide: [], dumps: [], pipeTables: [], badAlt: [],
+               distorted: [], smallTargets: []};
+  // figures keep the shape of their file: drawn aspect ratio within 5% of the image's own
+  for (const i of art.querySelectorAll('img')) {
+    if (!i.naturalWidth || !i.clientWidth || !i.clientHeight) continue;
+    const drawn = i.clientWidth / i.clientHeight, own = i.naturalWidth / i.naturalHeight;
+    if (Math.abs(drawn / own - 1) > 0.05)
+      out.distorted.push(where(i) + ': drawn ' + drawn.toFixed(2) + ', file ' + own.toFixed(2));
+  }
+  // sliders are at least 44 px tall: a finger can hit them
+  for (const r of art.querySelectorAll('.gtlib-slider input[type=range]')) {
+    const h = r.getBoundingClientRect().height;
+    if (h < 44) out.smallTargets.push(where(r) + ': ' + Math.round(h) + ' px');
+  }
   // code and output blocks: never scroll sideways (long lines wrap; code keeps to 88 chars)
   for (const pre of art.querySelectorAll('pre')) {
     if (pre.scrollWidth > pre.clientWidth + 1)
@@ -213,7 +233,9 @@ def test_readable_at_width(browser, server, rel, width):
                       ("tooWide", "blocks wider than the text column, outside a scroll box"),
                       ("dumps", "object dumps (Name(field=...) in text outputs"),
                       ("pipeTables", "Markdown tables shown as text"),
-                      ("badAlt", "images without alt text (or with a file path as alt)")]:
+                      ("badAlt", "images without alt text (or with a file path as alt)"),
+                      ("distorted", "images drawn more than 5% off their aspect ratio"),
+                      ("smallTargets", "sliders less than 44 px tall")]:
         if r[key]:
             problems.append(f"{len(r[key])} {what}: {r[key][:6]}")
     assert not problems, f"{rel} at {width} px:\n  " + "\n  ".join(problems)
