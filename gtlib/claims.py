@@ -386,8 +386,18 @@ def _margin(node: ast.AST, env: dict) -> tuple[float, str]:
     if isinstance(node, ast.Expression):
         return _margin(node.body, env)
     if isinstance(node, ast.BoolOp):
-        parts = [_margin(v, env) for v in node.values]
-        pick = min if isinstance(node.op, ast.And) else max
+        is_and = isinstance(node.op, ast.And)
+        parts, decided = [], False
+        for v in node.values:
+            try:
+                parts.append(_margin(v, env))
+            except Exception:
+                if decided:  # Python's short circuit never evaluates this operand
+                    continue
+                raise
+            if not decided and bool(_ev(v, env)) != is_and:
+                decided = True
+        pick = min if is_and else max
         return pick(parts, key=lambda p: p[0])
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         m, text = _margin(node.operand, env)
@@ -395,11 +405,17 @@ def _margin(node: ast.AST, env: dict) -> tuple[float, str]:
     if isinstance(node, ast.Compare) and all(type(op) in (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
                                              for op in node.ops):
         left = _ev(node.left, env)
-        best = (math.inf, "")
+        best, decided = (math.inf, ""), False
         for op, comp in zip(node.ops, node.comparators):
-            right = _ev(comp, env)
-            if not (_num(left) and _num(right)):
+            try:
+                right = _ev(comp, env)
                 ok = _CMPOPS[type(op)](left, right)
+            except Exception:
+                if decided:  # a chain stops at its first false comparison, as in Python
+                    break
+                raise
+            decided = decided or not ok
+            if not (_num(left) and _num(right)):
                 part = (math.inf if ok else -math.inf, "")
             else:
                 diff = (right - left) if isinstance(op, (ast.Lt, ast.LtE)) else (left - right)
