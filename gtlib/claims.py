@@ -734,9 +734,16 @@ def failure_text(claim: dict, seed: int | None = None, scale: str | None = None)
     parts = [f"Claim {claim['id']} did not hold ({claim['statement']})."]
     parts.append(f"Expected: {claim['rule']}" + (
         f", with {shown(claim['given'])}" if claim.get("given") else "") + ".")
-    m, tight = margin(claim["rule"], _env(claim["values"], claim.get("given")))
+    env = _env(claim["values"], claim.get("given"))
+    try:
+        _, tight = margin(claim["rule"], env)
+        on_values = evaluate_rule(claim["rule"], env)
+    except Exception:  # a stored claim whose rule no longer evaluates: say what is known
+        tight, on_values = "", None
     parts.append(f"Measured: {shown(claim['values'])}"
-                 + (f" (closest comparison: {tight})" if tight else "") + ".")
+                 + (f" (closest comparison: {tight})" if tight else "")
+                 + ("; the rule is false on this run's values" if on_values is False else "")
+                 + ".")
     ctrl = claim.get("control")
     if ctrl:
         parts.append(f"Control ({ctrl['name']}): {shown(ctrl['values'])}; the rule is "
