@@ -632,12 +632,18 @@ class Claims:
             why = {"text": reason[0].strip(), "rule": reason[1].strip(),
                    "values": (_clean_values(reason[2], "reason values") if len(reason) == 3
                               else {})}
+            shadow = sorted(set(why["values"]) & (set(clean) | set(consts)))
+            if shadow:
+                raise ValueError(f"reason values share the name(s) {shadow} with values or given: "
+                                 "the reason rule sees those already; name its own measurements "
+                                 "apart")
         holds, control_holds = _outcome(kind, rule, clean, ctrl, consts)  # raises before recording
         reason_holds = _reason_holds(why, clean, consts) if why else False  # validates it too
         if why is not None:
             why["holds"] = reason_holds
         refused = control_refusal(clean, ctrl["values"]) if ctrl else ""
-        status = _status(kind, holds, reason_holds)
+        # a refused control is a construction error, not a non-reproduction: no reason excuses it
+        status = "FAILED" if refused else _status(kind, holds, reason_holds)
         claim = Claim(id=id, kind=kind, statement=statement.strip(), paper=paper.strip(),
                       rule=rule.strip(), values=clean, control=ctrl, holds=holds,
                       control_holds=control_holds, status=status,
@@ -753,7 +759,13 @@ def failure_text(claim: dict, seed: int | None = None, scale: str | None = None)
         parts.append(f"The control is refused: {claim['refused']}.")
     r = claim.get("reason")
     if r:
-        parts.append(f"Its stated reason ({r['text']}) does not hold either: {r['rule']} is false.")
+        if r.get("holds"):
+            parts.append(f"Its stated reason ({r['text']}: {r['rule']}, with {_reason_values(claim)}) "
+                         "holds, but a claim whose control is refused is not a documented "
+                         "non-reproduction.")
+        else:
+            parts.append(f"Its stated reason ({r['text']}) does not hold either: {r['rule']} is "
+                         f"false, with {_reason_values(claim)}.")
     where = []
     if scale is not None:
         where.append(f"scale {scale}")
@@ -763,6 +775,14 @@ def failure_text(claim: dict, seed: int | None = None, scale: str | None = None)
     where.append(_machine())
     parts.append("Run: " + ", ".join(where) + ".")
     return " ".join(parts)
+
+
+def _reason_values(claim: dict) -> str:
+    """The values a claim's reason rule names (its own, the measured ones and the given ones)."""
+    r = claim.get("reason") or {}
+    env = {**(claim.get("given") or {}), **claim.get("values", {}), **(r.get("values") or {})}
+    names = _rule_names(r.get("rule", ""))
+    return "; ".join(f"{k} = {_fmt(v)}" for k, v in env.items() if k in names) or "no values"
 
 
 def _torch_version() -> str:
@@ -889,7 +909,8 @@ def _one_table(claims: list[dict], chapter_col: bool, effects: bool,
         r = c.get("reason")
         if r and not c.get("holds"):
             note = (f"<br><small>Reason: {html.escape(r['text'])} (<code>{html.escape(r['rule'])}"
-                    f"</code>: {'holds' if r.get('holds') else 'does not hold'})</small>")
+                    f"</code>: {'holds' if r.get('holds') else 'does not hold'}, with "
+                    f"{html.escape(_reason_values(c))})</small>")
         cells.append(f"<span class='gtlib-status gtlib-{cls}'>{html.escape(label)}</span>" + note)
         if sweep is not None:
             cells.append(_sweep_html(sweep.get(c["id"])))
