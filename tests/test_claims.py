@@ -82,8 +82,9 @@ def test_results_json_has_every_field(tmp_path):
     data = json.loads((tmp_path / "demo.json").read_text())
     e, s = data["claims"]
     assert set(e) == {"id", "kind", "statement", "paper", "rule", "values", "control", "holds",
-                      "control_holds", "status", "explanation"}
+                      "control_holds", "status", "explanation", "given", "reason", "refused"}
     assert e["control"] == {"name": "baseline", "values": {"x": 0.3}}
+    assert (e["given"], e["reason"], e["refused"]) == ({}, None, "")
     assert s["kind"] == "sanity" and s["control"] is None and s["status"] == "passed"
 
 
@@ -96,21 +97,29 @@ def test_effect_needs_a_control_and_sanity_refuses_one(tmp_path):
                 control=("c", {"x": 0.0}))
     with pytest.raises(ValueError, match="kind"):
         c.check("demo.c", **BASE, rule="x > 0", values={"x": 1.0}, kind="maybe")
-    with pytest.raises(RuleError, match="unknown name"):  # the control lacks the rule's name
+    with pytest.raises(ValueError, match="name exactly"):  # the control lacks the rule's name
         effect(c, id="demo.d", control=("c", {"other": 0.0}))
+    with pytest.raises(RuleError, match="unknown name"):  # neither side has the rule's name
+        effect(c, id="demo.e", values={"y": 0.5}, control=("c", {"y": 0.1}))
     assert c.claims == []
 
 
-def test_documented_nonreproduction_and_blank_explanations(tmp_path):
+def test_documented_nonreproduction_and_blank_reasons(tmp_path):
     c = Claims("demo", results_dir=tmp_path)
-    effect(c, id="demo.nr", values={"x": 0.1}, nonreproduction="too small a scale: x = 0.1")
+    effect(c, id="demo.nr", values={"x": 0.1},
+           reason=("too small a scale", "x < small", {"small": 0.2}))
     (claim,) = c.claims
     assert claim.status == "documented non-reproduction" and "too small" in claim.explanation
     for blank in ("", "   ", "\n\t"):
-        with pytest.raises(ValueError, match="nonreproduction"):
-            effect(c, id="demo.blank", values={"x": 0.1}, nonreproduction=blank)
+        with pytest.raises(TypeError, match="reason"):
+            effect(c, id="demo.blank", values={"x": 0.1}, reason=(blank, "x < 1"))
+        with pytest.raises(TypeError, match="reason"):
+            effect(c, id="demo.blank", values={"x": 0.1}, reason=("why", blank))
+    with pytest.raises(TypeError, match="reason="):
+        effect(c, id="demo.old", values={"x": 0.1}, nonreproduction="too small a scale")
     html = claims_table_html(c.as_dict()["claims"])
-    assert "not reproduced" in html and "too small" in html
+    assert "not reproduced" in html and "too small" in html and "small = 0.2" in html
+    assert [x.id for x in c.claims] == ["demo.nr"]
 
 
 # -- values are checked before anything is recorded ----------------------------------------------
