@@ -839,3 +839,38 @@ def test_a_failing_claim_in_a_notebook_builds_and_the_gate_fails(tmp_path, monke
     monkeypatch.setattr(claims_gate, "SWEEP", tmp_path / "sweep")
     assert claims_gate.main([str(results)]) == 1
     assert "ERROR: tiny: tiny.fails FAILED at seed 0" in capsys.readouterr().out
+
+
+# ================================================================================================
+# the reproduction report's list of what did not reproduce (book/_ext/gtlib_book.py)
+# ================================================================================================
+def test_the_report_lists_what_did_not_reproduce_with_its_reason_values():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+    import gtlib_book
+
+    def stored(id, status, **kw):
+        return {"id": id, "kind": "effect", "statement": "s", "paper": "p", "rule": "x > 1",
+                "values": {"x": 2}, "control": {"name": "null", "values": {"x": 0.5}},
+                "control_holds": False, "given": {}, "reason": None, "refused": "",
+                "status": status, **kw}
+
+    claims = [stored("d.robust", "reproduced"), stored("d.fragile", "reproduced"),
+              stored("d.unswept", "reproduced"),
+              stored("d.doc", "documented non-reproduction", values={"x": 0.5},
+                     reason={"text": "too small", "rule": "x < lim", "values": {"lim": 0.75},
+                             "holds": True}),
+              stored("d.failed", "FAILED", values={"x": 0.25}),
+              {**stored("d.sane", "FAILED", values={"x": 0}), "kind": "sanity", "control": None},
+              {**stored("d.sane_ok", "passed"), "kind": "sanity", "control": None}]
+    swept = {"d.robust": {"holds": 10, "n": 10},
+             "d.fragile": {"holds": 8, "n": 10, "worst_margin": -0.25, "worst_seed": 4,
+                           "worst_text": "0.75 > 1"}}
+    out = {c["id"]: (label, why) for c, label, why in gtlib_book._not_reproduced(claims, swept)}
+    assert set(out) == {"d.fragile", "d.doc", "d.failed", "d.sane"}
+    assert out["d.fragile"] == ("not robust: holds at 8 of 10 seeds",
+                                "held at this build's seed, but at 8 of 10 seeds of the sweep; "
+                                "worst margin -25.0% at seed 4 (0.75 > 1)")
+    assert out["d.doc"] == ("not reproduced (documented)",
+                            "too small (measured: x < lim, with x = 0.5; lim = 0.75)")
+    assert out["d.failed"][0] == "FAILED" and "Measured: x = 0.25" in out["d.failed"][1]
+    assert out["d.sane"][0] == "FAILED"
