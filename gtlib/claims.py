@@ -361,7 +361,8 @@ def control_refusal(values: dict, control_values: dict) -> str:
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             ca, cb = control_values[a], control_values[b]
-            if (ca == cb and values[a] != values[b] and (_has_float(ca) or _has_float(values[a]))):
+            if ca == cb and values[a] != values[b] and (
+                    _has_float(ca) or _has_float(values[a]) or _has_float(values[b])):
                 return (f"in the control, {a!r} and {b!r} take the same value ({_fmt(ca)}) while "
                         f"they differ in the measurement ({_fmt(values[a])} and {_fmt(values[b])}): "
                         "the baseline is in both sides of the rule, so the control fails by "

@@ -280,6 +280,13 @@ def test_a_refused_control_names_the_coinciding_names():
     assert "repeats the measured value of 'xs'" in why  # a list of replicates, even of counts
 
 
+@pytest.mark.parametrize("first,second", [("a", "b"), ("b", "a")])
+def test_the_refusal_does_not_depend_on_the_order_of_the_names(first, second):
+    # a count and a measured float that the control sets to one value: refused either way round
+    why = control_refusal({first: 12, second: 1.25}, {first: 20, second: 20})
+    assert "'a' and 'b' take the same value (20)" in why
+
+
 @pytest.mark.parametrize("values,control", [
     ({"ratio": 0.1}, {"ratio": 0.95}),  # the comparison itself, measured on a null
     ({"k": 3, "n": 5, "x": 0.9}, {"k": 5, "n": 5, "x": 0.2}),  # counts may coincide and repeat
