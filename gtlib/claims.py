@@ -355,6 +355,12 @@ def control_refusal(values: dict, control_values: dict) -> str:
     str
         The reason for refusing, or ``""`` when the control is a measurement.
     """
+    if not isinstance(values, dict) or not isinstance(control_values, dict):
+        raise TypeError("values and control_values must be dicts of named measured values, got "
+                        f"{type(values).__name__} and {type(control_values).__name__}")
+    if set(values) != set(control_values):
+        return (f"the control names {sorted(control_values)}, not the measured values "
+                f"{sorted(values)}: a control is the same measurement on a null experiment")
     if values == control_values:
         return "the control's values are a copy of the measurement's"
     names = sorted(values)

@@ -280,6 +280,17 @@ def test_a_refused_control_names_the_coinciding_names():
     assert "repeats the measured value of 'xs'" in why  # a list of replicates, even of counts
 
 
+def test_a_stored_control_that_names_other_values_is_refused_not_a_crash():
+    why = control_refusal({"x": 2, "y": 0.5}, {"x": 0})
+    assert "the control names ['x'], not the measured values ['x', 'y']" in why
+    assert "not the measured values" in control_refusal({"x": 2}, {"x": 0, "z": 1.5})
+    stored = {"kind": "effect", "rule": "x > 1", "values": {"x": 2, "y": 0.5},
+              "control": {"name": "c", "values": {"x": 0}}}
+    assert reevaluate(stored) == (False, False)
+    with pytest.raises(TypeError, match="dicts"):
+        control_refusal({"x": 1}, [("x", 0)])
+
+
 @pytest.mark.parametrize("first,second", [("a", "b"), ("b", "a")])
 def test_the_refusal_does_not_depend_on_the_order_of_the_names(first, second):
     # a count and a measured float that the control sets to one value: refused either way round
