@@ -32,6 +32,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from gtlib.claims import claims_table_html, failure_text, shown_status, sweep_entries
+from gtlib.claims import _reason_values
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ def _not_reproduced(claims: list[dict], swept: dict | None) -> list[tuple[dict, 
         if c["status"] == "FAILED":
             why = failure_text(c)
         elif c["status"] == "documented non-reproduction":
-            why = f"{r.get('text', '')} (measured: {r.get('rule', '')})"
+            why = f"{r.get('text', '')} (measured: {r.get('rule', '')}, with {_reason_values(c)})"
         else:
             e = swept[c["id"]]
             why = (f"held at this build's seed, but at {e['holds']} of {e['n']} seeds of the sweep"
