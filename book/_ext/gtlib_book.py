@@ -215,6 +215,35 @@ def _report_html(app, fromdocname: str) -> str:
     return "\n".join(parts)
 
 
+STUDENT_BRANCH = "student-notebooks"  # where the Pages workflow publishes the student notebooks
+
+
+def _student_url(app, slug: str) -> str | None:
+    """The Colab address of a chapter's student notebook (no solutions), or None."""
+    opts = app.config.html_theme_options or {}
+    repo = str(opts.get("repository_url", "")).rstrip("/")
+    colab = str((opts.get("launch_buttons") or {}).get("colab_url", "")).rstrip("/")
+    if not repo.startswith("https://github.com/") or not colab:
+        return None
+    return f"{colab}/github/{repo[len('https://github.com/'):]}/blob/{STUDENT_BRANCH}/book/{slug}.ipynb"
+
+
+def _student_note(app, doctree, docname) -> None:
+    """One line under a chapter's title: the student edition of it, one click away."""
+    if app.config.gtlib_hide_solutions:
+        return
+    url = _student_url(app, docname.split("/")[-1])
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if url is None or section is None:
+        return
+    title = next(iter(section.findall(nodes.title)), None)
+    note = nodes.raw("", "<p class='gtlib-student-link'>Teaching or studying? Open the "
+                         f"<a href='{html.escape(url)}'>student edition of this chapter in Colab"
+                         "</a> (the same notebook without the exercises' solutions).</p>",
+                     format="html")
+    section.insert(section.index(title) + 1 if title is not None else 0, note)
+
+
 def _failure_banner(app, doctree, docname) -> None:
     """A plain banner at the top of a chapter whose claims failed on this build."""
     slug = docname.split("/")[-1]
@@ -284,6 +313,7 @@ def _default_alt_text(doctree) -> None:
 def _on_doctree_resolved(app, doctree, docname):
     _default_alt_text(doctree)
     if app.builder.format == "html" and docname in _chapter_docs(app):
+        _student_note(app, doctree, docname)
         _failure_banner(app, doctree, docname)
     for node in doctree.findall(claims_report):
         if app.builder.format == "html":

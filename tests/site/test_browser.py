@@ -87,8 +87,9 @@ def visit(browser, server, rel: str, screenshot: Path | None = None) -> dict:
     info = page.evaluate("""() => ({
         mathjax: document.querySelectorAll('mjx-container').length,
         text: document.querySelector('main') ? document.querySelector('main').innerText : '',
-        colab: Array.from(document.querySelectorAll('a')).map(a => a.href)
+        colab: Array.from(document.querySelectorAll('a:not(.gtlib-student-link a)')).map(a => a.href)
                     .filter(h => h.includes('colab.research.google.com')),
+        studentColab: Array.from(document.querySelectorAll('.gtlib-student-link a')).map(a => a.href),
         images: Array.from(document.querySelectorAll('main img')).filter(i => i.naturalWidth > 0).length,
         brokenImages: Array.from(document.querySelectorAll('main img')).filter(i => i.complete && i.naturalWidth === 0).map(i => i.src),
         widgetViews: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
@@ -131,6 +132,9 @@ def test_notebook_page(browser, server, site, name):
     r = visit(browser, server, rel, screenshot=shot)
     assert r["colab"], f"{rel} has no Colab launch link"
     assert all(f"/blob/main/book/{name}.ipynb" in h for h in r["colab"]), r["colab"]
+    # the student edition (no solutions) one click away, opening this chapter's student notebook
+    assert len(r["studentColab"]) == 1, r["studentColab"]
+    assert f"/blob/student-notebooks/book/{name}.ipynb" in r["studentColab"][0], r["studentColab"]
     assert r["mathjax"] > 0, f"no typeset math on {rel}"
     assert r["images"] > 0, f"no figures on {rel}"
     assert r["claimsRows"] > 0, f"no claims table on {rel}"
