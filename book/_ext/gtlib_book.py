@@ -366,12 +366,6 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
             files[:] = [js for js in files if not _is_widget_script(js, loaders)]
         if not _has_math(context.get("body", "")):  # 1.3 MB a page with no math need not load
             files[:] = [js for js in files if not _is_mathjax_script(js)]
-    # The theme's head drops Sphinx's favicon link (html_favicon is copied, never linked), and
-    # every browser then asks for /favicon.ico, a 404 on each page.
-    icon = app.config.html_favicon
-    if icon and "pathto" in context:
-        href = context["pathto"](f"_static/{Path(icon).name}", 1)
-        context["metatags"] = context.get("metatags", "") + f'\n<link rel="icon" href="{href}"/>'
 
 
 def _has_math(body: str) -> bool:
