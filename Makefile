@@ -28,7 +28,7 @@ export MALLOC_MMAP_THRESHOLD_ := 268435456
 export MALLOC_TOP_PAD_ := 67108864
 
 .PHONY: all setup vendor execute book student test unit nbval site-check bench clean \
-	claims-gate fresh-seed sweep pdf
+	claims-gate fresh-seed sweep pdf slides
 
 all: book
 
@@ -114,6 +114,12 @@ sweep: setup
 pdf: setup
 	test -f _build/html/index.html || $(MAKE) book
 	$(BIN)/python book/_tools/pdf.py --site _build/html --out _build/pdf
+
+# A reveal.js lecture deck per chapter into _build/slides, made from the last build's executed
+# chapters and claims (reveal.js from npm, MathJax vendored): open _build/slides/<chapter>.html.
+slides: setup
+	test -f _build/html/index.html || $(MAKE) book
+	$(BIN)/python book/_tools/slides.py --build _build --out _build/slides
 
 test: unit book claims-gate site-check fresh-seed
 
