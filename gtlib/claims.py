@@ -926,7 +926,8 @@ def _one_table(claims: list[dict], chapter_col: bool, effects: bool,
             cells.append("not in the record" if f is None else
                          _values_html(f.get("values"), names) + "<br>"
                          + STATUS_LABEL.get(f.get("status", ""), html.escape(str(f.get("status")))))
-        rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+        rows.append("<tr>" + "".join(f"<td data-label='{html.escape(h)}'>{x}</td>"
+                                     for h, x in zip(heads, cells)) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in heads)
     return (f'<div class="gtlib-table-wrap" tabindex="0" role="region" aria-label="table (scrolls sideways)"><table class="gtlib-claims"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>')

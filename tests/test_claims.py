@@ -892,3 +892,19 @@ def test_the_report_lists_what_did_not_reproduce_with_its_reason_values():
                             "too small (measured: x < lim, with x = 0.5; lim = 0.75)")
     assert out["d.failed"][0] == "FAILED" and "Measured: x = 0.25" in out["d.failed"][1]
     assert out["d.sane"][0] == "FAILED"
+
+
+def test_every_table_cell_names_its_column_for_the_phone_layout():
+    """On a phone the claims table becomes one card per claim, each cell labelled by its column."""
+    import re as _re
+
+    from gtlib.claims import claims_table_html
+
+    claim = {"id": "demo.a", "kind": "effect", "statement": "s", "paper": "p", "rule": "x > 1",
+             "values": {"x": 2.0}, "control": {"name": "null", "values": {"x": 0.5}},
+             "holds": True, "control_holds": False, "status": "reproduced"}
+    out = claims_table_html([claim], sweep={})
+    heads = _re.findall(r"<th>(.*?)</th>", out)
+    labels = _re.findall(r"<td data-label='([^']*)'>", out)
+    assert labels == heads and len(labels) == 6
+    assert "<td>" not in out

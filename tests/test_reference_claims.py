@@ -9,6 +9,7 @@ stored claims; ``load_results``/``reevaluate`` on hand-made folders and dicts.
 from __future__ import annotations
 
 import json
+import re
 import random
 
 import numpy as np
@@ -806,7 +807,8 @@ def test_load_results_edges(tmp_path, monkeypatch):
 # ================================================================================================
 def _row_cells(html_text: str, needle: str) -> list[str]:
     row = [r for r in html_text.split("<tr>") if needle in r][0]
-    return [c.split("</td>")[0] for c in row.split("<td>")[1:]]
+    # each cell carries its column's name (data-label) for the phone layout
+    return [c.split("</td>")[0] for c in re.split(r"<td(?: data-label='[^']*')?>", row)[1:]]
 
 
 def test_effects_come_first_each_in_its_own_table_with_counts():
