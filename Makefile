@@ -86,8 +86,9 @@ site-check: setup
 
 test: unit book site-check
 
+# The engine against its peers and the GEMM peak, one process, one thread (about 1-2 minutes).
 bench: setup
-	$(BIN)/python tests/bench_ensemble.py
+	PYTHONPATH=$(CURDIR) $(BIN)/python tests/bench_ensemble.py
 
 clean:
 	rm -rf _build book/_vendor/mathjax book/_vendor/widgets book/_vendor/.vendored
