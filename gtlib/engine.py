@@ -130,6 +130,7 @@ class StackedOptimizer:
                        "m": torch.zeros_like(p) if adam else None,
                        "v": torch.zeros_like(p) if adam else None} for p in self.params]
         self.t = torch.zeros(E, dtype=torch.int64)  # each member's number of Adam steps
+        self._t_all: int | None = 0  # their common value while every member has taken every step
 
     def step(self, grads: Sequence[torch.Tensor | None], active: torch.Tensor | None = None,
              lr_scale: float = 1.0) -> None:
@@ -164,8 +165,19 @@ class StackedOptimizer:
     def _step(self, grads, active, lr_scale: float) -> None:
         """:meth:`step` without the checks (the engine's loop made the gradients itself)."""
         E = self.members or 1
-        act = torch.ones(E, dtype=torch.bool) if active is None else active.detach().cpu()
-        self.t += act.to(torch.int64)
+        if active is None and len(self.groups) == 1 and self.uniform_lr:
+            # the usual step: every member, one setting: one foreach update over all parameters
+            self.t += 1
+            if self._t_all is not None:
+                self._t_all += 1
+            if self._t_all is not None or self.groups[0][0][0] == "sgd":
+                self._update_all(self.groups[0][0], grads, self.lr[0] * lr_scale)
+                return
+            act = torch.ones(E, dtype=torch.bool)
+        else:
+            act = torch.ones(E, dtype=torch.bool) if active is None else active.detach().cpu()
+            self.t += act.to(torch.int64)
+            self._t_all = int(self.t[0]) if bool((self.t == self.t[0]).all()) else None
         for (kind, momentum, wd), idx in self.groups:
             live = idx[act[idx]]
             if len(live) == 0:
@@ -191,6 +203,39 @@ class StackedOptimizer:
                     for k, v in sub.items():
                         if v is not None:
                             st[k].index_copy_(0, live.to(p.device), v)
+
+    def _update_all(self, key, grads, lr: float) -> None:
+        """:meth:`_update` for every member and parameter at once (``torch._foreach_*``: the same
+        formulas, one call per operation instead of one per parameter and operation)."""
+        kind, momentum, wd = key
+        live = [i for i, g in enumerate(grads) if g is not None]
+        ps = [self.params[i] for i in live]
+        gs = [grads[i] for i in live]
+        if kind == "sgd":
+            ds = torch._foreach_add(gs, ps, alpha=wd) if wd != 0 else gs
+            if momentum != 0:
+                bufs = [self.state[i]["buf"] for i in live]
+                torch._foreach_mul_(bufs, momentum)
+                torch._foreach_add_(bufs, ds)
+                ds = bufs
+            torch._foreach_add_(ps, ds, alpha=-lr)
+            return
+        b1, b2 = self.betas
+        if kind == "adamw":
+            torch._foreach_mul_(ps, 1 - lr * wd)
+        elif wd != 0:  # adam: L2 weight decay
+            gs = torch._foreach_add(gs, ps, alpha=wd)
+        ms = [self.state[i]["m"] for i in live]
+        vs = [self.state[i]["v"] for i in live]
+        torch._foreach_lerp_(ms, gs, 1 - b1)
+        torch._foreach_mul_(vs, b2)
+        torch._foreach_addcmul_(vs, gs, gs, value=1 - b2)
+        step = self._t_all
+        bc1, bc2 = 1 - b1 ** step, 1 - b2 ** step
+        denom = torch._foreach_sqrt(vs)
+        torch._foreach_div_(denom, math.sqrt(bc2))
+        torch._foreach_add_(denom, self.eps)
+        torch._foreach_addcdiv_(ps, ms, denom, value=-(lr / bc1))
 
     def _update(self, kind, momentum, wd, p, g, st, lr, lrs, live) -> None:
         """One member group's update, in place on ``p`` and its state ``st`` (PyTorch's formulas)."""
