@@ -488,6 +488,21 @@ def _check_losses(losses, shape: torch.Size, active: torch.Tensor, step: int) ->
                          "finite data, would avoid it)")
 
 
+#: Off the CPU, the losses are looked at every this many steps (and before every check), not at
+#: every step: looking waits for the device. A divergence is still reported at its first step.
+_LOOK_EVERY = 32
+
+
+def _check_pending(pending: list, shape: torch.Size) -> None:
+    """:func:`_check_losses` for the steps in ``pending`` (emptied), with one wait for the device."""
+    finite = torch.stack([torch.isfinite(l).all() for l, _, _ in pending]).cpu()
+    steps = pending[:]
+    pending.clear()
+    for ok, (losses, active, step) in zip(finite.tolist(), steps):
+        if not ok:
+            _check_losses(losses, shape, active, step)
+
+
 def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: StackedOptimizer,
         steps, batches: Iterator[torch.Tensor] | None = None,
         check: Callable[[int, torch.Tensor], torch.Tensor | None] | None = None, every=1,
@@ -559,20 +574,42 @@ def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: Sta
             done.logical_or_(newly)
 
     shape = torch.Size([]) if optimizer.members is None else torch.Size([E])
+    params = optimizer.params
+    pending: list = []  # off the CPU: losses not yet looked at (a look waits for the device)
     stop(0, ~done)
     done |= steps_e == 0
     step = 0
+    never = torch.iinfo(torch.int64).max
     while not bool(done.all()):
-        batch = next(batches) if batches is not None else None
+        # Nothing changes before the next event: a member's start, a check due or a last step. Up
+        # to it the active members are fixed, so the steps in between need no bookkeeping.
         active = ~done & (start_e <= step)
-        step += 1
-        if bool(active.any()):
+        upcoming = torch.minimum((step // every_e + 1) * every_e, steps_e)
+        upcoming = torch.where(start_e > step, torch.minimum(upcoming, start_e), upcoming)
+        horizon = int(torch.where(done, never, upcoming).min())
+        train = bool(active.any())
+        mask = None if bool(active.all()) else active
+        while step < horizon:
+            batch = next(batches) if batches is not None else None
+            step += 1
+            if not train:
+                continue
             losses = loss(step - 1, batch, active) if active_only else loss(step - 1, batch)
-            _check_losses(losses, shape, active, step - 1)
+            if not isinstance(losses, torch.Tensor) or losses.shape != shape:
+                _check_losses(losses, shape, active, step - 1)  # raises
             total = losses.sum()  # member e's gradient is the gradient of its own loss
-            grads = torch.autograd.grad(total, optimizer.params, allow_unused=True)
-            optimizer._step(grads, None if bool(active.all()) else active,
-                            _lr_scale(schedule, step - 1))
+            if total.device.type == "cpu":
+                # one number to look at: the sum is finite when every loss is (else find which)
+                if not math.isfinite(total.item()):
+                    _check_losses(losses, shape, active, step - 1)
+            else:
+                pending.append((losses.detach(), active, step - 1))
+                if len(pending) == _LOOK_EVERY:
+                    _check_pending(pending, shape)
+            grads = torch.autograd.grad(total, params, allow_unused=True)
+            optimizer._step(grads, mask, _lr_scale(schedule, step - 1))
+        if pending:  # before a check reads the parameters, and at the end
+            _check_pending(pending, shape)
         last = ~done & (step >= steps_e)
         due = ~done & ((step % every_e == 0) | last)
         if bool(due.any()):
