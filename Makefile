@@ -123,8 +123,9 @@ slides: setup
 
 test: unit book claims-gate site-check fresh-seed
 
+# The engine against its peers and the GEMM peak, one process, one thread (about 1-2 minutes).
 bench: setup
-	$(BIN)/python tests/bench_ensemble.py
+	PYTHONPATH=$(CURDIR) $(BIN)/python tests/bench_ensemble.py
 
 clean:
 	rm -rf _build book/_vendor/mathjax book/_vendor/widgets book/_vendor/.vendored

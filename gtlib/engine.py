@@ -130,6 +130,7 @@ class StackedOptimizer:
                        "m": torch.zeros_like(p) if adam else None,
                        "v": torch.zeros_like(p) if adam else None} for p in self.params]
         self.t = torch.zeros(E, dtype=torch.int64)  # each member's number of Adam steps
+        self._t_all: int | None = 0  # their common value while every member has taken every step
 
     def step(self, grads: Sequence[torch.Tensor | None], active: torch.Tensor | None = None,
              lr_scale: float = 1.0) -> None:
@@ -164,8 +165,19 @@ class StackedOptimizer:
     def _step(self, grads, active, lr_scale: float) -> None:
         """:meth:`step` without the checks (the engine's loop made the gradients itself)."""
         E = self.members or 1
-        act = torch.ones(E, dtype=torch.bool) if active is None else active.detach().cpu()
-        self.t += act.to(torch.int64)
+        if active is None and len(self.groups) == 1 and self.uniform_lr:
+            # the usual step: every member, one setting: one foreach update over all parameters
+            self.t += 1
+            if self._t_all is not None:
+                self._t_all += 1
+            if self._t_all is not None or self.groups[0][0][0] == "sgd":
+                self._update_all(self.groups[0][0], grads, self.lr[0] * lr_scale)
+                return
+            act = torch.ones(E, dtype=torch.bool)
+        else:
+            act = torch.ones(E, dtype=torch.bool) if active is None else active.detach().cpu()
+            self.t += act.to(torch.int64)
+            self._t_all = int(self.t[0]) if bool((self.t == self.t[0]).all()) else None
         for (kind, momentum, wd), idx in self.groups:
             live = idx[act[idx]]
             if len(live) == 0:
@@ -191,6 +203,39 @@ class StackedOptimizer:
                     for k, v in sub.items():
                         if v is not None:
                             st[k].index_copy_(0, live.to(p.device), v)
+
+    def _update_all(self, key, grads, lr: float) -> None:
+        """:meth:`_update` for every member and parameter at once (``torch._foreach_*``: the same
+        formulas, one call per operation instead of one per parameter and operation)."""
+        kind, momentum, wd = key
+        live = [i for i, g in enumerate(grads) if g is not None]
+        ps = [self.params[i] for i in live]
+        gs = [grads[i] for i in live]
+        if kind == "sgd":
+            ds = torch._foreach_add(gs, ps, alpha=wd) if wd != 0 else gs
+            if momentum != 0:
+                bufs = [self.state[i]["buf"] for i in live]
+                torch._foreach_mul_(bufs, momentum)
+                torch._foreach_add_(bufs, ds)
+                ds = bufs
+            torch._foreach_add_(ps, ds, alpha=-lr)
+            return
+        b1, b2 = self.betas
+        if kind == "adamw":
+            torch._foreach_mul_(ps, 1 - lr * wd)
+        elif wd != 0:  # adam: L2 weight decay
+            gs = torch._foreach_add(gs, ps, alpha=wd)
+        ms = [self.state[i]["m"] for i in live]
+        vs = [self.state[i]["v"] for i in live]
+        torch._foreach_lerp_(ms, gs, 1 - b1)
+        torch._foreach_mul_(vs, b2)
+        torch._foreach_addcmul_(vs, gs, gs, value=1 - b2)
+        step = self._t_all
+        bc1, bc2 = 1 - b1 ** step, 1 - b2 ** step
+        denom = torch._foreach_sqrt(vs)
+        torch._foreach_div_(denom, math.sqrt(bc2))
+        torch._foreach_add_(denom, self.eps)
+        torch._foreach_addcdiv_(ps, ms, denom, value=-(lr / bc1))
 
     def _update(self, kind, momentum, wd, p, g, st, lr, lrs, live) -> None:
         """One member group's update, in place on ``p`` and its state ``st`` (PyTorch's formulas)."""
@@ -443,6 +488,21 @@ def _check_losses(losses, shape: torch.Size, active: torch.Tensor, step: int) ->
                          "finite data, would avoid it)")
 
 
+#: Off the CPU, the losses are looked at every this many steps (and before every check), not at
+#: every step: looking waits for the device. A divergence is still reported at its first step.
+_LOOK_EVERY = 32
+
+
+def _check_pending(pending: list, shape: torch.Size) -> None:
+    """:func:`_check_losses` for the steps in ``pending`` (emptied), with one wait for the device."""
+    finite = torch.stack([torch.isfinite(l).all() for l, _, _ in pending]).cpu()
+    steps = pending[:]
+    pending.clear()
+    for ok, (losses, active, step) in zip(finite.tolist(), steps):
+        if not ok:
+            _check_losses(losses, shape, active, step)
+
+
 def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: StackedOptimizer,
         steps, batches: Iterator[torch.Tensor] | None = None,
         check: Callable[[int, torch.Tensor], torch.Tensor | None] | None = None, every=1,
@@ -514,20 +574,42 @@ def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: Sta
             done.logical_or_(newly)
 
     shape = torch.Size([]) if optimizer.members is None else torch.Size([E])
+    params = optimizer.params
+    pending: list = []  # off the CPU: losses not yet looked at (a look waits for the device)
     stop(0, ~done)
     done |= steps_e == 0
     step = 0
+    never = torch.iinfo(torch.int64).max
     while not bool(done.all()):
-        batch = next(batches) if batches is not None else None
+        # Nothing changes before the next event: a member's start, a check due or a last step. Up
+        # to it the active members are fixed, so the steps in between need no bookkeeping.
         active = ~done & (start_e <= step)
-        step += 1
-        if bool(active.any()):
+        upcoming = torch.minimum((step // every_e + 1) * every_e, steps_e)
+        upcoming = torch.where(start_e > step, torch.minimum(upcoming, start_e), upcoming)
+        horizon = int(torch.where(done, never, upcoming).min())
+        train = bool(active.any())
+        mask = None if bool(active.all()) else active
+        while step < horizon:
+            batch = next(batches) if batches is not None else None
+            step += 1
+            if not train:
+                continue
             losses = loss(step - 1, batch, active) if active_only else loss(step - 1, batch)
-            _check_losses(losses, shape, active, step - 1)
+            if not isinstance(losses, torch.Tensor) or losses.shape != shape:
+                _check_losses(losses, shape, active, step - 1)  # raises
             total = losses.sum()  # member e's gradient is the gradient of its own loss
-            grads = torch.autograd.grad(total, optimizer.params, allow_unused=True)
-            optimizer._step(grads, None if bool(active.all()) else active,
-                            _lr_scale(schedule, step - 1))
+            if total.device.type == "cpu":
+                # one number to look at: the sum is finite when every loss is (else find which)
+                if not math.isfinite(total.item()):
+                    _check_losses(losses, shape, active, step - 1)
+            else:
+                pending.append((losses.detach(), active, step - 1))
+                if len(pending) == _LOOK_EVERY:
+                    _check_pending(pending, shape)
+            grads = torch.autograd.grad(total, params, allow_unused=True)
+            optimizer._step(grads, mask, _lr_scale(schedule, step - 1))
+        if pending:  # before a check reads the parameters, and at the end
+            _check_pending(pending, shape)
         last = ~done & (step >= steps_e)
         due = ~done & ((step % every_e == 0) | last)
         if bool(due.any()):

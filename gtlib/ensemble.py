@@ -29,6 +29,11 @@ from .train import (LOSSES, History, TrainConfig, _check_cfg, accuracy, batch_in
                     make_optimizer, total_steps)
 
 
+def _transposed_layout(w: torch.Tensor) -> torch.Tensor:
+    """A copy of the ``(E, out, in)`` tensor ``w`` stored as ``(E, in, out)`` (same shape, values)."""
+    return w.transpose(1, 2).clone(memory_format=torch.contiguous_format).transpose(1, 2)
+
+
 def make_mlp(seed: int, in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
              act: str = "relu") -> MLP:
     """An :class:`~gtlib.models.MLP` whose initialization is fixed by ``seed`` alone."""
@@ -80,7 +85,11 @@ class BatchedMLP(nn.Module):
                                      f"got {tuple(b.shape)}")
         if hidden_mask is not None:
             Tensor().check("hidden_mask", hidden_mask)
-        self.weights = nn.ParameterList(nn.Parameter(w.detach().clone()) for w in weights)
+        # each W_l is (E, out, in) but laid out in memory as (E, in, out): the forward multiplies by
+        # W_l^T, which is then contiguous, so autograd returns weight gradients with the weights'
+        # own layout and the optimizer's elementwise updates run at memory speed
+        self.weights = nn.ParameterList(nn.Parameter(_transposed_layout(w.detach()))
+                                        for w in weights)
         self.has_bias = biases is not None
         if biases is not None:
             if len(biases) != len(weights):
@@ -178,22 +187,33 @@ class BatchedMLP(nn.Module):
                 or (x.ndim == 3 and x.shape[0] != self.size):
             raise ValueError(f"x must have shape (n, {d}) or ({self.size}, n, {d}), got "
                              f"{tuple(getattr(x, 'shape', ()))}")
+        return self._features(x)
+
+    def _features(self, x: torch.Tensor, keep: bool = True) -> list[torch.Tensor]:
+        """:meth:`features` without the checks (training: the data were checked once); with
+        ``keep=False`` only the logits."""
         if x.ndim == 2:
             x = x.unsqueeze(0)
         out = []
         h = x
+        last = len(self.weights) - 1
         for l, w in enumerate(self.weights):
             if self.has_bias:  # one fused kernel: b + h W^T
                 h = torch.baddbmm(self.biases[l].unsqueeze(1), h.expand(w.shape[0], -1, -1),
                                   w.transpose(1, 2))
             else:
                 h = torch.matmul(h, w.transpose(1, 2))
-            if l < len(self.weights) - 1:
+            if l < last:
                 h = self.act(h)
                 if self.hidden_mask is not None:
                     h = h * self.hidden_mask.unsqueeze(1)
-            out.append(h)
+            if keep or l == last:
+                out.append(h)
         return out
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        """The logits ``(E, n, C)``, unchecked (the training loop's forward pass)."""
+        return self._features(x, keep=False)[0]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.features(x)[-1]
@@ -261,8 +281,8 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
 
     def loss(step: int, idx: torch.Tensor | None) -> torch.Tensor:
         if idx is None:
-            return _ensemble_loss(cfg.loss, model(x), y_full)
-        return _ensemble_loss(cfg.loss, model(x[idx]), y_full.gather(1, idx))
+            return _ensemble_loss(cfg.loss, model._logits(x), y_full)
+        return _ensemble_loss(cfg.loss, model._logits(x[idx]), y_full.gather(1, idx))
 
     def check(step: int, due: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():

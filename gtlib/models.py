@@ -94,6 +94,10 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self._check_input(x)
+        return self._forward(x)
+
+    def _forward(self, x: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward` without the input checks (training: the data were checked once)."""
         for layer in self.layers[:-1]:
             x = self.act(layer(x))
         return self.layers[-1](x)

@@ -18,6 +18,7 @@ from torch import nn
 from .checks import SEED, Device, Interval, Options, check_finite, check_int, check_labels
 from .config import Config, Result, param
 from .engine import EpochBatches, StackedOptimizer, fit, member_margins
+from .models import MLP
 
 OPTIMIZERS = ("sgd", "adamw")
 LOSSES = ("cross_entropy", "mse")
@@ -253,10 +254,14 @@ def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
     batches = None if cfg.batch_size is None else EpochBatches(len(y), cfg.batch_size, [cfg.seed],
                                                                 x.device)
 
+    # a gtlib MLP's forward checks its input; the training data were checked once above (and
+    # the first check, before any update, calls the checked forward on them)
+    forward = model._forward if type(model).forward is MLP.forward else model
+
     def loss(step: int, idx: torch.Tensor | None) -> torch.Tensor:
         if idx is None:
-            return _loss(cfg.loss, model(x), y)
-        return _loss(cfg.loss, model(x[idx[0]]), y[idx[0]])
+            return _loss(cfg.loss, forward(x), y)
+        return _loss(cfg.loss, forward(x[idx[0]]), y[idx[0]])
 
     def check(step: int, due: torch.Tensor) -> bool:
         with torch.no_grad():
