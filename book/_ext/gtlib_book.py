@@ -416,7 +416,8 @@ def _take_over_hide_solutions(app, config):
     """sphinx-exercise 1.2's own ``hide_solutions`` drops the start of a gated solution but leaves
     its code cells and end marker behind (the build then crashes on the orphaned end node). So the
     book reads ``hide_solutions`` itself: sphinx-exercise builds every solution, and
-    :class:`_RemoveSolutions` removes them whole."""
+    :class:`_RemoveSolutions` removes them whole. Upstream: executablebooks/sphinx-exercise#89;
+    drop this work-around once a release fixes it."""
     config.gtlib_hide_solutions = bool(config.hide_solutions)
     config.hide_solutions = False
 
