@@ -207,6 +207,8 @@ def test_strong_specialists_need_a_magnitude_floor():
     s = C.feature_summary(W[None], M, n_minority=2)
     assert s["spec_major"][0] == 0.5 and s["spec_minor"][0] == 0.5
     assert math.isclose(s["strong_purity"][0], 2 / 3, rel_tol=1e-6)  # 3 strong neurons, 1 of them mixed
+    purities = [16 / 16.25, 4 / 4.01, 1.0, 0.5]  # top^2 / sum of squares, every neuron
+    assert math.isclose(s["mean_purity"][0], sum(purities) / 4, rel_tol=1e-5)
     with pytest.raises(ValueError, match="floor"):
         C.strong_specialists(W, M, floor=1.5)
     with pytest.raises(ValueError, match="ratio"):
@@ -338,3 +340,18 @@ def test_longtail_random_mask_is_a_separate_member():
     assert np.array_equal(three["acc"][:2], two["acc"])  # same minibatches for the others
     with pytest.raises(ValueError, match="masks"):
         C.train_longtail(cfg, (0.0, 0.5), seed=0, masks=["random"])
+
+
+def test_best_alignment_curves_by_hand():
+    cfg = replace(C.ContrastiveConfig.quick(), dim=8, n_features=4, n_minority=2, neurons=3,
+                  batch=8, steps=4, log_every=2, bias_ramp=2, replicates=1)
+    run = C.train_encoders(cfg, [2.0], [0.0], seed=0)
+    proj = np.zeros((2, 1, 3, 4))
+    proj[0, 0] = [[1, 0, 0.2, 0.0], [0, 3, 0.0, 0.4]]  + [[0, 0, 0, 0]]
+    proj[1, 0] = [[2, 0, 0.1, 0.0], [0, 1, 0.0, 1.2]] + [[0, 0, 0, 0]]
+    run.history["proj"] = proj
+    c = C.best_alignment_curves(run)
+    assert np.allclose(c["major"][:, 0], [2.0, 1.5]) and np.allclose(c["minor"][:, 0], [0.3, 0.65])
+    assert np.allclose(c["growth"], [0.65 / 0.3])
+    with pytest.raises(TypeError, match="run"):
+        C.best_alignment_curves({"proj": proj})
