@@ -104,12 +104,13 @@ class ContrastiveConfig(Config):
     """The synthetic experiment (sparse-coding tokens, attention + BReLU encoder, InfoNCE).
 
     Every constant is our choice. With these constants the stage-I margin
-    :func:`learning_margin` is ``mu = 10 / ratio``: the minority features are learnable for ratios
-    below 10, and the quick ratios span that window.
+    :func:`learning_margin` is ``mu = 10 / ratio``: ``mu > 1`` for every quick ratio, yet the
+    chapter measures that the minority features are learned only up to about ratio 3 (``mu > 1``
+    is necessary, not sufficient).
     """
 
     FULL = dict(dim=128, n_features=32, n_minority=16, base_freq=0.06, n_tokens=8, n_signal=3,
-                neurons=256, batch=512, steps=4000, ratios=(1.0, 3.0, 5.0, 10.0), replicates=5,
+                neurons=256, batch=512, steps=4000, replicates=6,
                 bias_ramp=2000, probe_samples=4000)
 
     dim: int = param(48, count())  #: ambient dimension d
@@ -136,8 +137,11 @@ class ContrastiveConfig(Config):
     #: how often the pruning mask is recomputed ("each epoch")
     prune_every: int = param(50, count())
     #: imbalance ratios p_majority / p_minority
-    ratios: tuple = param((1.0, 3.0, 5.0, 10.0), tuple_of(Interval(float, 1)))
-    replicates: int = param(3, count())  #: independent initializations per condition (paired runs)
+    ratios: tuple = param((1.0, 2.0, 3.0, 4.0, 5.0), tuple_of(Interval(float, 1)))
+    #: independent initializations per condition (paired runs) of the main experiment
+    replicates: int = param(6, count())
+    #: initializations per condition of the runs that only locate the learnable edge
+    edge_replicates: int = param(3, count())
     #: a neuron is a single-feature specialist if top/second >= this
     specialist_ratio: float = param(2.0, Interval(float, 1))
     #: ... and a strong one if its top is >= this x the model's largest
@@ -260,8 +264,15 @@ def single_feature_samples(M: torch.Tensor, n: int, n_tokens: int, n_signal: int
 
 @boundary(s=Tensor("float"))
 def brelu(s: torch.Tensor, b: float | torch.Tensor) -> torch.Tensor:
-    """The symmetric biased ReLU ``ReLU(s - b) - ReLU(-s - b)``: zero on ``[-b, b]``, odd in ``s``."""
-    return F.relu(s - b) - F.relu(-s - b)
+    """The symmetric biased ReLU ``ReLU(s - b) - ReLU(-s - b)``: zero on ``[-b, b]``, odd in ``s``.
+
+    For ``b >= 0`` it equals ``s - clamp(s, -b, b)`` exactly (the same float operations on each
+    side of the dead zone), which takes two tensor operations instead of five, forward and back.
+    """
+    negative = bool((b < 0).any()) if torch.is_tensor(b) else b < 0
+    if negative:
+        return F.relu(s - b) - F.relu(-s - b)
+    return s - torch.clamp(s, -b, b)
 
 
 @boundary(f=Tensor("float"), mask=_Mask("float"))
@@ -367,6 +378,30 @@ def magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
     for e in range(E):
         k = int(round(fr[e] * m))
         mask[e, order[e, :k]] = 0.0
+    return mask[0] if squeeze else mask
+
+
+@boundary(W=Tensor("float", (2, 3)), generator=_GENERATOR)
+def random_mask(W: torch.Tensor, fraction, generator: torch.Generator) -> torch.Tensor:
+    """The control of :func:`magnitude_mask`: the same count of neurons, chosen at random.
+
+    A 0/1 ``(E, m)`` mask (``(m,)`` for ``W`` of shape ``(m, d)``) zeroing ``round(fraction * m)``
+    neurons drawn uniformly without replacement from ``generator``, ignoring the weights (only
+    their shape is read). ``fraction`` is a number or one entry per model, as in
+    :func:`magnitude_mask`.
+    """
+    squeeze = W.ndim == 2
+    if squeeze:
+        W = W[None]
+    E, m, _ = W.shape
+    fr = [fraction] * E if np.ndim(fraction) == 0 else list(fraction)
+    if len(fr) != E:
+        raise ValueError(f"fraction must be a number or have one entry per model ({E})")
+    fr = [check_fraction("fraction", f) for f in fr]
+    mask = torch.ones(E, m, dtype=W.dtype, device=W.device)
+    for e in range(E):
+        k = int(round(fr[e] * m))
+        mask[e, torch.randperm(m, generator=generator)[:k]] = 0.0
     return mask[0] if squeeze else mask
 
 
@@ -489,6 +524,8 @@ def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
     * ``strong_purity``: among the strong neurons (top >= ``strong_floor`` x the model's
       largest), the fraction whose top/second ratio is >= ``specialist_ratio``; it falls only
       if strong neurons mix features.
+    * ``mean_purity``: the mean over *all* neurons, weak ones included, of the purity
+      ``top^2 / sum_k proj^2`` (:func:`alignment`); 1 when every neuron serves one feature.
     """
     K = M.shape[1]
     if not 0 < n_minority < K:
@@ -504,7 +541,8 @@ def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
                spec_major=counts[:, maj].mean(1), spec_minor=counts[:, mino].mean(1),
                energy=energy_ratio.__wrapped__(W, M, n_minority),
                single_fraction=(a["ratio"] >= specialist_ratio).float().mean(1),
-               strong_purity=pure, median_ratio=a["ratio"].median(1).values,
+               strong_purity=pure, mean_purity=a["purity"].mean(1),
+               median_ratio=a["ratio"].median(1).values,
                noise=a["noise"].mean(1))
     return {k: v.cpu().numpy() for k, v in out.items()}
 
@@ -512,6 +550,9 @@ def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
 # ------------------------------------------------------------------------------------------------
 # training on the synthetic data
 # ------------------------------------------------------------------------------------------------
+
+
+MASKS = ("magnitude", "random")
 
 
 @dataclass
@@ -532,12 +573,17 @@ class EncoderRun(Result):
     fractions: list
     seeds: list
     history: dict = field(default_factory=dict)
+    masks: list = field(default_factory=list)  #: each model's mask kind, "magnitude" or "random"
 
-    @boundary(ratio=Interval(float, 1), fraction=fraction())
-    def select(self, ratio: float, fraction: float) -> list[int]:
-        """Indices of the models with this imbalance ratio and pruning fraction."""
-        return [i for i, (r, f) in enumerate(zip(self.ratios, self.fractions))
-                if r == ratio and f == fraction]
+    @boundary(ratio=Interval(float, 1), fraction=fraction(), mask=InstanceOf(str))
+    def select(self, ratio: float, fraction: float, mask: str = "magnitude") -> list[int]:
+        """Indices of the models with this imbalance ratio and pruning fraction; for a fraction
+        above zero, only those pruned with this ``mask`` kind ("magnitude" or "random")."""
+        if mask not in MASKS:
+            raise ValueError(f"mask must be one of {MASKS}, got {mask!r}")
+        kinds = self.masks or ["magnitude"] * len(self.ratios)
+        return [i for i, (r, f, k) in enumerate(zip(self.ratios, self.fractions, kinds))
+                if r == ratio and f == fraction and (f == 0 or k == mask)]
 
 
 @boundary(step=count(0))
@@ -552,7 +598,8 @@ def bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
 @boundary(ratios=_Numbers(Interval(float, 1)), fractions=_Numbers(fraction()), seed=_RUN_SEED,
           replicates=Interval(int, 1, 999, optional=True))
 def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
-                   replicates: int | None = None, hard_mask: bool = False) -> EncoderRun:
+                   replicates: int | None = None, hard_mask: bool = False,
+                   masks=None) -> EncoderRun:
     """Train one encoder per (ratio, fraction) pair and replicate, all at once (batched).
 
     Each model sees fresh population samples every step (common random numbers across models);
@@ -568,14 +615,24 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     ``hard_mask=True`` is the ablation that the chapter argues against: the mask is applied to
     both branches and without the straight-through rule, so a masked neuron outputs zero in
     both views and receives no gradient at all while it is masked.
+
+    ``masks`` (one entry per condition, default all "magnitude") chooses each pruned model's
+    mask: "random" masks the same count of neurons drawn at random every ``prune_every`` steps
+    (:func:`random_mask`, from a generator of its own, so the sample stream is unchanged): the
+    control that tells what magnitude pruning adds to masking as such.
     """
     cfg.validate()
     ratios, fractions = list(ratios), list(fractions)
     if len(ratios) != len(fractions):
         raise ValueError(f"ratios and fractions must be of equal length, got {len(ratios)} and "
                          f"{len(fractions)}")
+    kinds = ["magnitude"] * len(ratios) if masks is None else list(masks)
+    if len(kinds) != len(ratios) or any(k not in MASKS for k in kinds):
+        raise ValueError(f"masks must hold one of {MASKS} per condition ({len(ratios)}), got "
+                         f"{masks!r}")
     R = cfg.replicates if replicates is None else int(replicates)
     conds = [(r, f, j) for j in range(R) for r, f in zip(ratios, fractions)]
+    kinds = kinds * R
     E = len(conds)
     d, K, m = cfg.dim, cfg.n_features, cfg.neurons
     M = feature_dictionary(d, K, seed=seed)
@@ -589,6 +646,8 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     A = torch.zeros(E, d, d, requires_grad=True)
     g = torch.Generator().manual_seed(seed * 1000 + 999)
     fr = [f for _, f, _ in conds]
+    rand = [e for e, k in enumerate(kinds) if k == "random" and fr[e] > 0]
+    g_mask = torch.Generator().manual_seed(seed * 1000 + 998)
     hist = {k: [] for k in ("step", "noise", "top", "second", "ratio", "proj", "neuron_noise")}
     _views, _encode = make_views.__wrapped__, encode.__wrapped__
     opt = StackedOptimizer([W, A], "sgd", cfg.lr, weight_decay=cfg.weight_decay, members=E)
@@ -602,6 +661,8 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
         beta = bias_schedule.__wrapped__(step, cfg)
         if step % cfg.prune_every == 0 and max(fr) > 0:
             mask = magnitude_mask.__wrapped__(W, fr)
+            if rand:
+                mask[rand] = random_mask.__wrapped__(W[rand], [fr[e] for e in rand], g_mask)
         z = sample_codes.__wrapped__(freqs, cfg.batch, g)
         X1 = _views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
         X2 = _views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
@@ -630,7 +691,8 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     fit(loss, opt, cfg.steps, check=record, every=cfg.log_every)
     history = {k: np.array(v) for k, v in hist.items()}
     return EncoderRun(config=cfg, M=M, W=W.detach(), A=A.detach(), ratios=[c[0] for c in conds],
-                      fractions=fr, seeds=[seed * 1000 + c[2] for c in conds], history=history)
+                      fractions=fr, seeds=[seed * 1000 + c[2] for c in conds], history=history,
+                      masks=kinds)
 
 
 @boundary(level=fraction("right"))
@@ -714,9 +776,26 @@ def feature_probe_accuracy(run: EncoderRun, seed: int = 0) -> np.ndarray:
                      for e in range(pred.shape[0])])
 
 
-@boundary(ratio=Interval(float, 1), fraction=fraction())
-def paired(run: EncoderRun, values, ratio: float,
-           fraction: float) -> tuple[np.ndarray, np.ndarray]:
+def best_alignment_curves(run: EncoderRun) -> dict:
+    """How strongly each group of features is carried, at every logged step.
+
+    Returns ``major`` and ``minor``, each ``(T, E)``: the mean over the group's features of the
+    feature's best alignment ``max_r |<w_r, M_k>|`` (from ``run.history["proj"]``), and
+    ``growth`` ``(E,)``, the minority curve's last value over its first. A minority feature is
+    *learned* when ``growth > 1``: it ends above its initialization, where weight decay alone
+    would shrink it by ``(1 - lr * weight_decay) ** steps``.
+    """
+    if not isinstance(run, EncoderRun):
+        raise TypeError(f"run must be an EncoderRun, got {type(run).__name__}")
+    P, k = np.asarray(run.history["proj"]), run.config.n_features - run.config.n_minority
+    best = P.max(axis=2)  # (T, E, K)
+    major, minor = best[..., :k].mean(-1), best[..., k:].mean(-1)
+    return {"major": major, "minor": minor, "growth": minor[-1] / minor[0]}
+
+
+@boundary(ratio=Interval(float, 1), fraction=fraction(), mask=InstanceOf(str))
+def paired(run: EncoderRun, values, ratio: float, fraction: float,
+           mask: str = "magnitude") -> tuple[np.ndarray, np.ndarray]:
     """Per-replicate values of the unpruned and the pruned models at one ratio, paired.
 
     ``values`` is a per-model array ``(E, ...)``; the result is ``(unpruned, pruned)``, each
@@ -728,7 +807,7 @@ def paired(run: EncoderRun, values, ratio: float,
     ValueError
         If either condition was not trained or the replicates do not pair up.
     """
-    a, b = run.select(ratio, 0.0), run.select(ratio, fraction)
+    a, b = run.select(ratio, 0.0), run.select(ratio, fraction, mask)
     if not a or not b:
         raise ValueError(f"no unpruned or no pruned ({fraction}) model at ratio {ratio}")
     if [run.seeds[i] for i in a] != [run.seeds[i] for i in b]:
@@ -742,14 +821,20 @@ def paired(run: EncoderRun, values, ratio: float,
 
 @boundary(values=Tensor(numpy=True, finite=False))
 def condition_means(run: EncoderRun, values: np.ndarray) -> dict:
-    """Average a per-model array ``(E, ...)`` over replicates: ``{(ratio, fraction): mean}``."""
+    """Average a per-model array ``(E, ...)`` over replicates: ``{(ratio, fraction): mean}``
+    (keys ``(ratio, fraction, "random")`` for random-mask conditions)."""
     if values.ndim == 0 or len(values) != len(run.ratios):
         raise ValueError(f"values must have one row per model ({len(run.ratios)}), got shape "
                          f"{tuple(values.shape)}")
-    out = {}
-    for key in dict.fromkeys(zip(run.ratios, run.fractions)):
-        out[key] = np.mean(values[run.select(*key)], axis=0)
-    return out
+    return {key: np.mean(values[run.select(*key)], axis=0) for key in _condition_keys(run)}
+
+
+def _condition_keys(run: EncoderRun) -> list:
+    """``(ratio, fraction)`` for unpruned and magnitude-pruned conditions, ``(ratio, fraction,
+    "random")`` for random-mask ones, in training order."""
+    kinds = run.masks or ["magnitude"] * len(run.ratios)
+    return list(dict.fromkeys((r, f) if f == 0 or k == "magnitude" else (r, f, k)
+                              for r, f, k in zip(run.ratios, run.fractions, kinds)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -807,8 +892,9 @@ def augment_1d(x: torch.Tensor, generator: torch.Generator, shift: int, scale: f
     return x + jitter * torch.randn(x.shape, generator=generator)
 
 
-@boundary(prune_fractions=_Numbers(fraction()), seed=SEED)
-def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 0) -> dict:
+@boundary(prune_fractions=_Numbers(fraction()), seed=SEED, balanced=InstanceOf(bool))
+def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 0,
+                   balanced: bool = False, masks=None) -> dict:
     """Contrastive pretraining of MLP encoders (one per pruning fraction, batched, same init and
     same minibatches) on long-tailed MNIST-1D; then per-class linear-probe test accuracy.
 
@@ -821,9 +907,26 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     member per pruning fraction) for ``steps`` updates of :func:`gtlib.engine.fit`; each step draws
     a minibatch with replacement and its two augmented views from one generator, and the
     magnitude mask of Liao et al. (ICLR 2026) is refreshed every ``prune_every`` steps.
+
+    ``balanced=True`` is the reference without imbalance: pretraining uses a *balanced* subsample
+    of the same size as the long-tailed one (``n // 10`` points of every class, drawn with
+    ``seed``), and everything else is unchanged. ``masks`` (one entry per pruning fraction,
+    default all "magnitude") puts a :func:`random_mask` of the same size in place of the
+    magnitude mask, redrawn as often, from a generator of its own.
     """
+    kinds = ["magnitude"] * len(prune_fractions) if masks is None else list(masks)
+    if len(kinds) != len(prune_fractions) or any(k not in MASKS for k in kinds):
+        raise ValueError(f"masks must hold one of {MASKS} per pruning fraction "
+                         f"({len(prune_fractions)}), got {masks!r}")
     ds = mnist1d(cfg.n_train, cfg.n_test, device="cpu")
     lt = long_tailed(ds, cfg.imbalance, seed=seed)
+    if balanced:
+        gb = torch.Generator().manual_seed(seed)
+        per = lt.n // ds.num_classes
+        idx = [torch.nonzero(ds.y == k).flatten() for k in range(ds.num_classes)]
+        if min(len(i) for i in idx) < per:
+            raise ValueError(f"balanced=True needs {per} training points of every class")
+        lt = ds.subset(torch.cat([i[torch.randperm(len(i), generator=gb)[:per]] for i in idx]))
     fr = [float(f) for f in prune_fractions]
     E, h, o = len(fr), cfg.width, cfg.out_dim
     g = torch.Generator().manual_seed(seed)
@@ -839,6 +942,8 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     with torch.no_grad():
         acc_random = _probe_per_class(hidden(ds.x[None]), hidden(ds.x_test[None]), ds)[0]
     mask = None
+    rand = [e for e, k in enumerate(kinds) if k == "random" and fr[e] > 0]
+    g_mask = torch.Generator().manual_seed(seed * 1000 + 998)
     eye = torch.arange(cfg.batch).repeat(E)
     # one minibatch for all E encoders, drawn with replacement from g (one row)
     batches = ReplacementBatches(lt.n, cfg.batch, [g])
@@ -849,6 +954,9 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
         nonlocal mask
         if step % cfg.prune_every == 0:  # per-step calls skip the boundary checks (__wrapped__)
             mask = magnitude_mask.__wrapped__(params[0], fr)
+            if rand:
+                mask[rand] = random_mask.__wrapped__(params[0][rand], [fr[e] for e in rand],
+                                                     g_mask)
         xb = lt.x[idx[0]]
         x1 = _augment(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
         x2 = _augment(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
@@ -865,7 +973,8 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
         fte = hidden(ds.x_test[None].expand(E, -1, -1))
     acc = _probe_per_class(ftr, fte, ds)
     return {"acc": acc, "acc_random": acc_random,
-            "counts": torch.bincount(lt.y, minlength=ds.num_classes).numpy(), "fractions": fr}
+            "counts": torch.bincount(lt.y, minlength=ds.num_classes).numpy(), "fractions": fr,
+            "masks": kinds}
 
 
 def _probe_per_class(ftr: torch.Tensor, fte: torch.Tensor, ds) -> np.ndarray:
@@ -895,7 +1004,7 @@ def condition_table(run: EncoderRun, seed: int = 0) -> dict:
     summ["probe_major"] = acc[:, :K - n_min].mean(1)
     summ["probe_minor"] = acc[:, K - n_min:].mean(1)
     table = {}
-    for key in dict.fromkeys(zip(run.ratios, run.fractions)):
+    for key in _condition_keys(run):
         idx = run.select(*key)
         table[key] = {name: float(np.mean(v[idx])) for name, v in summ.items()}
     return table

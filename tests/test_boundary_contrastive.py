@@ -218,7 +218,8 @@ class _Refuse:
         raise AssertionError(f"the per-step code called the checked {self.name}")
 
 
-PER_STEP = ["bias_schedule", "magnitude_mask", "sample_codes", "make_views", "encode", "infonce",
+PER_STEP = ["bias_schedule", "magnitude_mask", "random_mask", "sample_codes", "make_views",
+            "encode", "infonce",
             "alignment", "brelu", "straight_through_mask", "augment_1d"]
 
 
@@ -228,7 +229,9 @@ def test_training_steps_skip_the_boundary_checks(monkeypatch):
     cfg = replace(TINY, steps=4, prune_every=2)
     run = C.train_encoders(cfg, [1.0, 2.0], [0.0, 0.5], seed=0, replicates=1)
     hard = C.train_encoders(cfg, [2.0], [0.5], seed=0, replicates=1, hard_mask=True)
+    rand = C.train_encoders(cfg, [2.0], [0.5], seed=0, replicates=1, masks=["random"])
     assert np.isfinite(run.history["proj"]).all() and np.isfinite(hard.history["proj"]).all()
+    assert np.isfinite(rand.history["proj"]).all()
     lcfg = replace(C.LongTailConfig(), n_train=300, n_test=100, width=8, out_dim=4, batch=8,
                    steps=3, prune_every=2)
     out = C.train_longtail(lcfg, (0.0, 0.5), seed=0)

@@ -207,6 +207,8 @@ def test_strong_specialists_need_a_magnitude_floor():
     s = C.feature_summary(W[None], M, n_minority=2)
     assert s["spec_major"][0] == 0.5 and s["spec_minor"][0] == 0.5
     assert math.isclose(s["strong_purity"][0], 2 / 3, rel_tol=1e-6)  # 3 strong neurons, 1 of them mixed
+    purities = [16 / 16.25, 4 / 4.01, 1.0, 0.5]  # top^2 / sum of squares, every neuron
+    assert math.isclose(s["mean_purity"][0], sum(purities) / 4, rel_tol=1e-5)
     with pytest.raises(ValueError, match="floor"):
         C.strong_specialists(W, M, floor=1.5)
     with pytest.raises(ValueError, match="ratio"):
@@ -259,3 +261,97 @@ def test_longtail_reports_the_random_encoder_control():
     assert out["acc"].shape == (2, 10) and out["acc_random"].shape == (10,)
     assert np.all((0 <= out["acc_random"]) & (out["acc_random"] <= 1))
     assert out["counts"][0] > out["counts"][9]  # the long tail
+
+
+def test_brelu_clamp_form_equals_the_relu_form():
+    g = torch.Generator().manual_seed(3)
+    s = torch.randn(4, 7, 5, generator=g)
+    b = torch.rand(1, 1, 5, generator=g)
+    relu_form = torch.relu(s - b) - torch.relu(-s - b)
+    assert torch.equal(C.brelu(s, b), relu_form)  # exact, not just close
+    assert torch.equal(C.brelu(s, 0.4), torch.relu(s - 0.4) - torch.relu(-s - 0.4))
+    neg = torch.full((1, 1, 5), -0.3)  # a negative threshold keeps the defining formula
+    assert torch.equal(C.brelu(s, neg), torch.relu(s + 0.3) - torch.relu(-s + 0.3))
+    s.requires_grad_()
+    C.brelu(s, b).sum().backward()
+    assert torch.equal(s.grad, (s.detach().abs() > b).float())  # slope 1 outside the dead zone
+
+
+def test_random_mask_counts_and_ignores_the_weights():
+    W = torch.randn(3, 10, 4, generator=torch.Generator().manual_seed(0))
+    m1 = C.random_mask(W, [0.5, 0.2, 0.0], torch.Generator().manual_seed(1))
+    assert m1.shape == (3, 10) and (1 - m1).sum(1).tolist() == [5.0, 2.0, 0.0]
+    m2 = C.random_mask(7 * W + 1, [0.5, 0.2, 0.0], torch.Generator().manual_seed(1))
+    assert torch.equal(m1, m2)  # only the shape of W is read
+    assert C.random_mask(W[0], 0.3, torch.Generator().manual_seed(1)).shape == (10,)
+    draws = torch.stack([C.random_mask(W[:1], 0.5, torch.Generator().manual_seed(s))[0]
+                         for s in range(200)])
+    assert torch.allclose(draws.mean(0), torch.full((10,), 0.5), atol=0.12)  # uniform
+    with pytest.raises(ValueError, match="fraction"):
+        C.random_mask(W, 1.5, torch.Generator())
+    with pytest.raises(ValueError, match="fraction"):
+        C.random_mask(W, [0.5, 0.5], torch.Generator())
+    with pytest.raises(TypeError, match="generator"):
+        C.random_mask(W, 0.5, None)
+
+
+def test_random_mask_runs_pair_with_their_unpruned_partner():
+    cfg = replace(C.ContrastiveConfig.quick(), dim=8, n_features=4, n_minority=2, neurons=6,
+                  batch=16, steps=6, log_every=3, bias_ramp=3, replicates=2, prune_every=2,
+                  probe_samples=40)
+    run = C.train_encoders(cfg, [3.0, 3.0, 3.0], [0.0, 0.5, 0.5], seed=0,
+                           masks=["magnitude", "magnitude", "random"])
+    assert run.masks == ["magnitude", "magnitude", "random"] * 2
+    assert run.select(3.0, 0.5) == [1, 4] and run.select(3.0, 0.5, "random") == [2, 5]
+    assert run.select(3.0, 0.0, "random") == [0, 3]  # the unpruned partner of either mask
+    base, rand = C.paired(run, np.arange(6.0), 3.0, 0.5, "random")
+    assert base.tolist() == [0.0, 3.0] and rand.tolist() == [2.0, 5.0]
+    assert not torch.equal(run.W[1], run.W[2])  # the two masks train differently
+    assert set(C.condition_table(run)) == {(3.0, 0.0), (3.0, 0.5), (3.0, 0.5, "random")}
+    plain = C.train_encoders(cfg, [3.0, 3.0, 3.0], [0.0, 0.5, 0.5], seed=0)
+    assert torch.equal(plain.W[[0, 1]], run.W[[0, 1]])  # the random mask leaves the samples alone
+    with pytest.raises(ValueError, match="masks"):
+        C.train_encoders(cfg, [3.0], [0.5], masks=["random", "random"])
+    with pytest.raises(ValueError, match="masks"):
+        C.train_encoders(cfg, [3.0], [0.5], masks=["weights"])
+    with pytest.raises(ValueError, match="mask"):
+        run.select(3.0, 0.5, "weights")
+
+
+def test_longtail_balanced_reference_has_the_same_size():
+    cfg = replace(C.LongTailConfig.quick(), n_train=600, n_test=200, width=16, out_dim=8,
+                  batch=32, steps=3, prune_every=2)
+    lt = C.train_longtail(cfg, (0.0,), seed=0)
+    bal = C.train_longtail(cfg, (0.0,), seed=0, balanced=True)
+    assert len(set(bal["counts"].tolist())) == 1  # every class alike
+    assert bal["counts"].sum() == 10 * (lt["counts"].sum() // 10)
+    assert np.array_equal(bal["acc_random"], lt["acc_random"])  # same random encoder
+    with pytest.raises(TypeError, match="balanced"):
+        C.train_longtail(cfg, (0.0,), seed=0, balanced=1)
+
+
+def test_longtail_random_mask_is_a_separate_member():
+    cfg = replace(C.LongTailConfig.quick(), n_train=600, n_test=200, width=16, out_dim=8,
+                  batch=32, steps=4, prune_every=2)
+    two = C.train_longtail(cfg, (0.0, 0.5), seed=0)
+    three = C.train_longtail(cfg, (0.0, 0.5, 0.5), seed=0,
+                             masks=["magnitude", "magnitude", "random"])
+    assert three["masks"] == ["magnitude", "magnitude", "random"]
+    assert np.array_equal(three["acc"][:2], two["acc"])  # same minibatches for the others
+    with pytest.raises(ValueError, match="masks"):
+        C.train_longtail(cfg, (0.0, 0.5), seed=0, masks=["random"])
+
+
+def test_best_alignment_curves_by_hand():
+    cfg = replace(C.ContrastiveConfig.quick(), dim=8, n_features=4, n_minority=2, neurons=3,
+                  batch=8, steps=4, log_every=2, bias_ramp=2, replicates=1)
+    run = C.train_encoders(cfg, [2.0], [0.0], seed=0)
+    proj = np.zeros((2, 1, 3, 4))
+    proj[0, 0] = [[1, 0, 0.2, 0.0], [0, 3, 0.0, 0.4]]  + [[0, 0, 0, 0]]
+    proj[1, 0] = [[2, 0, 0.1, 0.0], [0, 1, 0.0, 1.2]] + [[0, 0, 0, 0]]
+    run.history["proj"] = proj
+    c = C.best_alignment_curves(run)
+    assert np.allclose(c["major"][:, 0], [2.0, 1.5]) and np.allclose(c["minor"][:, 0], [0.3, 0.65])
+    assert np.allclose(c["growth"], [0.65 / 0.3])
+    with pytest.raises(TypeError, match="run"):
+        C.best_alignment_curves({"proj": proj})

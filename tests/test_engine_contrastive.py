@@ -78,6 +78,7 @@ def test_train_longtail_is_exactly_the_old_loop(monkeypatch):
     assert len(old_params) == len(new_params) == 1
     for p, q in zip(new_params[0], old_params[0]):
         assert torch.equal(p.detach(), q.detach())
-    assert set(new) == set(old)
+    assert set(new) == set(old) | {"masks"}  # the mask kinds are new; all else as before
+    assert new["masks"] == ["magnitude", "magnitude"]
     for k, v in old.items():
         assert np.array_equal(np.asarray(new[k]), np.asarray(v)), k

@@ -55,8 +55,9 @@ def test_quick_and_full_constants_are_the_ones_the_chapter_states():
             assert C.learning_margin(cfg, kappa) == pytest.approx(num / kappa, rel=1e-12)
     assert q.bias_max * q.n_tokens / q.n_signal == pytest.approx(0.6)
     assert f.bias_max * f.n_tokens / f.n_signal == pytest.approx(0.8)
-    assert q.ratios == f.ratios == (1.0, 3.0, 5.0, 10.0)
-    assert (q.replicates, f.replicates, q.bias_ramp, f.bias_ramp) == (3, 5, 600, 2000)
+    assert q.ratios == f.ratios == (1.0, 2.0, 3.0, 4.0, 5.0)
+    assert (q.replicates, f.replicates, q.edge_replicates, f.edge_replicates) == (6, 6, 3, 3)
+    assert (q.bias_ramp, f.bias_ramp) == (600, 2000)
     assert (q.probe_samples, f.probe_samples) == (1200, 4000)
     # the documented defaults of the rest
     assert (q.noise, q.init_scale, q.lr, q.prune_fraction, q.prune_every) == \
@@ -549,7 +550,8 @@ def _feature_summary_reference(W, M, n_min, sr, fl):
     E, m = W.shape[:2]
     counts = _strong_reference(W, M, sr, fl)
     out = {k: [] for k in ("best_major", "best_minor", "spec_major", "spec_minor", "energy",
-                           "single_fraction", "strong_purity", "median_ratio", "noise")}
+                           "single_fraction", "strong_purity", "mean_purity", "median_ratio",
+                           "noise")}
     e_k = ((W.numpy() @ M.numpy()) ** 2).sum(-2)
     for e in range(E):
         best = a["proj"][e].max(0)
@@ -561,6 +563,7 @@ def _feature_summary_reference(W, M, n_min, sr, fl):
         out["single_fraction"].append(np.mean(a["ratio"][e] >= sr))
         big = a["top"][e] >= fl * a["top"][e].max()
         out["strong_purity"].append(np.sum(big & (a["ratio"][e] >= sr)) / np.sum(big))
+        out["mean_purity"].append(np.mean(a["proj"][e].max(1) ** 2 / (a["proj"][e] ** 2).sum(1)))
         out["median_ratio"].append(np.sort(a["ratio"][e])[(m - 1) // 2])  # torch: lower median
         out["noise"].append(a["noise"][e].mean())
     return {k: np.array(v) for k, v in out.items()}
