@@ -836,19 +836,20 @@ class MLPSweepConfig(Config):
     """2-hidden-layer MLPs of many widths on MNIST-1D with label noise (Nakkiran et al. 2020);
     ``FULL``: more data, epochs, replicates and widths."""
 
-    FULL = dict(n_train=4000, epochs=500, replicates=4,
+    FULL = dict(n_train=4000, epochs=500, replicates=16,
                 width_groups=((4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 47, 52, 56, 61),
                               (64, 72, 80, 96, 112, 128), (160, 200, 250, 300)))
 
     n_train: int = param(2000, count())
     label_noise: float = param(0.15, fraction())
-    width_groups: tuple = param(((4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 48), (64, 96), (128,)),
+    width_groups: tuple = param(((8, 16, 24, 32, 40, 48), (128,)),
                                 tuple_of(tuple_of(count())))
     epochs: int = param(300, count())
     lr: float = param(0.01, positive())
     momentum: float = param(0.9, fraction("left"))
     batch_size: int = param(100, count())
-    replicates: int = param(4, count())
+    replicates: int = param(8, count())
+    check_epochs: int = param(10, count(0))  # > 0: record the errors every so many epochs
 
     @property
     def widths(self) -> list[int]:
@@ -912,6 +913,11 @@ class MLPSweepResult(Result):
     y_noisy: torch.Tensor
     nets: list
     n_train: int
+    hist_epochs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    train_err_hist: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
+    test_err_hist: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
+    train_loss_hist: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
+    nets_hist: list = field(default_factory=list)
 
 
 @boundary(seed=SEED)
@@ -924,29 +930,62 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds: Dataset, seed: int = 0) -> MLPSweepRe
     orders). Returns widths, parameter counts, train error (on the noisy labels), test error (on
     clean test labels), per-replicate test errors, the noisy labels, and the first replicate's
     trained networks (stand-alone, at their true widths).
+
+    With ``cfg.check_epochs > 0`` the sweep also keeps its history: every ``check_epochs``
+    epochs (and at the end) the train error, test error and mean training cross-entropy (on the
+    noisy labels) of every member, as ``(checks, replicates, widths)`` arrays, their epochs in
+    ``hist_epochs``, and the first replicate's networks at each check in ``nets_hist`` (one list
+    of stand-alone MLPs per check). Recording does not change the training.
     """
+    import copy
+
     _fits(ds, cfg.n_train)
     ds = ds.subset(torch.arange(cfg.n_train))
     y = corrupt_labels(ds.y, cfg.label_noise, ds.num_classes, seed=seed)
+    steps_per_epoch = -(-cfg.n_train // cfg.batch_size)
+    every = 10 ** 9 if not cfg.check_epochs else cfg.check_epochs * steps_per_epoch
     tcfg = TrainConfig(lr=cfg.lr, momentum=cfg.momentum, batch_size=cfg.batch_size,
-                       epochs=cfg.epochs, check_every=10 ** 9, seed=seed)
+                       epochs=cfg.epochs, check_every=every, seed=seed)
     R = check_int("replicates", cfg.replicates, 1)
-    widths, tr, te, nets = [], [], [], []
+    widths, tr, te, nets, hist, steps = [], [], [], [], [], None
+
+    def errors(model, g):
+        with torch.no_grad():
+            out = model(ds.x)
+            a = (1 - (out.argmax(-1) == y).float().mean(1)).view(R, len(g))
+            b = (1 - (model(ds.x_test).argmax(-1) == ds.y_test).float().mean(1)).view(R, len(g))
+            loss = F.cross_entropy(out.transpose(1, 2), y.expand(out.shape[0], -1),
+                                   reduction="none").mean(1).view(R, len(g))
+        return a, b, loss
+
     for g in cfg.width_groups:
         ws = [w for _ in range(R) for w in g]
         tags = [1000 * (seed * R + r) + w for r in range(R) for w in g]
         model = masked_ensemble(ws, tags, ds.dim, ds.num_classes).to(ds.x.device)
-        train_ensemble(model, ds.x, y, tcfg, seeds=[7919 + t for t in tags])
-        with torch.no_grad():
-            tr.append((1 - (model(ds.x).argmax(-1) == y).float().mean(1)).view(R, len(g)))
-            te.append((1 - (model(ds.x_test).argmax(-1) == ds.y_test).float().mean(1)).view(R, len(g)))
+        probes = {"snap": copy.deepcopy} if cfg.check_epochs else None
+        h = train_ensemble(model, ds.x, y, tcfg, seeds=[7919 + t for t in tags], probes=probes)
+        a, b, _ = errors(model, g)
+        tr.append(a)
+        te.append(b)
         nets += [member_at_width(model, i, w) for i, w in enumerate(g)]
         widths += list(g)
+        if cfg.check_epochs:
+            steps = h.step
+            hist.append([(*errors(m, g), [member_at_width(m, i, w) for i, w in enumerate(g)])
+                         for m in h.probes["snap"]])
     tr, te = torch.cat(tr, 1).numpy(), torch.cat(te, 1).numpy()
     params = [sum(p.numel() for p in m.parameters()) for m in nets]
+    extra = {}
+    if cfg.check_epochs:
+        T = len(steps)
+        cat = lambda k: np.stack([torch.cat([grp[t][k] for grp in hist], 1).numpy()
+                                  for t in range(T)])
+        extra = dict(hist_epochs=np.array([-(-s // steps_per_epoch) for s in steps]),
+                     train_err_hist=cat(0), test_err_hist=cat(1), train_loss_hist=cat(2),
+                     nets_hist=[[n for grp in hist for n in grp[t][3]] for t in range(T)])
     return MLPSweepResult(widths=np.array(widths), params=np.array(params), train_err=tr.mean(0),
                           test_err=te.mean(0), test_err_reps=te, train_err_reps=tr, y_noisy=y,
-                          nets=nets, n_train=cfg.n_train)
+                          nets=nets, n_train=cfg.n_train, **extra)
 
 
 @boundary(widths=_ARR, err_reps=_Array(2), threshold=positive(optional=True))
@@ -981,6 +1020,48 @@ def width_peak_summary(widths, err_reps, threshold: float | None = None,
     if not keys_only:
         out.update(peak_width=int(widths[i]), left_width=int(widths[j]))
     return out
+
+
+@boundary(widths=_ARR, err_reps=_Array(2), threshold=positive(optional=True))
+def split_peak_test(widths, err_reps, threshold: float | None = None) -> dict:
+    """A width sweep's peak, chosen on one half of the replicates and measured on the other.
+
+    Picking the largest of several noisy means (the peak) and the smallest of several others
+    (the best smaller width) biases their difference upwards: under a sweep with no bump at all
+    it is positive on average, so "twice the standard error" is too lax. Sample splitting removes
+    the bias. ``err_reps`` is ``(replicates >= 4, widths)``; the first ``R // 2`` replicates
+    *select*: the peak is the width of largest mean error among the inner widths within a factor
+    2 of ``threshold`` (all inner widths if none is, or without a threshold), ``left`` the width
+    of smallest mean error below it, ``right`` the widest. The other replicates *measure*:
+    ``gap_left`` and ``gap_right`` are the differences of their means (peak minus left, peak
+    minus right), with standard errors ``se_left`` and ``se_right`` from the same replicates
+    (``sqrt(s_a^2 / m + s_b^2 / m)``). Given the selection, the held-out differences are
+    unbiased, so ``gap > 2 se`` is a one-sided test at about 2.5% under no bump.
+
+    Returns ``peak_width``, ``left_width``, ``gap_left``, ``gap_right``, ``se_left``,
+    ``se_right`` and ``measured`` (the number of held-out replicates).
+    """
+    widths = np.asarray(widths)
+    e = np.asarray(err_reps, dtype=np.float64)
+    if e.ndim != 2 or e.shape[1] != widths.size or e.shape[0] < 4:
+        raise ValueError(f"err_reps must be (replicates >= 4, len(widths) = {widths.size}), got "
+                         f"{e.shape}")
+    if widths.size < 3:
+        raise ValueError(f"widths must hold at least 3 widths (a peak between two ends), got "
+                         f"{widths.size}")
+    half = e.shape[0] // 2
+    sel, mea = e[:half].mean(0), e[half:]
+    inner = np.arange(1, widths.size - 1)
+    if threshold is not None:
+        near = inner[(widths[inner] >= threshold / 2) & (widths[inner] <= 2 * threshold)]
+        inner = near if near.size else inner
+    i = int(inner[np.argmax(sel[inner])])
+    j = int(np.argmin(sel[:i]))
+    m, v, k = mea.mean(0), mea.var(0, ddof=1), mea.shape[0]
+    se = lambda a, b: float(np.sqrt(v[a] / k + v[b] / k))
+    return {"peak_width": int(widths[i]), "left_width": int(widths[j]),
+            "gap_left": float(m[i] - m[j]), "gap_right": float(m[i] - m[-1]),
+            "se_left": se(i, j), "se_right": se(i, -1), "measured": int(k)}
 
 
 @boundary(widths=_ARR, train_err=_ARR, tol=nonnegative())
@@ -1518,9 +1599,9 @@ class CompressionConfig(Config):
 
     n_train: int = param(8000, count())
     channels: int = param(16, count())          # the network of the random-label control
-    sizes: tuple = param((4, 8, 16), tuple_of(count()))  # channels of the size sweep
+    sizes: tuple = param((8, 16), tuple_of(count()))  # channels of the size sweep
     dim: int = param(1000, count())
-    levels: tuple = param((7, 11, 15), tuple_of(count(2)))
+    levels: tuple = param((3, 5, 7, 11, 15), tuple_of(count(2)))
     steps: int = param(1500, count())
     batch_size: int = param(256, count())
     tune_steps: int = param(30, count(0))
@@ -1600,12 +1681,13 @@ def compress_and_bound(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, lev
     prefix-free code of :func:`encode_quantized`. The number of levels is inside the message, so
     choosing it after seeing the data is paid for by its Elias gamma code. Returns the bound, the
     bits, the quantized training error, the chosen levels, the bits themselves, the symbols and the
-    centres.
+    centres, and ``curve``: one ``(levels, bits, quantized training error)`` triple per candidate,
+    the code length each fit costs.
     """
     _check_data(model, x, y)
     z = model.z.detach().cpu().numpy().astype(np.float64)
     n = int(y.shape[0])
-    best = None
+    best, curve = None, []
     for L in levels:
         centres, sym = quantize(z, int(L))
         if tune_steps:
@@ -1615,10 +1697,34 @@ def compress_and_bound(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, lev
             zq = torch.as_tensor(centres[sym], dtype=model.z.dtype, device=model.z.device)
             err = float((model._forward(x, zq).argmax(1) != y).float().mean())
         bound = countable_bound(err, len(bits), n, delta)
+        curve.append((int(L), len(bits), err))
         if best is None or bound < best["bound"]:
             best = {"bound": bound, "bits": len(bits), "train_err_q": err, "levels": int(L),
                     "bits_list": bits, "symbols": sym, "centres": centres}
+    best["curve"] = curve
     return best
+
+
+@boundary(target=fraction())
+def bits_at_fit(curve, target: float) -> float | None:
+    """The code length at which a network's quantized training error first reaches ``target``.
+
+    ``curve`` holds ``(levels, bits, quantized training error)`` triples (``CompressionResult.curve``).
+    Taken in order of increasing bits, the first point with error at most ``target`` gives the
+    answer; if an earlier (shorter) point misses it, the bits are interpolated linearly in the
+    error between the two, so that two networks are compared at exactly the same fit. ``None``
+    if no point reaches ``target``.
+    """
+    pts = sorted((float(b), float(e)) for _, b, e in curve)
+    if not pts:
+        raise ValueError("curve must hold at least one (levels, bits, error) point")
+    for k, (b, e) in enumerate(pts):
+        if e <= target:
+            if k == 0:
+                return b
+            b0, e0 = pts[k - 1]
+            return b0 + (e0 - target) / (e0 - e) * (b - b0) if e0 > e else b
+    return None
 
 
 @dataclass
@@ -1628,7 +1734,8 @@ class CompressionResult(Result):
     its training error before (``train_err``) and after quantization (``train_err_q``), the
     quantized network's test error, the code length in ``bits`` and the chosen ``levels``; the
     countable-hypothesis ``bound``, its ``kl_bound`` form, the parameter-counting bounds over all
-    weights and over the subspace coordinates; whether the code decodes (``roundtrip``)."""
+    weights and over the subspace coordinates; whether the code decodes (``roundtrip``); and the
+    ``curve`` of ``(levels, bits, quantized training error)`` over the candidate levels."""
 
     labels: str
     channels: int
@@ -1645,6 +1752,7 @@ class CompressionResult(Result):
     counting_bound: float
     counting_bound_subspace: float
     roundtrip: bool
+    curve: list = field(default_factory=list)
 
 
 @boundary(labels=Options(("true", "random")), seed=SEED, channels=count(optional=True))
@@ -1683,4 +1791,4 @@ def run_compression(cfg: CompressionConfig, ds: Dataset, labels: str, seed: int 
         kl_bound=pac_bayes_kl_bound(err_q, best["bits"] * math.log(2), cfg.n_train, cfg.delta),
         counting_bound=counting_bound(err_q, model.n_params, cfg.n_train, delta=cfg.delta),
         counting_bound_subspace=counting_bound(err_q, cfg.dim, cfg.n_train, delta=cfg.delta),
-        roundtrip=roundtrip)
+        roundtrip=roundtrip, curve=best["curve"])

@@ -280,3 +280,27 @@ def test_the_unchecked_training_path_is_the_checked_network_bitwise():
     assert torch.equal(ref, out) and torch.equal(net(x), out)
     g_ref = torch.autograd.grad(ref.square().sum(), net.z)[0]
     assert torch.equal(g_ref, torch.autograd.grad(net._forward(x).square().sum(), net.z)[0])
+
+
+@pytest.mark.parametrize("args, name", [
+    (([4, 8, 16], np.zeros((3, 3))), "err_reps"),              # fewer than 4 replicates
+    (([4, 8, 16], np.zeros((4, 2))), "err_reps"),              # one column short
+    (([4, 8, 16], [[0.1, math.nan, 0.2]] * 4), "err_reps"),
+    (([4, 8], np.zeros((4, 2))), "widths"),
+    ((None, np.zeros((4, 3))), "widths"),
+    (([4, 8, 16], np.zeros((4, 3)), -1.0), "threshold"),
+    (([4, 8, 16], np.zeros((4, 3)), "16"), "threshold"),
+])
+def test_split_peak_test_refuses_bad_input(args, name):
+    _raises((TypeError, ValueError), name, soft.split_peak_test, *args)
+
+
+@pytest.mark.parametrize("target", [-0.1, 1.5, math.nan, None, "0.2", True])
+def test_bits_at_fit_refuses_a_bad_target(target):
+    _raises((TypeError, ValueError), "target", soft.bits_at_fit, [(3, 100, 0.5)], target)
+
+
+def test_run_mlp_sweep_refuses_a_bad_check_period():
+    for bad in (-1, 1.5, "10", None):
+        _raises((TypeError, ValueError), "check_epochs", soft.MLPSweepConfig.quick,
+                check_epochs=bad)

@@ -688,13 +688,13 @@ def test_masked_ensemble_members_are_make_mlp_with_units_switched_off():
 def test_mlp_sweep_config_defaults_and_widths_order():
     c = soft.MLPSweepConfig()
     assert (c.n_train, c.label_noise, c.epochs, c.lr, c.momentum, c.batch_size, c.replicates) == \
-        (2000, 0.15, 300, 0.01, 0.9, 100, 4)
-    assert c.widths == [4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 48, 64, 96, 128]
+        (2000, 0.15, 300, 0.01, 0.9, 100, 8)
+    assert c.widths == [8, 16, 24, 32, 40, 48, 128] and c.check_epochs == 10
     assert soft.MLPSweepConfig.quick(width_groups=((9, 3), (1,))).widths == [9, 3, 1]
 
 
 SWEEP = dict(n_train=30, label_noise=0.3, width_groups=((2, 3), (4,)), epochs=2, lr=0.05,
-             momentum=0.5, batch_size=10, replicates=2)
+             momentum=0.5, batch_size=10, replicates=2, check_epochs=0)
 
 
 def test_run_mlp_sweep_against_members_trained_alone():
@@ -1143,7 +1143,7 @@ def test_subspace_net_is_theta0_plus_a_seeded_projection_and_keeps_the_global_rn
 def test_compression_config_defaults():
     c = soft.CompressionConfig()
     assert (c.n_train, c.channels, c.sizes, c.dim, c.levels, c.steps, c.batch_size,
-            c.tune_steps, c.lr, c.delta) == (8000, 16, (4, 8, 16), 1000, (7, 11, 15), 1500, 256,
+            c.tune_steps, c.lr, c.delta) == (8000, 16, (8, 16), 1000, (3, 5, 7, 11, 15), 1500, 256,
                                              30, 0.02, 0.05)
 
 
@@ -1174,6 +1174,8 @@ def test_compress_and_bound_keeps_the_tightest_code(trained_subspace):
     assert got["bound"] == pytest.approx(best[0], rel=1e-12)
     assert (got["levels"], got["bits"], got["train_err_q"]) == best[1:4]
     assert len(got["bits_list"]) == got["bits"]
+    # the curve: every candidate's code length and quantized fit, in the order tried
+    assert got["curve"] == [(r[1], r[2], r[3]) for r in rows]
     np.testing.assert_array_equal(got["centres"], best[4])
     np.testing.assert_array_equal(got["symbols"], best[5])
     # without tuning the centres are k-means'
@@ -1211,7 +1213,8 @@ def _ref_compression(cfg, ds, labels, seed, channels):
                 kl_bound=_kl_inv(e, (best["bits"] * math.log(2)
                                      + math.log(2 * math.sqrt(n) / cfg.delta)) / n),
                 counting_bound=hoeffding(32 * net.n_params),
-                counting_bound_subspace=hoeffding(32 * cfg.dim), roundtrip=True)
+                counting_bound_subspace=hoeffding(32 * cfg.dim), roundtrip=True,
+                curve=[list(c) for c in best["curve"]])
 
 
 @pytest.mark.parametrize("labels, seed, channels", [("random", 2, None), ("true", 0, 3)])
@@ -1280,3 +1283,77 @@ def test_results_are_dataclasses_whose_to_dict_holds_every_field_as_plain_values
         "noise_var"]
     assert [f.name for f in fields(soft.GPCorruptionResult)] == [
         "corruption", "train_acc", "test_acc", "log_ml", "lengthscale", "chance"]
+
+
+def test_split_peak_test_selects_on_one_half_and_measures_on_the_other():
+    w = np.array([4, 8, 16, 32, 64])
+    sel = np.array([[0.5, 0.30, 0.40, 0.35, 0.2],
+                    [0.5, 0.32, 0.42, 0.33, 0.2]])
+    # the held-out half reverses 16 and 32: the peak stays where the first half put it
+    mea = np.array([[0.6, 0.20, 0.25, 0.45, 0.10],
+                    [0.4, 0.24, 0.31, 0.41, 0.14],
+                    [0.5, 0.22, 0.28, 0.43, 0.12]])
+    d = soft.split_peak_test(w, np.vstack([sel, mea]), threshold=16)
+    assert d["peak_width"] == 16 and d["left_width"] == 8 and d["measured"] == 3
+    m = mea.mean(0)
+    assert d["gap_left"] == pytest.approx(m[2] - m[1])
+    assert d["gap_right"] == pytest.approx(m[2] - m[4])
+    v = [statistics.variance(mea[:, j]) for j in range(5)]
+    assert d["se_left"] == pytest.approx(math.sqrt(v[2] / 3 + v[1] / 3))
+    assert d["se_right"] == pytest.approx(math.sqrt(v[2] / 3 + v[4] / 3))
+    # an odd number of replicates: the extra one measures
+    assert soft.split_peak_test(w, np.vstack([sel, mea[:2]]))["measured"] == 2
+    # invariance: reordering the measuring replicates changes nothing
+    d2 = soft.split_peak_test(w, np.vstack([sel, mea[::-1]]), threshold=16)
+    assert all(d2[k] == pytest.approx(d[k]) for k in d)
+    # no bump anywhere: the held-out gaps of a flat sweep average zero (bias removed)
+    rng = np.random.default_rng(0)
+    gaps = [soft.split_peak_test(np.arange(1, 12), rng.normal(size=(8, 11)))["gap_left"]
+            for _ in range(400)]
+    assert abs(np.mean(gaps)) < 0.1 and np.mean(gaps) > -0.1
+    with pytest.raises(ValueError, match="err_reps"):
+        soft.split_peak_test(w, sel)
+    with pytest.raises(ValueError, match="widths"):
+        soft.split_peak_test([4, 8], np.zeros((4, 2)))
+
+
+def test_run_mlp_sweep_history_does_not_change_the_training():
+    ds = _dataset(n=36, n_test=20, seed=33, classes=3, length=5)
+    base = soft.run_mlp_sweep(soft.MLPSweepConfig.quick(**SWEEP), ds, seed=1)
+    res = soft.run_mlp_sweep(soft.MLPSweepConfig.quick(**{**SWEEP, "epochs": 3,
+                                                          "check_epochs": 1}), ds, seed=1)
+    again = soft.run_mlp_sweep(soft.MLPSweepConfig.quick(**{**SWEEP, "epochs": 3}), ds, seed=1)
+    np.testing.assert_array_equal(res.hist_epochs, [0, 1, 2, 3])
+    assert res.test_err_hist.shape == res.train_err_hist.shape == res.train_loss_hist.shape \
+        == (4, 2, 3)
+    # the last record is the end of training, identical to a run that records nothing
+    np.testing.assert_array_equal(res.test_err_hist[-1], again.test_err_reps)
+    np.testing.assert_array_equal(res.train_err_hist[-1], again.train_err_reps)
+    for got, want in zip(res.nets_hist[-1], again.nets):
+        assert all(torch.equal(p, q) for p, q in zip(got.parameters(), want.parameters()))
+    # the record at epoch 2 is the end of a 2-epoch run (the check is not a side effect)
+    np.testing.assert_array_equal(res.test_err_hist[2], base.test_err_reps)
+    # the loss record is the mean cross-entropy of the first replicate's nets on the noisy labels
+    x, y = ds.x[:30], res.y_noisy
+    for t in (0, 3):
+        for col, net in enumerate(res.nets_hist[t]):
+            with torch.no_grad():
+                want = float(F.cross_entropy(net(x), y))
+            assert res.train_loss_hist[t, 0, col] == pytest.approx(want, rel=1e-5)
+    assert again.nets_hist == [] and again.hist_epochs.size == 0
+
+
+def test_bits_at_fit_interpolates_between_the_points_around_the_target():
+    curve = [(7, 3000, 0.30), (3, 1600, 0.70), (11, 3700, 0.20), (15, 4300, 0.15)]
+    assert soft.bits_at_fit(curve, 0.70) == 1600          # the shortest code already fits
+    assert soft.bits_at_fit(curve, 0.80) == 1600
+    assert soft.bits_at_fit(curve, 0.20) == 3700          # a point exactly at the target
+    # halfway in error between (3000, 0.30) and (3700, 0.20): halfway in bits
+    assert soft.bits_at_fit(curve, 0.25) == pytest.approx(3350)
+    assert soft.bits_at_fit(curve, 0.10) is None           # never reached
+    # the order of the triples does not matter
+    assert soft.bits_at_fit(curve[::-1], 0.25) == pytest.approx(3350)
+    with pytest.raises(ValueError, match="curve"):
+        soft.bits_at_fit([], 0.5)
+    with pytest.raises((TypeError, ValueError), match="target"):
+        soft.bits_at_fit(curve, 1.5)
