@@ -897,9 +897,9 @@ def test_cnn_randomization_reports_what_its_members_do(monkeypatch):
             kept.append((self, [p.detach().clone() for p in self.parameters()]))
 
     monkeypatch.setattr(U, "BatchedCNN1d", Keeping)
-    # target 1.0: two members reach it exactly (a '>' for '>=' would miss them), one does not
+    # target 1.0: one member reaches it exactly (a '>' for '>=' would miss it), two do not
     cfg = U.CNNRandomizationConfig(n_train=60, n_test=50, channels=8, hidden=32, lr=0.25,
-                                   batch_size=20, max_steps=300, check_every=20,
+                                   batch_size=20, max_steps=260, check_every=20,
                                    target_train_acc=1.0, true_runs=2, random_runs=1)
     seed = 2
     r = U.cnn_randomization(cfg, seed=seed)
@@ -924,7 +924,7 @@ def test_cnn_randomization_reports_what_its_members_do(monkeypatch):
     assert r.train_acc == pytest.approx(train_acc, abs=1e-7)
     assert r.reached_target == [a >= 1.0 for a in train_acc]
     assert True in r.reached_target and False in r.reached_target
-    assert all(s % 20 == 0 or s == 300 for s in r.stop_step)
+    assert all(s % 20 == 0 or s == 260 for s in r.stop_step)
     assert r.test_error[2] > r.test_error[0]          # random labels: no generalization
     # a target nobody reaches in 10 steps: every member runs to max_steps
     short = U.cnn_randomization(U.CNNRandomizationConfig(
