@@ -114,8 +114,7 @@ class CorruptionConfig(Config):
 
     n_train: int = param(4000, count())
     n_test: int = param(4000, count())
-    levels: tuple = param((0.0, 0.2, 0.4, 0.6, 0.8, 1.0),
-                          tuple_of(fraction(), min_len=2, increasing="strict"))
+    levels: tuple = param((0.0, 0.5, 1.0), tuple_of(fraction(), min_len=2, increasing="strict"))
     width: int = param(512, count())
     depth: int = param(1, count())
     lr: float = param(0.1, positive())
@@ -202,14 +201,41 @@ def corruption_experiment(cfg: CorruptionConfig, seed: int = 0, device: str | No
                             model=model, init=[w[:E] for w in init_all], x_train=ds.x)
 
 
+@boundary(cfg=InstanceOf(CorruptionConfig), seed=SEED, device=_DEVICE)
+def corruption_nn_test_error(cfg: CorruptionConfig, seed: int = 0,
+                             device: str | None = None) -> list[float]:
+    """Test error of a 1-nearest-neighbour classifier at every corruption level of ``cfg``.
+
+    The same training inputs and the same corrupted labels as :func:`corruption_experiment` with
+    the same ``seed`` (so the same points are corrupted), classified by
+    :func:`nearest_neighbour_predict`: a learner that fits every labelling exactly without any
+    training. Its test error also rises with the corrupted fraction, which is what makes the rise
+    of Zhang et al.'s Figure 1c a property of interpolation rather than of networks.
+    """
+    cfg.validate()
+    seed = check_int("seed", seed, minimum=0)
+    ds = mnist1d(cfg.n_train, cfg.n_test, device=device)
+    # the neighbours do not depend on the labels: find them once (labels = row numbers)
+    rows = torch.arange(len(ds.x), device=ds.x.device)
+    nearest = nearest_neighbour_predict(ds.x, rows, ds.x_test)
+    out = []
+    for f in cfg.levels:
+        y = corrupt_labels(ds.y, float(f), ds.num_classes, seed=seed + 1000)
+        out.append(float((y[nearest] != ds.y_test).float().mean()))
+    return out
+
+
 @dataclass
 class CNNRandomizationConfig(Config):
     """The randomization test with a small 1-D CNN on MNIST-1D, a model that generalizes well.
 
-    Three copies of one architecture train together (:class:`BatchedCNN1d`): on the true labels,
-    on fully random labels, and on the true labels again from another initialization (the
-    replicate). Plain SGD on the cross-entropy, each stopped when its training accuracy reaches
-    ``target_train_acc``. ``FULL``: twice the data, twice the channels.
+    ``true_runs`` copies of one architecture train on the true labels and ``random_runs`` copies
+    on fully random labels (each its own random labelling), all together as one
+    :class:`BatchedCNN1d`, each from its own initialization and minibatch order. Plain SGD on the
+    cross-entropy, each member stopped when its training accuracy, measured every
+    ``check_every`` steps, reaches ``target_train_acc``. The true-label copies give the
+    run-to-run spread of the stopping step that a slow-down on random labels must exceed.
+    ``FULL``: twice the data, twice the channels.
     """
 
     FULL = dict(n_train=8000, channels=64, max_steps=200_000)
@@ -222,7 +248,9 @@ class CNNRandomizationConfig(Config):
     batch_size: int = param(64, count())
     target_train_acc: float = param(0.99, fraction())
     max_steps: int = param(40_000, count())
-    check_every: int = param(250, count())
+    check_every: int = param(50, count())
+    true_runs: int = param(4, count(2))
+    random_runs: int = param(2, count())
 
 
 class BatchedCNN1d(torch.nn.Module):
@@ -293,41 +321,52 @@ class BatchedCNN1d(torch.nn.Module):
 
 @dataclass
 class CNNRandomizationResult(Result):
-    """Per member (true labels, random labels, true-label replicate) of :func:`cnn_randomization`."""
+    """Per member of :func:`cnn_randomization`: first the true-label runs, then the random-label runs."""
 
     names: list[str]
+    labels: list[str]              # "true" or "random", per member
     train_acc: list[float]
     test_error: list[float]
     init_test_error: list[float]
     stop_step: list[int]
     reached_target: list[bool]
 
+    def of(self, field_name: str, labels: str) -> list:
+        """The values of ``field_name`` for the members trained on ``labels`` ("true"/"random")."""
+        if labels not in ("true", "random"):
+            raise ValueError(f"labels must be 'true' or 'random', got {labels!r}")
+        return [v for v, l in zip(getattr(self, field_name), self.labels) if l == labels]
+
 
 @boundary(cfg=InstanceOf(CNNRandomizationConfig), seed=SEED, device=_DEVICE)
 def cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
                       device: str | None = None) -> CNNRandomizationResult:
-    """Zhang et al.'s randomization test (2017, Fig. 1a) with :class:`BatchedCNN1d` on MNIST-1D.
+    """Zhang et al.'s randomization test (2017, Fig. 1a, 1b) with :class:`BatchedCNN1d` on MNIST-1D.
 
-    Trains three members in one batched loop, each on its own minibatches: the true labels, fully
-    random labels (:func:`gtlib.data.corrupt_labels` at fraction 1) and the true labels from
-    another initialization. Plain SGD through :func:`gtlib.engine.fit`, on minibatches drawn with
-    replacement (:class:`gtlib.engine.ReplacementBatches`, one generator per member). Every
-    ``check_every`` steps, and at ``max_steps``, each member's accuracy on its whole training set
-    is measured; a member that reached ``target_train_acc`` stops (its weights no longer change).
+    Trains ``cfg.true_runs`` members on the true labels and ``cfg.random_runs`` members on fully
+    random labels (:func:`gtlib.data.corrupt_labels` at fraction 1, a different labelling per
+    member) in one batched loop, each from its own initialization and on its own minibatches.
+    Plain SGD through :func:`gtlib.engine.fit`, on minibatches drawn with replacement
+    (:class:`gtlib.engine.ReplacementBatches`, one generator per member). Every ``check_every``
+    steps, and at ``max_steps``, each member still training is measured on its whole training
+    set; a member that reached ``target_train_acc`` stops (its weights no longer change), so its
+    stopping step is known to within ``check_every`` steps.
     """
     cfg.validate()
     seed = check_int("seed", seed, minimum=0)
     ds = mnist1d(cfg.n_train, cfg.n_test, device=device)
     dev = ds.x.device
-    ys = torch.stack([ds.y, corrupt_labels(ds.y, 1.0, ds.num_classes, seed=seed + 1000), ds.y])
-    E = 3
-    model = BatchedCNN1d([seed * 100 + 90 + e for e in range(E)], cfg.channels, cfg.hidden,
+    K, R = cfg.true_runs, cfg.random_runs
+    ys = torch.stack([ds.y] * K + [corrupt_labels(ds.y, 1.0, ds.num_classes, seed=seed + 1000 + r)
+                                   for r in range(R)])
+    E = K + R
+    model = BatchedCNN1d([seed * 100 + 40 + e for e in range(E)], cfg.channels, cfg.hidden,
                          ds.num_classes).to(dev)
     with torch.no_grad():
         init_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
     opt = StackedOptimizer(model.parameters(), "sgd", cfg.lr, members=E)
     batches = ReplacementBatches(cfg.n_train, cfg.batch_size,
-                                 [seed * 100 + 95 + e for e in range(E)], dev)
+                                 [seed * 100 + 70 + e for e in range(E)], dev)
     reached = stop_rule(target_train_acc=cfg.target_train_acc)
 
     def loss(step: int, idx: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
@@ -340,15 +379,22 @@ def cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
         return out.new_zeros(E).index_put((live,), out)
 
     def check(step: int, due: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad():
-            return reached(model._logits(ds.x), ys)
+        met = torch.zeros(E, dtype=torch.bool)
+        live = due.nonzero().flatten()
+        if len(live):
+            with torch.no_grad():                     # only the members the check is due for
+                rows = live.to(dev)
+                met[live] = reached(model._logits(ds.x, rows), ys.index_select(0, rows)).cpu()
+        return met
 
     stop = fit(loss, opt, cfg.max_steps, batches, check, every=cfg.check_every,
                active_only=True).stop_step
     with torch.no_grad():
         test_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
         train_acc = accuracy(model(ds.x), ys)
-    return CNNRandomizationResult(names=["true labels", "random labels", "true labels, again"],
+    names = [f"true labels, run {k + 1}" for k in range(K)] + \
+        [f"random labels, run {r + 1}" for r in range(R)]
+    return CNNRandomizationResult(names=names, labels=["true"] * K + ["random"] * R,
                                   train_acc=train_acc.tolist(), test_error=test_err,
                                   init_test_error=init_err, stop_step=stop,
                                   reached_target=[bool(a >= cfg.target_train_acc)
@@ -566,6 +612,38 @@ def power_law_fit(x, y) -> PowerLawFit:
     return PowerLawFit(slope=slope, slope_se=se, intercept=intercept)
 
 
+@boundary(x_train=Tensor("float", 2), y_train=Tensor(None, 1), x=Tensor("float", 2), chunk=count())
+def nearest_neighbour_predict(x_train: torch.Tensor, y_train: torch.Tensor, x: torch.Tensor,
+                              chunk: int = 2048) -> torch.Tensor:
+    """Labels that a 1-nearest-neighbour classifier trained on ``(x_train, y_train)`` gives ``x``.
+
+    The chapter's measured null: a learner that interpolates every training set by construction
+    and has no architecture, no optimizer and no norm. Euclidean distance, computed in blocks of
+    ``chunk`` rows of ``x``; a tie goes to the training point that comes first.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` and ``x_train`` have different numbers of columns, or ``y_train`` is not one label
+        per training row.
+    """
+    if x.shape[1] != x_train.shape[1]:
+        raise ValueError(f"x must have {x_train.shape[1]} columns (those of x_train), got "
+                         f"{x.shape[1]}")
+    if y_train.shape != (x_train.shape[0],):
+        raise ValueError(f"y_train must hold one label per row of x_train ({x_train.shape[0]}), "
+                         f"got shape {tuple(y_train.shape)}")
+    xt = x_train.to(x.dtype)
+    sq = (xt * xt).sum(1)
+    out = []
+    for i in range(0, len(x), chunk):
+        block = x[i:i + chunk]
+        # ||a - b||^2 = ||b||^2 - 2 a.b (+ ||a||^2, the same for every training point)
+        d = sq[None, :] - 2 * block @ xt.T
+        out.append(y_train[d.argmin(1)])
+    return torch.cat(out) if out else y_train[:0]
+
+
 # ---------------------------------------------------------------------------------------------
 # 4. one network per training-set size, trained to a fixed margin
 # ---------------------------------------------------------------------------------------------
@@ -757,19 +835,28 @@ class MarginSweepResult(Result):
 
 
 @boundary(cfg=InstanceOf(MarginSweepConfig), seed=SEED, device=_DEVICE)
-def margin_sweep(cfg: MarginSweepConfig, seed: int = 0, device: str | None = None) -> MarginSweepResult:
+def margin_sweep(cfg: MarginSweepConfig, seed: int = 0, device: str | None = None,
+                 fixed_size: bool = False) -> MarginSweepResult:
     """Train to a fixed margin at every size in ``cfg.sizes`` and measure what Nagarajan and Kolter plot.
 
     All sizes are trained as one batched ensemble by :func:`train_on_subsets`; every member starts
     from its own initialization (seeded by ``seed``). The bounds use ``gamma`` = the stopping
     margin and the member's own training inputs (see :func:`network_measures`).
+
+    ``fixed_size=True`` is the chapter's null for the growth with n: every member trains, from its
+    own initialization (other seeds than the sweep's), on the *same* ``cfg.sizes[0]`` points, and
+    the result still reports (and fits against) the nominal ``cfg.sizes``. Whatever slope it shows
+    comes from run-to-run variation alone, since the training set does not grow.
     """
     cfg.validate()
     seed = check_int("seed", seed, minimum=0)
+    if not isinstance(fixed_size, bool):
+        raise TypeError(f"fixed_size must be a bool, got {fixed_size!r}")
     sizes = list(cfg.sizes)
+    used = [sizes[0]] * len(sizes) if fixed_size else sizes
     ds = mnist1d(max(sizes), cfg.n_test, device=device)
     E = len(sizes)
-    seeds = [seed * 100 + 50 + i for i in range(E)]
+    seeds = [seed * 100 + (80 if fixed_size else 50) + i for i in range(E)]
     model = BatchedMLP.init(seeds, ds.dim, cfg.width, cfg.depth, ds.num_classes, bias=False,
                             device=ds.x.device)
     init = [w.detach().clone() for w in model.weights]
@@ -778,12 +865,12 @@ def margin_sweep(cfg: MarginSweepConfig, seed: int = 0, device: str | None = Non
     init_spec = [float(np.prod([float(spectral_norm(w0[i])) for w0 in init])) for i in range(E)]
     tcfg = TrainConfig(lr=cfg.lr, batch_size=cfg.batch_size, margin_gamma=cfg.gamma,
                        margin_fraction=cfg.margin_fraction, seed=seed)
-    run = train_on_subsets(model, ds.x, ds.y, sizes, tcfg, seeds=seeds,
+    run = train_on_subsets(model, ds.x, ds.y, used, tcfg, seeds=seeds,
                            check_every_epochs=cfg.check_every_epochs, max_epochs=cfg.max_epochs)
     with torch.no_grad():
         test_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
     measures = [network_measures([w[i].detach() for w in model.weights], [w0[i] for w0 in init],
-                                 ds.x[:n], cfg.gamma) for i, n in enumerate(sizes)]
+                                 ds.x[:n], cfg.gamma) for i, n in enumerate(used)]
     res = MarginSweepResult(sizes=sizes, test_error=test_err, met_margin=run.met_rule,
                             epochs=run.epochs, measures=measures, init_test_error=init_err,
                             init_spectral_product=init_spec)
@@ -923,6 +1010,35 @@ def linear_errors(cfg: LinearConstruction, seed: int = 0) -> LinearErrors:
                         uc_lower_bound=max(0.0, sprime - test), fresh=fresh)
 
 
+@dataclass
+class LinearNNErrors(Result):
+    """What :func:`linear_nn_errors` measured: the 1-nearest-neighbour null on one draw of S."""
+
+    test: float          # error on n_test fresh points
+    sprime: float        # error on S'
+
+
+@boundary(cfg=InstanceOf(LinearConstruction), seed=SEED, n_test=count())
+def linear_nn_errors(cfg: LinearConstruction, seed: int = 0, n_test: int = 200) -> LinearNNErrors:
+    """The measured null of Experiment 3: a 1-nearest-neighbour classifier on the same S.
+
+    Uses the training set of :func:`linear_errors` with the same ``seed`` (so the same S and S'),
+    classifies S' and ``n_test`` fresh points (drawn from a generator seeded apart from S) by
+    :func:`nearest_neighbour_predict` on the whole input ``(x1, x2)``. The 1-NN learner also fits
+    S exactly, but it has no one-step-GD weight vector that memorizes the noise of S.
+    """
+    seed = check_int("seed", seed, minimum=0)
+    x1, x2, y = linear_data(cfg, seed)
+    s1, s2, sy = linear_sprime(x1, x2, y)
+    t1, t2, ty = cfg.sample(n_test, torch.Generator().manual_seed(2 * 10**6 + seed))
+    xs = torch.cat([x1, x2], 1)
+
+    def err(a, b, lab):
+        return float((nearest_neighbour_predict(xs, y, torch.cat([a, b], 1)) != lab).double().mean())
+
+    return LinearNNErrors(test=err(t1, t2, ty), sprime=err(s1, s2, sy))
+
+
 @boundary(m=count(), Ds=None, seeds=None, K=count(), noise_var=positive())
 def linear_sweep(m: int, Ds: Sequence[int], seeds: Sequence[int], K: int = 1,
                  noise_var: float = 32.0) -> dict[str, np.ndarray]:
@@ -942,55 +1058,6 @@ def _exact_test_error(cfg: LinearConstruction, w1: torch.Tensor, w2: torch.Tenso
     mean = cfg.signal * float(w1 @ cfg.u)
     sd = float(w2.norm()) * math.sqrt(cfg.noise_var / cfg.D)
     return 0.5 * math.erfc(mean / sd / math.sqrt(2)) if sd > 0 else float(mean <= 0)
-
-
-@dataclass
-class EscapeResult(Result):
-    """What :func:`one_sided_escape` measured (errors are fractions)."""
-
-    test_error: list[float]      # L_D(h_S) of each output, exact
-    one_sided: float             # max over outputs h_i and sets T_j of L_D(h_i) - err_{T_j}(h_i)
-    two_sided: float             # the same maximum of |L_D(h_i) - err_{T_j}(h_i)|
-    ball_one_sided: float        # one-sided gap of the norm-ball witness (-w1, w2) on its own S
-    ball_two_sided: float
-
-
-@boundary(cfg=InstanceOf(LinearConstruction), n_sets=count(2), seed=SEED)
-def one_sided_escape(cfg: LinearConstruction, n_sets: int = 20, seed: int = 0) -> EscapeResult:
-    """Uniform convergence over the algorithm's outputs, one-sided and two-sided, in the linear
-    construction; and the same over a norm ball.
-
-    Draws ``n_sets`` training sets ``S_i``, learns ``h_i`` on each (:func:`one_step_gd`) and
-    builds every ``S'_i``. Every one of the ``2 n_sets`` sets ``T_j`` (the ``S_j`` and the
-    ``S'_j``) is a sample from ``D^m``, so a uniform-convergence bound over the outputs must hold
-    on all of them. The two-sided gap ``max |L_D(h_i) - err_{T_j}(h_i)|`` is then about one
-    (at ``T_j = S'_i``), while the one-sided gap ``max (L_D(h_i) - err_{T_j}(h_i))`` can never
-    exceed ``max_i L_D(h_i)``, which is small: a one-sided bound over the outputs is not vacuous.
-
-    The norm ball ``{w : ||w|| <= ||w_S||}`` contains every output but also ``(-w1, w2)``: it fits
-    S as well as ``w`` does (the memorized noise outweighs the reversed signal) yet its test error
-    is ``1 - L_D(h_S)``. So uniform convergence over that ball is vacuous even one-sidedly;
-    ``ball_*`` report its gaps on its own training set (maximum over the ``n_sets`` draws).
-    """
-    cfg.validate()
-    n_sets = check_int("n_sets", n_sets, minimum=2)
-    seed = check_int("seed", seed, minimum=0)
-    outs, sets = [], []
-    for i in range(n_sets):
-        x1, x2, y = linear_data(cfg, seed * 1000 + i)
-        outs.append(one_step_gd(x1, x2, y))
-        sets += [(x1, x2, y), linear_sprime(x1, x2, y)]
-    test = [_exact_test_error(cfg, w1, w2) for w1, w2 in outs]
-    gaps = torch.tensor([[test[i] - float((_predict(w1, w2, t1, t2) != ty).double().mean())
-                          for t1, t2, ty in sets] for i, (w1, w2) in enumerate(outs)])
-    ball = []
-    for i, (w1, w2) in enumerate(outs):
-        x1, x2, y = sets[2 * i]
-        train = float((_predict(-w1, w2, x1, x2) != y).double().mean())
-        ball.append(_exact_test_error(cfg, -w1, w2) - train)
-    return EscapeResult(test_error=test, one_sided=float(gaps.max()),
-                        two_sided=float(gaps.abs().max()), ball_one_sided=max(ball),
-                        ball_two_sided=max(abs(b) for b in ball))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1090,6 +1157,8 @@ class SpheresResult(Result):
     y_train: torch.Tensor
     init_test_error: list[float] = field(default_factory=list)     # before training
     projected_test_error: list[float] = field(default_factory=list)  # fresh points, projected
+    nn_test_error: list[float] = field(default_factory=list)   # 1-NN on the same training set
+    nn_sprime_error: list[float] = field(default_factory=list)  # 1-NN on the same S'
 
 
 @boundary(cfg=InstanceOf(SpheresConfig), seed=SEED, device=_DEVICE)
@@ -1100,7 +1169,9 @@ def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) 
     :func:`train_on_subsets` until ``margin_fraction`` of their training points have margin
     ``gamma``. S' error is each member's error on the S' of its own training set;
     ``projected_test_error`` is its error on the test points projected the same way (a set with
-    the same law as S' that was not built from the training set).
+    the same law as S' that was not built from the training set). ``nn_test_error`` and
+    ``nn_sprime_error`` are the test and S' errors of a 1-nearest-neighbour classifier on the same
+    training prefix (:func:`nearest_neighbour_predict`), the chapter's measured null.
     """
     cfg.validate()
     seed = check_int("seed", seed, minimum=0)
@@ -1121,15 +1192,17 @@ def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) 
     with torch.no_grad():
         test_err = (1 - accuracy(model(xt), yt)).tolist()
         proj_err = (1 - accuracy(model(xp), yp)).tolist()
-        sp_err, tr_err = [], []
+        sp_err, tr_err, nn_te, nn_sp = [], [], [], []
         for i, n in enumerate(cfg.sizes):
             xs, ys = sphere_sprime(x[:n], y[:n], cfg.radii)
             sp_err.append(1 - accuracy(member_logits(model, i, xs), ys))
             tr_err.append(1 - accuracy(member_logits(model, i, x[:n]), y[:n]))
+            nn_te.append(float((nearest_neighbour_predict(x[:n], y[:n], xt) != yt).float().mean()))
+            nn_sp.append(float((nearest_neighbour_predict(x[:n], y[:n], xs) != ys).float().mean()))
     return SpheresResult(sizes=list(cfg.sizes), test_error=test_err, sprime_error=sp_err,
                          train_error=tr_err, met_margin=run.met_rule, epochs=run.epochs,
                          model=model, x_train=x, y_train=y, init_test_error=init_err,
-                         projected_test_error=proj_err)
+                         projected_test_error=proj_err, nn_test_error=nn_te, nn_sprime_error=nn_sp)
 
 
 @boundary(model=InstanceOf(BatchedMLP), member=count(0), point=Tensor("float", 1),

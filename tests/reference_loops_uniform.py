@@ -42,23 +42,26 @@ def old_cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
                           device: str | None = None) -> CNNRandomizationResult:
     """Zhang et al.'s randomization test (2017, Fig. 1a) with :class:`BatchedCNN1d` on MNIST-1D.
 
-    Trains three members in one batched loop, each on its own minibatches: the true labels, fully
-    random labels (:func:`gtlib.data.corrupt_labels` at fraction 1) and the true labels from
-    another initialization. Every ``check_every`` steps each member's accuracy on its whole
+    Trains ``cfg.true_runs`` members on the true labels and ``cfg.random_runs`` on fully random
+    labels (:func:`gtlib.data.corrupt_labels` at fraction 1, one labelling each) in one batched
+    loop, each on its own minibatches. (Since the copy, only the member layout and the seeds have
+    been brought up to date with the replicated design; the loop is the old one.) Every ``check_every`` steps each member's accuracy on its whole
     training set is measured; a member that reached ``target_train_acc`` stops (its weights no
     longer change).
     """
     seed = _int("seed", seed, minimum=0)
     ds = mnist1d(cfg.n_train, cfg.n_test, device=device)
     dev = ds.x.device
-    ys = torch.stack([ds.y, corrupt_labels(ds.y, 1.0, ds.num_classes, seed=seed + 1000), ds.y])
-    E = 3
-    model = BatchedCNN1d([seed * 100 + 90 + e for e in range(E)], cfg.channels, cfg.hidden,
+    K, R = cfg.true_runs, cfg.random_runs
+    ys = torch.stack([ds.y] * K + [corrupt_labels(ds.y, 1.0, ds.num_classes, seed=seed + 1000 + r)
+                                   for r in range(R)])
+    E = K + R
+    model = BatchedCNN1d([seed * 100 + 40 + e for e in range(E)], cfg.channels, cfg.hidden,
                          ds.num_classes).to(dev)
     params = list(model.parameters())
     with torch.no_grad():
         init_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
-    gens = [torch.Generator().manual_seed(seed * 100 + 95 + e) for e in range(E)]
+    gens = [torch.Generator().manual_seed(seed * 100 + 70 + e) for e in range(E)]
     active = torch.ones(E, dtype=torch.bool)
     stop = [cfg.max_steps] * E
 
@@ -87,7 +90,9 @@ def old_cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
     with torch.no_grad():
         test_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
     train_acc = full_acc()
-    return CNNRandomizationResult(names=["true labels", "random labels", "true labels, again"],
+    names = [f"true labels, run {k + 1}" for k in range(K)] + \
+        [f"random labels, run {r + 1}" for r in range(R)]
+    return CNNRandomizationResult(names=names, labels=["true"] * K + ["random"] * R,
                                   train_acc=train_acc.tolist(), test_error=test_err,
                                   init_test_error=init_err, stop_step=stop,
                                   reached_target=[bool(a >= cfg.target_train_acc)

@@ -99,6 +99,15 @@ def test_experiments_refuse_wrong_config_seed_flag_and_device():
     _raises(TypeError, "cfg", U.corruption_experiment, None)
     _raises(TypeError, "cfg", U.cnn_randomization, {"lr": 0.1})
     _raises(TypeError, "cfg", U.margin_sweep, None)
+    _raises(TypeError, "fixed_size", U.margin_sweep,
+            U.MarginSweepConfig(sizes=(8, 16), n_test=20, width=8, max_epochs=1.0), fixed_size=1)
+    x = torch.zeros(4, 3)
+    _raises(ValueError, "x must have 3 columns", U.nearest_neighbour_predict, x,
+            torch.zeros(4, dtype=torch.long), torch.zeros(2, 5))
+    _raises(ValueError, "y_train", U.nearest_neighbour_predict, x,
+            torch.zeros(3, dtype=torch.long), torch.zeros(2, 3))
+    _raises(ValueError, "chunk", U.nearest_neighbour_predict, x,
+            torch.zeros(4, dtype=torch.long), torch.zeros(2, 3), chunk=0)
     cfg = U.CorruptionConfig(n_train=30, n_test=20, levels=(0.0, 1.0), width=8, max_steps=3,
                              check_every=1)
     _raises(TypeError, "replicate", U.corruption_experiment, cfg, replicate=None)
@@ -108,7 +117,8 @@ def test_experiments_refuse_wrong_config_seed_flag_and_device():
     _raises(ValueError, "seed", U.spheres_sweep, sph, seed=2**64)
     lin = U.LinearConstruction(D=50, m=8)
     _raises(ValueError, "seed", U.linear_errors, lin, seed=-1)
-    _raises(TypeError, "cfg", U.one_sided_escape, None)
+    _raises(TypeError, "cfg", U.linear_nn_errors, None)
+    _raises(ValueError, "n_test", U.linear_nn_errors, U.LinearConstruction(D=10, m=4), n_test=0)
     _raises(TypeError, "generator", lin.sample, 5, None)
 
 

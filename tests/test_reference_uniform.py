@@ -57,7 +57,9 @@ def test_function_defaults_are_the_documented_ones():
     assert _defaults(U.slice_points) == {"radii": (1.0, 1.2), "seed": 0, "candidates": 200}
     assert _defaults(U.train_on_subsets) == {"seeds": None, "check_every_epochs": 1.0,
                                              "max_epochs": 1000.0}
-    assert _defaults(U.one_sided_escape) == {"n_sets": 20, "seed": 0}
+    assert _defaults(U.linear_nn_errors) == {"seed": 0, "n_test": 200}
+    assert _defaults(U.nearest_neighbour_predict) == {"chunk": 2048}
+    assert _defaults(U.margin_sweep) == {"seed": 0, "device": None, "fixed_size": False}
     assert _defaults(U.linear_sweep) == {"K": 1, "noise_var": 32.0}
     assert _defaults(U.linear_errors) == {"seed": 0}
     assert _defaults(U.linear_data) == {"seed": 0}
@@ -87,13 +89,14 @@ def test_config_defaults_and_paper_presets():
     k = U.CorruptionConfig()
     assert (k.n_train, k.n_test, k.levels, k.width, k.depth, k.lr, k.batch_size,
             k.target_train_acc, k.max_steps, k.check_every) == (
-        4000, 4000, (0.0, 0.2, 0.4, 0.6, 0.8, 1.0), 512, 1, 0.1, 64, 0.99, 40_000, 50)
+        4000, 4000, (0.0, 0.5, 1.0), 512, 1, 0.1, 64, 0.99, 40_000, 50)
     kf = U.CorruptionConfig.full()
     assert len(kf.levels) == 11 and kf.levels[0] == 0.0 and kf.levels[-1] == 1.0
     assert kf.levels[3] == pytest.approx(0.3) and kf.depth == 3
     n = U.CNNRandomizationConfig()
     assert (n.n_train, n.n_test, n.channels, n.hidden, n.lr, n.batch_size, n.target_train_acc,
-            n.max_steps, n.check_every) == (4000, 4000, 32, 256, 0.1, 64, 0.99, 40_000, 250)
+            n.max_steps, n.check_every, n.true_runs, n.random_runs) == (
+        4000, 4000, 32, 256, 0.1, 64, 0.99, 40_000, 50, 4, 2)
 
 
 # =============================================================================================
@@ -408,42 +411,6 @@ def test_linear_sweep_is_the_mean_of_linear_errors():
         U.linear_sweep(17, Ds, [])
 
 
-def test_one_sided_escape_against_a_written_out_reference():
-    cfg = U.LinearConstruction(K=2, D=30, m=16, noise_var=5.0, signal=1.5)
-    n_sets, seed = 3, 2
-    outs, sets = [], []
-    for i in range(n_sets):
-        x1, x2, y = cfg.sample(cfg.m, torch.Generator().manual_seed(seed * 1000 + i))
-        outs.append(((y[:, None] * x1).sum(0), (y[:, None] * x2).sum(0)))
-        sets += [(x1, x2, y), (x1, -x2, y)]
-
-    def test_err(w1, w2):
-        mean = cfg.signal * float(w1.sum()) / math.sqrt(cfg.K * cfg.m)
-        return float(stats.norm.cdf(-mean / (float(w2.norm()) * math.sqrt(cfg.noise_var / cfg.D))))
-
-    def err(w1, w2, t):
-        return float(np.mean(np.sign(_np(t[0]) @ _np(w1) + _np(t[1]) @ _np(w2)) != _np(t[2])))
-
-    tests = [test_err(*w) for w in outs]
-    gaps = [[tests[i] - err(*outs[i], t) for t in sets] for i in range(n_sets)]
-    ball = [test_err(-w1, w2) - err(-w1, w2, sets[2 * i]) for i, (w1, w2) in enumerate(outs)]
-    r = U.one_sided_escape(cfg, n_sets=n_sets, seed=seed)
-    assert r.test_error == pytest.approx(tests, rel=1e-10)
-    # (the gaps are gathered in a float32 tensor: 1e-7 relative)
-    assert r.one_sided == pytest.approx(max(max(g) for g in gaps), rel=1e-7)
-    assert r.two_sided == pytest.approx(max(abs(v) for g in gaps for v in g), rel=1e-7)
-    assert r.ball_one_sided == pytest.approx(max(ball), rel=1e-10)
-    assert r.ball_two_sided == pytest.approx(max(abs(b) for b in ball), rel=1e-10)
-    assert r.one_sided != pytest.approx(r.two_sided, rel=1e-3)       # the two differ here
-    # n_sets and seed each change the draw
-    assert U.one_sided_escape(cfg, n_sets=4, seed=seed).test_error[:3] == pytest.approx(tests)
-    assert len(U.one_sided_escape(cfg, n_sets=4, seed=seed).test_error) == 4
-    assert U.one_sided_escape(cfg, n_sets=3, seed=3).test_error != pytest.approx(tests, rel=1e-6)
-
-
-# =============================================================================================
-# the hyperspheres: data, S', slices, bulges, caps
-# =============================================================================================
 def test_sphere_data_reproduces_its_generator_and_uses_its_radii():
     n, d, radii = 300, 7, (0.6, 2.5)
     x, y = U.sphere_data(n, d, radii, torch.Generator().manual_seed(8))
@@ -930,17 +897,22 @@ def test_cnn_randomization_reports_what_its_members_do(monkeypatch):
             kept.append((self, [p.detach().clone() for p in self.parameters()]))
 
     monkeypatch.setattr(U, "BatchedCNN1d", Keeping)
-    # target 1.0: two members reach it exactly (a '>' for '>=' would miss them), one does not
+    # target 1.0: one member reaches it exactly (a '>' for '>=' would miss it), two do not
     cfg = U.CNNRandomizationConfig(n_train=60, n_test=50, channels=8, hidden=32, lr=0.25,
-                                   batch_size=20, max_steps=300, check_every=20,
-                                   target_train_acc=1.0)
+                                   batch_size=20, max_steps=260, check_every=20,
+                                   target_train_acc=1.0, true_runs=2, random_runs=1)
     seed = 2
     r = U.cnn_randomization(cfg, seed=seed)
     (model, init), = kept
     ds = mnist1d(60, 50)
-    ys = [ds.y, corrupt_labels(ds.y, 1.0, 10, seed=seed + 1000), ds.y]
-    assert r.names == ["true labels", "random labels", "true labels, again"]
-    fresh = U.BatchedCNN1d.__mro__[1]([seed * 100 + 90 + e for e in range(3)], 8, 32, 10)
+    ys = [ds.y, ds.y, corrupt_labels(ds.y, 1.0, 10, seed=seed + 1000)]
+    assert r.names == ["true labels, run 1", "true labels, run 2", "random labels, run 1"]
+    assert r.labels == ["true", "true", "random"]
+    assert r.of("stop_step", "true") == r.stop_step[:2]
+    assert r.of("test_error", "random") == r.test_error[2:]
+    with pytest.raises(ValueError, match="labels"):
+        r.of("stop_step", "shuffled")
+    fresh = U.BatchedCNN1d.__mro__[1]([seed * 100 + 40 + e for e in range(3)], 8, 32, 10)
     for p, q in zip(init, fresh.parameters()):
         assert torch.equal(p, q.detach())
     with torch.no_grad():
@@ -952,17 +924,17 @@ def test_cnn_randomization_reports_what_its_members_do(monkeypatch):
     assert r.train_acc == pytest.approx(train_acc, abs=1e-7)
     assert r.reached_target == [a >= 1.0 for a in train_acc]
     assert True in r.reached_target and False in r.reached_target
-    assert all(s % 20 == 0 or s == 300 for s in r.stop_step)
-    assert r.test_error[1] > r.test_error[0]          # random labels: no generalization
+    assert all(s % 20 == 0 or s == 260 for s in r.stop_step)
+    assert r.test_error[2] > r.test_error[0]          # random labels: no generalization
     # a target nobody reaches in 10 steps: every member runs to max_steps
     short = U.cnn_randomization(U.CNNRandomizationConfig(
         n_train=60, n_test=50, channels=8, hidden=32, lr=0.25, batch_size=20, max_steps=10,
-        check_every=4, target_train_acc=1.0), seed=seed)
+        check_every=4, target_train_acc=1.0, true_runs=2, random_runs=1), seed=seed)
     assert short.stop_step == [10, 10, 10] and short.reached_target == [False] * 3
     # a target every member meets at initialization: all stop at the check before step 1
     low = U.cnn_randomization(U.CNNRandomizationConfig(
         n_train=60, n_test=50, channels=8, hidden=32, lr=0.25, batch_size=20, max_steps=10,
-        check_every=4, target_train_acc=0.02), seed=seed)
+        check_every=4, target_train_acc=0.02, true_runs=2, random_runs=1), seed=seed)
     assert low.stop_step == [0, 0, 0] and low.reached_target == [True] * 3
     assert low.test_error == low.init_test_error
     assert short.init_test_error == r.init_test_error    # the same seed, the same initialization

@@ -227,17 +227,47 @@ def test_linear_fresh_sample_is_not_sprime():
     assert e.sprime == 1.0 and e.fresh <= 0.1
 
 
-def test_one_sided_escape():
-    cfg = U.LinearConstruction(K=1, D=20_000, m=32)
-    r = U.one_sided_escape(cfg, n_sets=6, seed=0)
-    assert len(r.test_error) == 6
-    # a one-sided gap can never exceed the largest test error (errors are >= 0)
-    assert r.one_sided <= max(r.test_error) + 1e-12 and r.one_sided < 0.05
-    assert r.two_sided >= 0.95                       # at T = S'_i the gap is about 1
-    # the norm-ball witness (-w1, w2) fits S yet errs on most fresh points
-    assert r.ball_one_sided >= 0.95 and r.ball_two_sided == pytest.approx(r.ball_one_sided)
-    with pytest.raises(ValueError):
-        U.one_sided_escape(cfg, n_sets=1)
+def test_nearest_neighbour_predict_known_answers():
+    xt = torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 3.0]])
+    yt = torch.tensor([5, 7, 9])
+    x = torch.tensor([[0.1, 0.1], [0.9, -0.2], [0.2, 2.0], [0.5, 0.0]])
+    # the last point is equidistant from the first two: the earlier training point wins
+    assert U.nearest_neighbour_predict(xt, yt, x).tolist() == [5, 7, 9, 5]
+    # every training point is its own nearest neighbour; block size does not matter
+    assert torch.equal(U.nearest_neighbour_predict(xt, yt, xt, chunk=1), yt)
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(50, 4, generator=g), torch.randn(30, 4, generator=g)
+    lab = torch.randint(0, 3, (50,), generator=g)
+    brute = lab[torch.cdist(b, a).argmin(1)]
+    assert torch.equal(U.nearest_neighbour_predict(a, lab, b, chunk=7), brute)
+    # a rotation and a shift of every point leave the prediction unchanged
+    q, _ = torch.linalg.qr(torch.randn(4, 4, generator=g))
+    assert torch.equal(U.nearest_neighbour_predict(a @ q + 3, lab, b @ q + 3), brute)
+
+
+def test_linear_nn_errors_on_the_same_draw():
+    cfg = U.LinearConstruction(K=1, D=2000, m=16)
+    r = U.linear_nn_errors(cfg, seed=3, n_test=400)
+    x1, x2, y = U.linear_data(cfg, 3)
+    xs = torch.cat([x1, -x2], 1)
+    pred = U.nearest_neighbour_predict(torch.cat([x1, x2], 1), y, xs)
+    assert r.sprime == pytest.approx(float((pred != y).double().mean()))
+    # in the noise-dominated regime the 1-NN learner is near chance on fresh points
+    assert 0.3 <= r.test <= 0.7
+    assert U.linear_nn_errors(cfg, seed=3, n_test=400) == r
+
+
+def test_corruption_nn_test_error_uses_the_experiment_labels():
+    from gtlib.data import corrupt_labels, mnist1d
+    cfg = U.CorruptionConfig(n_train=200, n_test=100, levels=(0.0, 0.5, 1.0))
+    errs = U.corruption_nn_test_error(cfg, seed=4)
+    ds = mnist1d(200, 100)
+    for f, e in zip(cfg.levels, errs):
+        y = corrupt_labels(ds.y, f, 10, seed=1004)
+        nn = y[torch.cdist(ds.x_test, ds.x).argmin(1)]
+        assert e == pytest.approx(float((nn != ds.y_test).float().mean()))
+    assert errs[0] < errs[-1]          # true labels beat random ones
+    assert errs[-1] >= 0.75            # random labels: near chance (0.9)
 
 
 def test_linear_bad_input():
@@ -342,9 +372,10 @@ def test_batched_cnn_equals_each_member_alone():
 
 def test_cnn_randomization_tiny_run():
     cfg = U.CNNRandomizationConfig(n_train=60, n_test=50, channels=8, hidden=32, lr=0.2,
-                                   batch_size=20, max_steps=600, check_every=20)
+                                   batch_size=20, max_steps=600, check_every=20, true_runs=2,
+                                   random_runs=1)
     r = U.cnn_randomization(cfg, seed=0)
-    assert r.names[1] == "random labels" and len(r.stop_step) == 3
+    assert r.names[2] == "random labels, run 1" and len(r.stop_step) == 3
     # 60 signals: every member (random labels included) fits its labels and stops early
     assert all(r.reached_target) and max(r.stop_step) < 600
     assert all(0 <= e <= 1 for e in r.test_error + r.init_test_error)
