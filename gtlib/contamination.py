@@ -31,7 +31,10 @@ configuration the output layer is frozen at ``a_j = +1/h`` on the first half of 
 (Figure 3) is the mean norm of the projections of the first-layer weights ``w_j`` onto the core
 and the background subspaces, :func:`projection_norms`; :func:`mean_direction_components` splits
 the background part into its component along the background mean direction, the only part a
-shift of every background coordinate sees, and the rest.
+shift of every background coordinate sees, and the rest. :func:`bias_equivalence` measures the
+identity behind the growth along that direction: the background mean is a second bias input,
+so under SGD a neuron's weight along it moves ``sqrt(k_b)/2`` times as much as its bias (a
+derivation of the book, not a statement of the paper).
 
 Every experiment trains several configurations *at once*: :class:`TwoLayerNets` stacks E networks
 (one batched matmul per layer), each member with its own activation, loss and optimizer, and
