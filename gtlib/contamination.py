@@ -31,7 +31,10 @@ configuration the output layer is frozen at ``a_j = +1/h`` on the first half of 
 (Figure 3) is the mean norm of the projections of the first-layer weights ``w_j`` onto the core
 and the background subspaces, :func:`projection_norms`; :func:`mean_direction_components` splits
 the background part into its component along the background mean direction, the only part a
-shift of every background coordinate sees, and the rest.
+shift of every background coordinate sees, and the rest. :func:`bias_equivalence` measures the
+identity behind the growth along that direction: the background mean is a second bias input,
+so under SGD a neuron's weight along it moves ``sqrt(k_b)/2`` times as much as its bias (a
+derivation of the book, not a statement of the paper).
 
 Every experiment trains several configurations *at once*: :class:`TwoLayerNets` stacks E networks
 (one batched matmul per layer), each member with its own activation, loss and optimizer, and
@@ -571,6 +574,59 @@ def mean_direction_components(W: torch.Tensor,
     return along, orth
 
 
+@boundary(W0=Tensor("float", 2), W1=Tensor("float", 2), b0=Tensor("float", 1),
+          b1=Tensor("float", 1), decay=nonnegative())
+def bias_equivalence(W0: torch.Tensor, W1: torch.Tensor, b0: torch.Tensor, b1: torch.Tensor,
+                     emb: Embedding, decay: float = 1.0) -> dict[str, float]:
+    """How closely each neuron's weight change along the background mean tracks its bias change.
+
+    The gradient of a loss with respect to ``w_j``, projected on the background mean direction
+    ``e``, is ``sqrt(k_b) / 2`` times the gradient with respect to ``b_j`` plus a term that
+    averages the centred background coordinates (for a ``U[0,1]`` background, whose mean is
+    ``sqrt(k_b)/2 e``). Under SGD with weight decay both move by the same linear recursion, so
+    ``d_e = along_1 - decay * along_0`` and ``d_b = b_1 - decay * b_0`` satisfy
+    ``d_e = sqrt(k_b) / 2 * d_b`` up to that centred term (``decay``: the factor by which weight
+    decay alone would multiply a weight over the run; 1 for none).
+
+    Parameters
+    ----------
+    W0, W1 : torch.Tensor
+        First-layer weights ``(h, d)`` before and after training.
+    b0, b1 : torch.Tensor
+        First-layer biases ``(h,)`` before and after training.
+    emb : Embedding
+        The data's embedding (its background subspace defines ``e``).
+    decay : float
+        Weight decay's factor over the run (see above).
+
+    Returns
+    -------
+    dict
+        ``slope`` (least squares of ``d_e`` on ``d_b`` through the origin), ``corr`` (their
+        correlation across neurons), ``bias_change`` (the mean ``|b_1 - b_0|``) and
+        ``weight_change`` (the mean ``|d_e|``).
+    """
+    if W0.shape != W1.shape:
+        raise ValueError(f"W0 and W1 must have the same shape, got {tuple(W0.shape)} and "
+                         f"{tuple(W1.shape)}")
+    for name, b in (("b0", b0), ("b1", b1)):
+        if b.shape[0] != W0.shape[0]:
+            raise ValueError(f"{name} must have one entry per neuron ({W0.shape[0]}), "
+                             f"got {b.shape[0]}")
+    if W0.shape[0] < 2:
+        raise ValueError(f"W0 must have at least two neurons (rows), got {W0.shape[0]}")
+    a0, _ = mean_direction_components.__wrapped__(W0, emb)
+    a1, _ = mean_direction_components.__wrapped__(W1, emb)
+    de = (a1 - decay * a0).double()
+    db = (b1 - decay * b0).double()
+    if float(db.abs().max()) == 0.0 or float(db.std()) == 0.0 or float(de.std()) == 0.0:
+        raise ValueError("b1: the corrected bias changes (and the weight changes along e) must "
+                         "vary across neurons to define a slope and a correlation")
+    corr = float(torch.corrcoef(torch.stack([de, db]))[0, 1])
+    return {"slope": float((de * db).sum() / (db * db).sum()), "corr": corr,
+            "bias_change": float((b1 - b0).abs().mean()), "weight_change": float(de.abs().mean())}
+
+
 @boundary(pre=Tensor("float", (2, 3)), y=_Signs())
 def activation_asymmetry(pre: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Per-neuron ``|P(active | y=+1) - P(active | y=-1)|`` with *active* meaning pre-activation > 0.
@@ -985,14 +1041,15 @@ class DefaultConfig(ToyConfig):
     for each activation of ``activations`` (replicate ``r`` of every activation sees the same
     data). ``centred`` draws the background from ``U[-1/2, 1/2]``; unlike in the theory
     configuration this is no control here: with a trained output layer and AdamW the background
-    weights grow even when the background has mean zero.
+    weights grow even when the background has mean zero. ``replicates`` is 8 at the quick scale,
+    so that the spread of the OOD drop across replicates is itself measured.
     """
 
-    FULL = dict(steps=20_000, replicates=8, record_every=250)
+    FULL = dict(steps=20_000, replicates=16, record_every=250)
 
     steps: int = param(1000, count())
     lr: float = param(1e-3, positive())
-    replicates: int = param(4, count())
+    replicates: int = param(8, count())
     record_every: int = param(20, count())
     activations: tuple[str, ...] = param(("relu",), tuple_of(Options(tuple(ACTIVATIONS))))
 
@@ -1056,7 +1113,10 @@ class DistillConfig(ToyConfig):
     with an unconstrained first layer and is trained by MSE to reproduce the teacher's hidden
     representation on ID inputs. Linear probes are then fitted on each representation.
     ``centred`` draws the background from ``U[-1/2, 1/2]`` for teacher and student alike (the
-    control: same shift, no background mean).
+    control: same shift, no background mean). ``target="preactivation"`` gives the *gate-free*
+    student: the same initialization, optimizer and steps, but the loss compares the student's
+    pre-activations ``W x + b`` with the teacher's (a linear regression, no ReLU gate in the
+    gradient); its representation is still read out through the ReLU.
     """
 
     FULL = dict(teacher_steps=5000, student_steps=5000, record_every=100)
@@ -1066,6 +1126,7 @@ class DistillConfig(ToyConfig):
     student_steps: int = param(1000, count())
     lr: float = param(1e-3, positive())
     record_every: int = param(25, count())
+    target: str = param("hidden", Options(("hidden", "preactivation")))
 
 
 @dataclass
@@ -1119,6 +1180,9 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
     with torch.no_grad():
         target, t_test, t_ood = (teacher._hidden(z)[0] for z in (train.x, test.x, x_ood))
         scale = (target ** 2).sum(-1).mean()
+        if cfg.target == "preactivation":
+            t_pre = teacher._preactivations(train.x)[0]
+            scale_pre = (t_pre ** 2).sum(-1).mean()
     bg0 = float(projection_norms(student.W.detach(), emb)[1].mean())
     mean0 = float(mean_direction_components(student.W.detach(), emb)[0].abs().mean())
     steps, cid, cood = [], [], []
@@ -1131,8 +1195,13 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
             cood.append(rel(student._hidden(x_ood)[0], t_ood))
 
     # the student's output layer is not trained: only W and b go to the optimizer
-    fit(lambda step, batch: ((student._hidden(train.x) - target) ** 2).sum(-1).mean(-1) / scale,
-        _optimizer([student.W, student.b], [sspec]), _int("student_steps", cfg.student_steps),
+    if cfg.target == "preactivation":    # gate-free: a linear regression on the pre-activations
+        def loss(step, batch):
+            return ((student._preactivations(train.x) - t_pre) ** 2).sum(-1).mean(-1) / scale_pre
+    else:
+        def loss(step, batch):
+            return ((student._hidden(train.x) - target) ** 2).sum(-1).mean(-1) / scale
+    fit(loss, _optimizer([student.W, student.b], [sspec]), _int("student_steps", cfg.student_steps),
         check=record, every=cfg.record_every)
     with torch.no_grad():
         s_train, s_test, s_ood = (student.hidden(z)[0] for z in (train.x, test.x, x_ood))
@@ -1156,7 +1225,11 @@ class Mnist1dConfig(Config):
     drawn independently of the label; at test time the background is shifted by ``-1``.
 
     ``centred_mlp`` adds a control: the same MLP (same initialization and batch order) trained
-    and tested with the background centred, ``U[-1/2, 1/2]``, and shifted alike.
+    and tested with the background centred, ``U[-1/2, 1/2]``, and shifted alike;
+    ``centred_linear`` does the same for the linear classifier. ``constant`` adds the
+    constant-padding variant: the MLP and the linear classifier (same initializations and
+    batches) trained and tested with every background coordinate equal to ``1/2`` (the mean of
+    ``U[0,1]``, no variance), shifted alike.
     """
 
     FULL = dict(width=1024, epochs=100)
@@ -1172,6 +1245,8 @@ class Mnist1dConfig(Config):
     weight_decay: float = param(1e-2, nonnegative())
     magnitudes: tuple[float, ...] = param((0.0, 0.25, 0.5, 0.75, 1.0), tuple_of(Interval(float)))
     centred_mlp: bool = param(False, Boolean())
+    centred_linear: bool = param(False, Boolean())
+    constant: bool = param(False, Boolean())
 
 
 @boundary(x=Tensor("float", 2), n_background=count())
@@ -1196,7 +1271,9 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
     background alone; return their accuracies (train, ID test, test under each shift magnitude).
 
     With ``cfg.centred_mlp`` the result also has ``"ReLU MLP, centred"``: the MLP with the same
-    seeds, trained and tested on a centred background.
+    seeds, trained and tested on a centred background; ``cfg.centred_linear`` adds
+    ``"linear, centred"`` likewise, and ``cfg.constant`` adds ``"ReLU MLP, constant"`` and
+    ``"linear, constant"``, trained and tested with the background held at ``1/2``.
     """
     from .data import mnist1d
     from .models import MLP
@@ -1217,9 +1294,18 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
               "background only": (0, 1, slice(x_tr.shape[1] - k, None), 2, 0.0)}
     if cfg.centred_mlp:
         models["ReLU MLP, centred"] = (cfg.depth, cfg.width, slice(None), 0, 0.5)
+    if cfg.centred_linear:
+        models["linear, centred"] = (0, 1, slice(None), 1, 0.5)
+    if cfg.constant:
+        models["ReLU MLP, constant"] = (cfg.depth, cfg.width, slice(None), 0, None)
+        models["linear, constant"] = (0, 1, slice(None), 1, None)
     out = {"magnitudes": list(cfg.magnitudes), "chance": 1.0 / ds.num_classes}
     for name, (depth, width, cols, i, offset) in models.items():
-        xtr, xte = shift_last(x_tr, k, offset), shift_last(x_te, k, offset)
+        if offset is None:                   # constant padding: every background coordinate 1/2
+            xtr, xte = x_tr.clone(), x_te.clone()
+            xtr[:, -k:], xte[:, -k:] = 0.5, 0.5
+        else:
+            xtr, xte = shift_last(x_tr, k, offset), shift_last(x_te, k, offset)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(1000 * seed + 80 + i)
             model = MLP(xtr[:, cols].shape[1], width, depth, ds.num_classes).to(dev)

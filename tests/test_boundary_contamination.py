@@ -246,3 +246,17 @@ def test_mnist1d_helpers():
     refused(TypeError, "x", fc.shift_last, x.long(), 2, 1.0)
     refused(ValueError, "n_background", fc.shift_last, x, 50, 1.0)
     refused(ValueError, "magnitude", fc.shift_last, x, 2, NAN)
+
+
+def test_bias_equivalence_refuses_bad_input(emb):
+    W0, W1 = torch.randn(6, 10), torch.randn(6, 10)
+    b0, b1 = torch.randn(6), torch.randn(6)
+    refused(ValueError, "W0", fc.bias_equivalence, nan_at(W0), W1, b0, b1, emb)
+    refused(ValueError, "W1", fc.bias_equivalence, W0, nan_at(W1), b0, b1, emb)
+    refused(ValueError, "b1", fc.bias_equivalence, W0, W1, b0, nan_at(b1), emb)
+    refused(TypeError, "W0", fc.bias_equivalence, W0.long(), W1, b0, b1, emb)
+    refused(ValueError, "W0", fc.bias_equivalence, W0[None], W1, b0, b1, emb)
+    refused(TypeError, "emb", fc.bias_equivalence, W0, W1, b0, b1, None)
+    refused(ValueError, "W", fc.bias_equivalence, W0[:, :8], W1[:, :8], b0, b1, emb)
+    for bad in (NAN, math.inf, -0.1):
+        refused(ValueError, "decay", fc.bias_equivalence, W0, W1, b0, b1, emb, decay=bad)

@@ -1,5 +1,6 @@
 """Unit tests of gtlib.contamination: the data model, the metrics, the batched training."""
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -324,3 +325,76 @@ def test_off_subspace_direction(emb):
     assert float((emb.background.T @ v).abs().max()) < 1e-5
     with pytest.raises(ValueError, match="fill"):
         fc.off_subspace_direction(fc.random_embedding(2, 2, 4))
+
+
+def _weights_with_components(emb, along, rest_scale, seed):
+    """Weights (h, d) whose component along the background mean direction is ``along``."""
+    g = torch.Generator().manual_seed(seed)
+    k = emb.background.shape[1]
+    e = torch.ones(k) / math.sqrt(k)
+    r = torch.randn(len(along), k, generator=g)
+    r = r - (r @ e)[:, None] * e                      # orthogonal to e inside the background
+    core = torch.randn(len(along), emb.core.shape[1], generator=g)
+    return (along[:, None] * e + rest_scale * r) @ emb.background.T + core @ emb.core.T
+
+
+def test_bias_equivalence_known_slope(emb):
+    # a change along e that is exactly c times the bias change, after weight decay's factor
+    g = torch.Generator().manual_seed(0)
+    b0, db = torch.randn(6, generator=g), torch.randn(6, generator=g)
+    a0 = torch.randn(6, generator=g)
+    rho, c = 0.8, 2.5
+    W0 = _weights_with_components(emb, a0, 1.0, 1)
+    W1 = _weights_with_components(emb, rho * a0 + c * db, 3.0, 2)   # the rest may change freely
+    b1 = rho * b0 + db
+    out = fc.bias_equivalence(W0, W1, b0, b1, emb, decay=rho)
+    assert out["slope"] == pytest.approx(c, rel=1e-4)
+    assert out["corr"] == pytest.approx(1.0, abs=1e-5)
+    assert out["bias_change"] == pytest.approx(float((b1 - b0).abs().mean()), rel=1e-6)
+    assert out["weight_change"] == pytest.approx(c * float(db.abs().mean()), rel=1e-4)
+    # a sign flip of the relation flips slope and correlation; scaling both changes keeps corr
+    W1n = _weights_with_components(emb, rho * a0 - c * db, 3.0, 2)
+    neg = fc.bias_equivalence(W0, W1n, b0, b1, emb, decay=rho)
+    assert neg["slope"] == pytest.approx(-c, rel=1e-4) and neg["corr"] == pytest.approx(-1, abs=1e-5)
+    # without the weight-decay correction the same run does not show the identity
+    raw = fc.bias_equivalence(W0, W1, b0, b1, emb, decay=1.0)
+    assert abs(raw["slope"] - c) > 0.05
+
+
+def test_bias_equivalence_bad_inputs(emb):
+    W = _weights_with_components(emb, torch.arange(4.0), 1.0, 0)
+    b = torch.arange(4.0)
+    with pytest.raises(ValueError, match="W1"):
+        fc.bias_equivalence(W, W[:3], b, b + 1, emb)
+    with pytest.raises(ValueError, match="b0"):
+        fc.bias_equivalence(W, W, b[:3], b, emb)
+    with pytest.raises(ValueError, match="decay"):
+        fc.bias_equivalence(W, W, b, b + 1, emb, decay=-0.5)
+    with pytest.raises(ValueError, match="b1"):                 # nothing moved: no slope
+        fc.bias_equivalence(W, W, b, b, emb)
+    with pytest.raises(ValueError, match="W0"):
+        fc.bias_equivalence(W[:1], W[:1], b[:1], b[:1] + 1, emb)
+
+
+def test_gate_free_distillation_student():
+    base = fc.DistillConfig(n=40, n_test=20, d_core=3, d_background=2, dim=8, width=6,
+                            teacher_steps=3, student_steps=4, record_every=2)
+    hid = fc.run_distillation(base, seed=0, device="cpu")
+    pre = fc.run_distillation(replace(base, target="preactivation"), seed=0, device="cpu")
+    # same teacher (its probe and accuracy), different student fits
+    assert pre.probe_teacher == hid.probe_teacher and pre.teacher_acc == hid.teacher_acc
+    assert pre.curve_id[0] == pytest.approx(hid.curve_id[0])    # same initialization
+    assert pre.curve_id[-1] != hid.curve_id[-1]
+    with pytest.raises((ValueError, TypeError), match="target"):
+        replace(base, target="logits")
+
+
+def test_mnist1d_constant_padding_and_centred_linear():
+    cfg = fc.Mnist1dConfig(n_train=60, n_test=30, n_background=5, width=8, depth=1, epochs=2,
+                           batch_size=16, magnitudes=(0.0, 1.0), centred_linear=True,
+                           constant=True)
+    out = fc.run_mnist1d(cfg, seed=1, device="cpu")
+    assert {"linear, centred", "ReLU MLP, constant", "linear, constant"} <= set(out)
+    assert "ReLU MLP, centred" not in out
+    for name in ("linear, centred", "ReLU MLP, constant", "linear, constant"):
+        assert 0 <= out[name]["OOD"] <= 1 and len(out[name]["shift"]) == 2

@@ -672,13 +672,14 @@ def test_constants_and_config_defaults_are_the_documented_ones():
         fc.TheoryConfig: dict(toy, n_test=1000, steps=400, lr=0.05, adamw_lr=2.5e-3, momentum=0.9,
                               bias=True, seeds_per_variant=1, record_every=10,
                               variants=fc.VARIANTS),
-        fc.DefaultConfig: dict(toy, steps=1000, lr=1e-3, replicates=4, record_every=20,
+        fc.DefaultConfig: dict(toy, steps=1000, lr=1e-3, replicates=8, record_every=20,
                                activations=("relu",)),
         fc.DistillConfig: dict(toy, n_test=1000, teacher_steps=1000, student_steps=1000, lr=1e-3,
-                               record_every=25),
+                               record_every=25, target="hidden"),
         fc.Mnist1dConfig: dict(n_train=4000, n_test=2000, n_background=40, width=256, depth=2,
                                epochs=30, batch_size=128, lr=1e-3, weight_decay=1e-2,
-                               magnitudes=(0.0, 0.25, 0.5, 0.75, 1.0), centred_mlp=False),
+                               magnitudes=(0.0, 0.25, 0.5, 0.75, 1.0), centred_mlp=False,
+                               centred_linear=False, constant=False),
     }
     for cls, values in want.items():
         cfg = cls()
@@ -686,7 +687,7 @@ def test_constants_and_config_defaults_are_the_documented_ones():
         assert got == values, cls.__name__
     full = {fc.TheoryConfig: dict(steps=20_000, lr=1e-3, adamw_lr=1e-3, seeds_per_variant=3,
                                   record_every=200),
-            fc.DefaultConfig: dict(steps=20_000, replicates=8, record_every=250),
+            fc.DefaultConfig: dict(steps=20_000, replicates=16, record_every=250),
             fc.DistillConfig: dict(teacher_steps=5000, student_steps=5000, record_every=100),
             fc.Mnist1dConfig: dict(width=1024, epochs=100)}
     for cls, values in full.items():
@@ -882,7 +883,8 @@ def test_run_mnist1d_is_its_recipe(centred_mlp):
     # a large weight decay (AdamW: x0.85 per step) so that it changes the accuracies measurably
     cfg = fc.Mnist1dConfig(n_train=60, n_test=30, n_background=5, width=8, depth=1, epochs=3,
                            batch_size=16, lr=0.05, weight_decay=3.0,
-                           magnitudes=(1.0, -0.5, 0.0), centred_mlp=centred_mlp)
+                           magnitudes=(1.0, -0.5, 0.0), centred_mlp=centred_mlp,
+                           centred_linear=centred_mlp, constant=centred_mlp)
     out = fc.run_mnist1d(cfg, seed=seed, device="cpu")
     ds = mnist1d(60, 30, device="cpu")
     g = torch.Generator().manual_seed(1000 * seed + 8)
@@ -892,13 +894,20 @@ def test_run_mnist1d_is_its_recipe(centred_mlp):
               ("background only", 0, 1, slice(40, None), 2, 0.0)]
     if centred_mlp:
         models.append(("ReLU MLP, centred", 1, 8, slice(None), 0, 0.5))
+        models.append(("linear, centred", 0, 1, slice(None), 1, 0.5))
+        models.append(("ReLU MLP, constant", 1, 8, slice(None), 0, None))  # background = 1/2
+        models.append(("linear, constant", 0, 1, slice(None), 1, None))
     assert set(out) == {"magnitudes", "chance"} | {m[0] for m in models}
     assert out["magnitudes"] == [1.0, -0.5, 0.0] and out["chance"] == pytest.approx(0.1)
     for name, depth, width, cols, i, offset in models:
         xtr = x_tr.clone()
-        xtr[:, -5:] -= offset
         xte = x_te.clone()
-        xte[:, -5:] -= offset
+        if offset is None:
+            xtr[:, -5:] = 0.5
+            xte[:, -5:] = 0.5
+        else:
+            xtr[:, -5:] -= offset
+            xte[:, -5:] -= offset
         torch.manual_seed(1000 * seed + 80 + i)
         model = MLP(xtr[:, cols].shape[1], width, depth, 10)
         train(model, xtr[:, cols], ds.y, TrainConfig(
