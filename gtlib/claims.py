@@ -335,7 +335,7 @@ def _has_float(v: Any) -> bool:
     return False
 
 
-def control_refusal(values: dict, control_values: dict) -> str:
+def control_refusal(values: dict, control_values: dict, given: dict | None = None) -> str:
     """Why a control fails by arithmetic rather than by measurement ('' if it does not).
 
     A control is refused when (1) its values are a copy of the measurement's; (2) two measured
@@ -343,12 +343,17 @@ def control_refusal(values: dict, control_values: dict) -> str:
     put into both sides of the rule: ``matched = naive`` makes ``matched <= naive / 5`` false
     whatever was measured); or (3) a measured float, or list, is repeated unchanged (the null did
     not re-measure it: declare it in ``given``). Whole numbers and bools are exempt from (2) and
-    (3): counts and flags coincide honestly.
+    (3): counts and flags coincide honestly. (4) A constant in ``given`` that is the control's
+    own measurement (a measured float of the control, or the mean of its replicates) is refused
+    too: ``tail >= random_tail + 2 * se`` with ``random_tail`` given and the random encoder as the
+    control compares the control with itself.
 
     Parameters
     ----------
     values, control_values : dict
         The measurement's and the control's values, under the same names.
+    given : dict, optional
+        The constants both sides share.
 
     Returns
     -------
@@ -379,6 +384,18 @@ def control_refusal(values: dict, control_values: dict) -> str:
             return (f"the control repeats the measured value of {k!r} ({_fmt(values[k])}) "
                     "unchanged: a quantity the null does not re-measure is a constant of both "
                     "sides; pass it in given=")
+    for g, gv in (given or {}).items():
+        if not (isinstance(gv, float) and math.isfinite(gv)):
+            continue
+        for k, cv in control_values.items():
+            seen = [cv] if isinstance(cv, float) else []
+            if isinstance(cv, list) and cv and all(_num(x) for x in cv) and _has_float(cv):
+                seen.append(sum(cv) / len(cv))
+            if any(abs(gv - c) <= 1e-12 * max(1.0, abs(c)) for c in seen):
+                return (f"the constant {g!r} ({_fmt(gv)}) in given is the control's own "
+                        f"measurement of {k!r}: the rule then compares the control with itself, "
+                        "so it fails by arithmetic; measure a second null instead (another "
+                        "draw of the null experiment)")
     return ""
 
 
@@ -492,7 +509,7 @@ def _outcome(kind: str, rule: str, values: dict, control: dict | None,
     if kind == "sanity":
         return on_values, None
     on_control = evaluate_rule(rule, _env(control["values"], given))
-    refused = control_refusal(values, control["values"])
+    refused = control_refusal(values, control["values"], given)
     return (on_values and not on_control and not refused), on_control
 
 
@@ -648,7 +665,7 @@ class Claims:
         reason_holds = _reason_holds(why, clean, consts) if why else False  # validates it too
         if why is not None:
             why["holds"] = reason_holds
-        refused = control_refusal(clean, ctrl["values"]) if ctrl else ""
+        refused = control_refusal(clean, ctrl["values"], consts) if ctrl else ""
         # a refused control is a construction error, not a non-reproduction: no reason excuses it
         status = "FAILED" if refused else _status(kind, holds, reason_holds)
         claim = Claim(id=id, kind=kind, statement=statement.strip(), paper=paper.strip(),

@@ -908,3 +908,19 @@ def test_every_table_cell_names_its_column_for_the_phone_layout():
     labels = _re.findall(r"<td data-label='([^']*)'>", out)
     assert labels == heads and len(labels) == 6
     assert "<td>" not in out
+
+
+def test_a_given_constant_that_is_the_controls_own_measurement_is_refused():
+    """tail >= random_tail + 2 * se, random_tail given and the random encoder as control."""
+    from gtlib.claims import control_refusal
+
+    why = control_refusal({"tail": 0.50}, {"tail": 0.336}, {"random_tail": 0.336, "se": 0.03})
+    assert "random_tail" in why and "compares the control with itself" in why
+    # the mean of the control's replicates, as a Welch rule against them would use
+    why = control_refusal({"gain": [0.02, 0.03, 0.04]}, {"gain": [0.0, 0.01, 0.005]},
+                          {"random_mean": 0.005})
+    assert "random_mean" in why
+    # a second draw of the null in given is a measurement of its own, and accepted
+    assert control_refusal({"tail": 0.50}, {"tail": 0.336}, {"base": 0.341, "se": 0.03}) == ""
+    # whole numbers in given (sizes, counts) are never taken for a measurement
+    assert control_refusal({"x": 2.5}, {"x": 3}, {"n": 3}) == ""
