@@ -892,6 +892,45 @@ def augment_1d(x: torch.Tensor, generator: torch.Generator, shift: int, scale: f
     return x + jitter * torch.randn(x.shape, generator=generator)
 
 
+def _encoder_init(cfg: LongTailConfig, dim: int, seed: int, E: int):
+    """The encoders' shared initialization, drawn from a generator seeded with ``seed`` (which
+    goes on to draw the minibatches and augmentations)."""
+    h, o = cfg.width, cfg.out_dim
+    g = torch.Generator().manual_seed(seed)
+    W1 = (torch.randn(h, dim, generator=g) / math.sqrt(dim)).expand(E, h, dim).clone()
+    W2 = (torch.randn(o, h, generator=g) / math.sqrt(h)).expand(E, o, h).clone()
+    return g, W1, W2
+
+
+@boundary(seed=SEED)
+def random_encoder_accuracy(cfg: LongTailConfig, seed: int = 0) -> np.ndarray:
+    """Per-class linear-probe test accuracy of an untrained encoder of :func:`train_longtail`.
+
+    The encoder is the one :func:`train_longtail` starts from with the same ``seed``
+    (``acc_random`` there); another seed draws another random encoder, the null of "contrastive
+    pretraining helps": two random encoders differ only by their draw.
+
+    Parameters
+    ----------
+    cfg : LongTailConfig
+        The long-tail configuration (width and data sizes are used).
+    seed : int
+        Seed of the initialization.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(10,)``: test accuracy of the probe on each class.
+    """
+    if not isinstance(cfg, LongTailConfig):
+        raise TypeError(f"cfg must be a LongTailConfig, got {type(cfg).__name__}")
+    ds = mnist1d(cfg.n_train, cfg.n_test, device="cpu")
+    _, W1, _ = _encoder_init(cfg, ds.dim, seed, 1)
+    with torch.no_grad():
+        hid = lambda x: F.relu(torch.einsum("end,ehd->enh", x, W1))  # noqa: E731 (zero bias)
+        return _probe_per_class(hid(ds.x[None]), hid(ds.x_test[None]), ds)[0]
+
+
 @boundary(prune_fractions=_Numbers(fraction()), seed=SEED, balanced=InstanceOf(bool))
 def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 0,
                    balanced: bool = False, masks=None) -> dict:
@@ -928,10 +967,8 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
             raise ValueError(f"balanced=True needs {per} training points of every class")
         lt = ds.subset(torch.cat([i[torch.randperm(len(i), generator=gb)[:per]] for i in idx]))
     fr = [float(f) for f in prune_fractions]
-    E, h, o = len(fr), cfg.width, cfg.out_dim
-    g = torch.Generator().manual_seed(seed)
-    W1 = (torch.randn(h, ds.dim, generator=g) / math.sqrt(ds.dim)).expand(E, h, ds.dim).clone()
-    W2 = (torch.randn(o, h, generator=g) / math.sqrt(h)).expand(E, o, h).clone()
+    E, h = len(fr), cfg.width
+    g, W1, W2 = _encoder_init(cfg, ds.dim, seed, E)
     params = [W1.requires_grad_(), torch.zeros(E, h, requires_grad=True), W2.requires_grad_()]
     opt = StackedOptimizer(params, "sgd", cfg.lr, cfg.momentum, cfg.weight_decay, members=E)
 

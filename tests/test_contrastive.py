@@ -355,3 +355,20 @@ def test_best_alignment_curves_by_hand():
     assert np.allclose(c["growth"], [0.65 / 0.3])
     with pytest.raises(TypeError, match="run"):
         C.best_alignment_curves({"proj": proj})
+
+
+def test_random_encoder_accuracy_is_train_longtails_starting_encoder():
+    """The untrained encoder's probe equals train_longtail's acc_random at the same seed; another
+    seed draws another encoder (the null of pretraining)."""
+    import numpy as np
+
+    import gtlib
+    from gtlib import contrastive as C
+
+    cfg = gtlib.preset(C.LongTailConfig, n_train=600, n_test=200, width=32, out_dim=8,
+                       batch=16, steps=2, prune_every=1)
+    ref = C.train_longtail(cfg, (0.0,), seed=3)["acc_random"]
+    assert np.array_equal(C.random_encoder_accuracy(cfg, seed=3), ref)
+    assert not np.array_equal(C.random_encoder_accuracy(cfg, seed=4), ref)
+    with pytest.raises(TypeError, match="cfg"):
+        C.random_encoder_accuracy("quick", seed=0)
