@@ -28,7 +28,7 @@ export MALLOC_MMAP_THRESHOLD_ := 268435456
 export MALLOC_TOP_PAD_ := 67108864
 
 .PHONY: all setup vendor execute book student test unit nbval site-check bench clean \
-	claims-gate fresh-seed sweep
+	claims-gate fresh-seed sweep pdf
 
 all: book
 
@@ -108,6 +108,12 @@ SEEDS ?= 0-9
 CHAPTERS ?=
 sweep: setup
 	$(BIN)/python tests/tools/sweep.py --seeds $(SEEDS) --jobs $(JOBS) --chapters "$(CHAPTERS)"
+
+# PDF handouts of the built site (each chapter and the whole book) into _build/pdf, printed by the
+# local Chromium; nothing is downloaded. The site checks print them too (tests/site/test_pdf.py).
+pdf: setup
+	test -f _build/html/index.html || $(MAKE) book
+	$(BIN)/python book/_tools/pdf.py --site _build/html --out _build/pdf
 
 test: unit book claims-gate site-check fresh-seed
 

@@ -355,13 +355,20 @@ def control_refusal(values: dict, control_values: dict) -> str:
     str
         The reason for refusing, or ``""`` when the control is a measurement.
     """
+    if not isinstance(values, dict) or not isinstance(control_values, dict):
+        raise TypeError("values and control_values must be dicts of named measured values, got "
+                        f"{type(values).__name__} and {type(control_values).__name__}")
+    if set(values) != set(control_values):
+        return (f"the control names {sorted(control_values)}, not the measured values "
+                f"{sorted(values)}: a control is the same measurement on a null experiment")
     if values == control_values:
         return "the control's values are a copy of the measurement's"
     names = sorted(values)
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             ca, cb = control_values[a], control_values[b]
-            if (ca == cb and values[a] != values[b] and (_has_float(ca) or _has_float(values[a]))):
+            if ca == cb and values[a] != values[b] and (
+                    _has_float(ca) or _has_float(values[a]) or _has_float(values[b])):
                 return (f"in the control, {a!r} and {b!r} take the same value ({_fmt(ca)}) while "
                         f"they differ in the measurement ({_fmt(values[a])} and {_fmt(values[b])}): "
                         "the baseline is in both sides of the rule, so the control fails by "
@@ -386,8 +393,18 @@ def _margin(node: ast.AST, env: dict) -> tuple[float, str]:
     if isinstance(node, ast.Expression):
         return _margin(node.body, env)
     if isinstance(node, ast.BoolOp):
-        parts = [_margin(v, env) for v in node.values]
-        pick = min if isinstance(node.op, ast.And) else max
+        is_and = isinstance(node.op, ast.And)
+        parts, decided = [], False
+        for v in node.values:
+            try:
+                parts.append(_margin(v, env))
+            except Exception:
+                if decided:  # Python's short circuit never evaluates this operand
+                    continue
+                raise
+            if not decided and bool(_ev(v, env)) != is_and:
+                decided = True
+        pick = min if is_and else max
         return pick(parts, key=lambda p: p[0])
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         m, text = _margin(node.operand, env)
@@ -395,11 +412,17 @@ def _margin(node: ast.AST, env: dict) -> tuple[float, str]:
     if isinstance(node, ast.Compare) and all(type(op) in (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
                                              for op in node.ops):
         left = _ev(node.left, env)
-        best = (math.inf, "")
+        best, decided = (math.inf, ""), False
         for op, comp in zip(node.ops, node.comparators):
-            right = _ev(comp, env)
-            if not (_num(left) and _num(right)):
+            try:
+                right = _ev(comp, env)
                 ok = _CMPOPS[type(op)](left, right)
+            except Exception:
+                if decided:  # a chain stops at its first false comparison, as in Python
+                    break
+                raise
+            decided = decided or not ok
+            if not (_num(left) and _num(right)):
                 part = (math.inf if ok else -math.inf, "")
             else:
                 diff = (right - left) if isinstance(op, (ast.Lt, ast.LtE)) else (left - right)
@@ -616,12 +639,18 @@ class Claims:
             why = {"text": reason[0].strip(), "rule": reason[1].strip(),
                    "values": (_clean_values(reason[2], "reason values") if len(reason) == 3
                               else {})}
+            shadow = sorted(set(why["values"]) & (set(clean) | set(consts)))
+            if shadow:
+                raise ValueError(f"reason values share the name(s) {shadow} with values or given: "
+                                 "the reason rule sees those already; name its own measurements "
+                                 "apart")
         holds, control_holds = _outcome(kind, rule, clean, ctrl, consts)  # raises before recording
         reason_holds = _reason_holds(why, clean, consts) if why else False  # validates it too
         if why is not None:
             why["holds"] = reason_holds
         refused = control_refusal(clean, ctrl["values"]) if ctrl else ""
-        status = _status(kind, holds, reason_holds)
+        # a refused control is a construction error, not a non-reproduction: no reason excuses it
+        status = "FAILED" if refused else _status(kind, holds, reason_holds)
         claim = Claim(id=id, kind=kind, statement=statement.strip(), paper=paper.strip(),
                       rule=rule.strip(), values=clean, control=ctrl, holds=holds,
                       control_holds=control_holds, status=status,
@@ -718,9 +747,16 @@ def failure_text(claim: dict, seed: int | None = None, scale: str | None = None)
     parts = [f"Claim {claim['id']} did not hold ({claim['statement']})."]
     parts.append(f"Expected: {claim['rule']}" + (
         f", with {shown(claim['given'])}" if claim.get("given") else "") + ".")
-    m, tight = margin(claim["rule"], _env(claim["values"], claim.get("given")))
+    env = _env(claim["values"], claim.get("given"))
+    try:
+        _, tight = margin(claim["rule"], env)
+        on_values = evaluate_rule(claim["rule"], env)
+    except Exception:  # a stored claim whose rule no longer evaluates: say what is known
+        tight, on_values = "", None
     parts.append(f"Measured: {shown(claim['values'])}"
-                 + (f" (closest comparison: {tight})" if tight else "") + ".")
+                 + (f" (closest comparison: {tight})" if tight else "")
+                 + ("; the rule is false on this run's values" if on_values is False else "")
+                 + ".")
     ctrl = claim.get("control")
     if ctrl:
         parts.append(f"Control ({ctrl['name']}): {shown(ctrl['values'])}; the rule is "
@@ -730,7 +766,13 @@ def failure_text(claim: dict, seed: int | None = None, scale: str | None = None)
         parts.append(f"The control is refused: {claim['refused']}.")
     r = claim.get("reason")
     if r:
-        parts.append(f"Its stated reason ({r['text']}) does not hold either: {r['rule']} is false.")
+        if r.get("holds"):
+            parts.append(f"Its stated reason ({r['text']}: {r['rule']}, with {_reason_values(claim)}) "
+                         "holds, but a claim whose control is refused is not a documented "
+                         "non-reproduction.")
+        else:
+            parts.append(f"Its stated reason ({r['text']}) does not hold either: {r['rule']} is "
+                         f"false, with {_reason_values(claim)}.")
     where = []
     if scale is not None:
         where.append(f"scale {scale}")
@@ -740,6 +782,14 @@ def failure_text(claim: dict, seed: int | None = None, scale: str | None = None)
     where.append(_machine())
     parts.append("Run: " + ", ".join(where) + ".")
     return " ".join(parts)
+
+
+def _reason_values(claim: dict) -> str:
+    """The values a claim's reason rule names (its own, the measured ones and the given ones)."""
+    r = claim.get("reason") or {}
+    env = {**(claim.get("given") or {}), **claim.get("values", {}), **(r.get("values") or {})}
+    names = _rule_names(r.get("rule", ""))
+    return "; ".join(f"{k} = {_fmt(v)}" for k, v in env.items() if k in names) or "no values"
 
 
 def _torch_version() -> str:
@@ -866,7 +916,8 @@ def _one_table(claims: list[dict], chapter_col: bool, effects: bool,
         r = c.get("reason")
         if r and not c.get("holds"):
             note = (f"<br><small>Reason: {html.escape(r['text'])} (<code>{html.escape(r['rule'])}"
-                    f"</code>: {'holds' if r.get('holds') else 'does not hold'})</small>")
+                    f"</code>: {'holds' if r.get('holds') else 'does not hold'}, with "
+                    f"{html.escape(_reason_values(c))})</small>")
         cells.append(f"<span class='gtlib-status gtlib-{cls}'>{html.escape(label)}</span>" + note)
         if sweep is not None:
             cells.append(_sweep_html(sweep.get(c["id"])))

@@ -29,7 +29,10 @@ How a chapter does both (copy, then change ``draw``, the grid and the texts)::
 
 Why the tag: myst-nb removes a ``remove-output`` cell's outputs from the page, so the page has
 no widget view, and the book's Sphinx extension then leaves out the widget library (3.6 MB).
-Use ``remove-cell`` instead to hide the live cell's code as well. ``draw`` must return the
+Use ``remove-cell`` instead to hide the live cell's code as well. The build (and any
+notebook executor) makes no live widget at all: :func:`live` and :func:`interact` build
+them only when a reader runs the cell (:func:`reader_frontend`), because under nbclient a
+widget cell sometimes stalls until the cell timeout. ``draw`` must return the
 figure (or leave it current) and must not call ``plt.show()``.
 
 Page weight: each frame is a PNG of about 20-60 kB (more for many panels), stored in the page;
@@ -47,7 +50,7 @@ import itertools
 import json
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["StaticSlider", "static_slider", "live"]
+__all__ = ["StaticSlider", "static_slider", "live", "interact", "reader_frontend"]
 
 #: Above this many frames a slider gets heavy (each frame is a PNG of about 20-60 kB).
 MAX_FRAMES = 24
@@ -312,14 +315,63 @@ def static_slider(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]], *
     return StaticSlider(markup, names, values, frames)
 
 
+#: What a live-widget cell prints instead of its widgets when a notebook executor runs it.
+SKIPPED = ("(live widgets not made: this cell was run by a notebook executor, not by a reader; "
+           "run it in Jupyter or Colab, or pass force=True)")
+
+
+def reader_frontend() -> bool:
+    """Whether the running cell was sent by a frontend a reader drives (Jupyter, Colab, VS Code).
+
+    Such a frontend sends its execute requests with ``allow_stdin=True`` (``input()`` works);
+    every notebook executor sends ``False``: nbclient and what builds on it (``jupyter nbconvert
+    --execute``, papermill, jupyter-cache, myst-nb, hence ``jupyter-book build``) and nbval. Under
+    nbclient a cell that makes widgets sometimes waits for the whole cell timeout although the
+    kernel has replied (upstream: jupyter/nbclient#312; measured by tests/widget_hang_loop.py), so
+    :func:`live` and :func:`interact` make no widget for an executor. Outside a kernel (a script,
+    the unit tests) there is no executor to stall: True.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
+        return True
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is None:
+        return True
+    return bool(getattr(kernel, "_allow_stdin", True))
+
+
+def interact(fn: Callable[..., Any], /, force: bool = False, **controls: Any) -> None:
+    """``ipywidgets.interact(fn, **controls)`` when a reader runs the cell, nothing (a one-line
+    note) when a notebook executor does (:func:`reader_frontend`); ``force=True`` always builds.
+
+    Give the controls as ipywidgets abbreviations (``(min, max, step)`` tuples, lists of
+    options; the start values are ``fn``'s defaults), not as widget objects: a widget object
+    is made, and talks to the frontend, before this function can decide. Returns None.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if not (force or reader_frontend()):
+        print(SKIPPED)
+        return None
+    import ipywidgets
+
+    ipywidgets.interact(fn, **controls)
+    return None
+
+
 def live(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]],
-         labels: Mapping[str, str] | None = None) -> None:
+         labels: Mapping[str, str] | None = None, force: bool = False) -> None:
     """The live twin of :func:`static_slider`: ``ipywidgets.interact`` over the same grid.
 
     ``draw(**params)`` is the same function (it returns a Figure or None). Each parameter gets a
     ``SelectionSlider`` over its grid values, starting in the middle. Returns None (so the cell
     shows no function repr). Tag the cell ``remove-output`` so that the static site, where a
     widget cannot recompute, shows the code but not a dead control (module docstring).
+
+    The sliders are made only when a reader runs the cell (:func:`reader_frontend`); a notebook
+    executor (the build, nbval, nbclient) gets a one-line note instead, after the arguments are
+    checked. ``force=True`` always makes them.
     """
     import ipywidgets
     import matplotlib.pyplot as plt
@@ -331,6 +383,9 @@ def live(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]],
     unknown = set(labels) - set(names)
     if unknown:
         raise ValueError(f"labels name unknown parameters {sorted(unknown)}; grid has {names}")
+    if not (force or reader_frontend()):
+        print(SKIPPED)
+        return None
     sliders = {}
     for n, v in zip(names, values):
         sliders[n] = ipywidgets.SelectionSlider(

@@ -67,7 +67,7 @@ def test_chapter_structure(path):
     assert "{bibliography}" in md and ":filter: docname in docnames" in md
     assert len(re.findall(r"```\{exercise\}", md)) >= 5, "at least five exercises"
     assert len(re.findall(r"```\{solution-start\}", md)) >= 3, "at least three executable solutions"
-    assert "ipywidgets" in code or "widgets.live(" in code, "an interactive control"
+    assert re.search(r"ipywidgets|widgets\.(live|interact)\(", code), "an interactive control"
     assert "small_multiples" in code or "static_slider" in code, \
         "the static stand-in for the interactive control (a static slider or small multiples)"
 

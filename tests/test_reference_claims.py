@@ -374,10 +374,11 @@ def test_comprehension_filtered_items_count_against_the_budget(monkeypatch):
     (False, False, "FAILED", False), (False, True, "FAILED", False)])
 def test_effect_outcome_for_every_combination(tmp_path, on_values, on_control, status, holds):
     c = Claims("demo", results_dir=tmp_path)
-    x, xc = (0.7 if on_values else 0.2), (0.7 if on_control else 0.2)
+    # the control's values differ from the measurement's (a copy is refused, tested apart)
+    x, xc = (0.7 if on_values else 0.2), (0.8 if on_control else 0.1)
     kw = dict(**BASE, rule="x >= 0.5", values={"x": x}, control=("base", {"x": xc}))
     if status == "FAILED":
-        why = "also true on the control" if on_control else "false on this run's values"
+        why = "true there too" if on_control else "false on this run's values"
         with pytest.raises(ClaimFailed, match=why):
             c.check("demo.e", **kw)
     else:
@@ -390,14 +391,32 @@ def test_effect_outcome_for_every_combination(tmp_path, on_values, on_control, s
 @pytest.mark.parametrize("on_values,on_control,status", [
     (True, False, "reproduced"), (True, True, "documented non-reproduction"),
     (False, False, "documented non-reproduction"), (False, True, "documented non-reproduction")])
-def test_nonreproduction_records_instead_of_raising(tmp_path, on_values, on_control, status):
+def test_a_holding_reason_records_instead_of_raising(tmp_path, on_values, on_control, status):
     c = Claims("demo", results_dir=tmp_path)
-    c.check("demo.e", **BASE, rule="x > 1", values={"x": 2 if on_values else 0},
-            control=("base", {"x": 2 if on_control else 0}), nonreproduction="  measured: x = 0 ")
+    c.check("demo.e", **BASE, rule="x > 1", values={"x": 2.5 if on_values else 0.5},
+            control=("base", {"x": 2.0 if on_control else 0.0}),
+            reason=("  measured: x is small or the control passes too ", "x < 1 or xc > 1",
+                    {"xc": 2.0 if on_control else 0.0}))
     (claim,) = c.claims
     assert claim.status == status and claim.holds is (status == "reproduced")
     assert claim.control_holds is on_control
-    assert claim.explanation == ("" if status == "reproduced" else "measured: x = 0")
+    assert claim.explanation == ("" if status == "reproduced"
+                                 else "measured: x is small or the control passes too")
+    assert claim.reason == {"text": "measured: x is small or the control passes too",
+                            "rule": "x < 1 or xc > 1", "values": {"xc": claim.control["values"]["x"]},
+                            "holds": status != "reproduced"}
+
+
+@pytest.mark.parametrize("on_values,on_control", [(True, True), (False, False), (False, True)])
+def test_a_reason_that_does_not_hold_leaves_the_claim_failed(tmp_path, on_values, on_control):
+    c = Claims("demo", results_dir=tmp_path)
+    with pytest.raises(ClaimFailed, match="does not hold either: x < 0 is false"):
+        c.check("demo.e", **BASE, rule="x > 1", values={"x": 2.5 if on_values else 0.5},
+                control=("base", {"x": 2.0 if on_control else 0.0}),
+                reason=("measured: x is negative", "x < 0"))
+    (claim,) = c.claims
+    assert claim.status == "FAILED" and claim.holds is False
+    assert claim.control_holds is on_control and claim.reason["holds"] is False
 
 
 @pytest.mark.parametrize("x,status", [(1.0, "passed"), (0.0, "FAILED")])
@@ -412,7 +431,7 @@ def test_sanity_outcome(tmp_path, x, status):
     assert claim.status == status and claim.holds is (status == "passed")
     assert claim.control is None and claim.control_holds is None and claim.kind == "sanity"
     c.check("demo.t", **BASE, rule="x > 0.5", values={"x": 0.0}, kind="sanity",
-            nonreproduction="why")
+            reason=("why", "x == 0"))
     assert c.claims[-1].status == "documented non-reproduction"
     assert c.claims[-1].explanation == "why" and c.claims[-1].holds is False
 
@@ -424,8 +443,8 @@ def test_a_failure_is_recorded_before_it_raises_and_says_scale_and_seed(tmp_path
     with pytest.raises(ClaimFailed) as info:
         c.check("demo.f", **BASE, rule="x > 1", values={"x": 0.5}, control=("lin", {"x": 0.25}))
     msg = str(info.value)
-    assert "demo.f" in msg and "x > 1" in msg and "scale=full, seed=4" in msg
-    assert "{'x': 0.5}" in msg and "control values: {'x': 0.25}" in msg
+    assert "demo.f" in msg and "x > 1" in msg and "scale full, seed 4" in msg
+    assert "Measured: x = 0.5" in msg and "Control (lin): x = 0.25" in msg
     data = load_results(tmp_path)[0]
     assert (data["scale"], data["seed"]) == ("full", 4)
     assert data["claims"][0]["status"] == "FAILED"
@@ -436,11 +455,18 @@ def test_a_failure_is_recorded_before_it_raises_and_says_scale_and_seed(tmp_path
 
 def test_the_control_is_evaluated_on_its_own_values_only(tmp_path):
     c = Claims("demo", results_dir=tmp_path)
-    with pytest.raises(RuleError, match="unknown name 'y'"):  # not borrowed from the values
+    # a name the control lacks is not borrowed from the values, and it may add none of its own
+    with pytest.raises(ValueError, match=r"name exactly the measured values \['x', 'y'\]"):
         c.check("demo.a", **BASE, rule="x > y", values={"x": 2, "y": 1}, control=("c", {"x": 0}))
-    c.check("demo.b", **BASE, rule="x > y", values={"x": 2, "y": 1},
-            control=("c", {"x": 0, "y": 1, "z": 5}))
-    assert c.claims[0].control_holds is False and c.claims[0].control["values"]["z"] == 5
+    with pytest.raises(ValueError, match="name exactly"):
+        c.check("demo.a", **BASE, rule="x > y", values={"x": 2, "y": 1},
+                control=("c", {"x": 0, "y": 1, "z": 5}))
+    c.check("demo.b", **BASE, rule="x > y", values={"x": 2, "y": 1}, control=("c", {"x": 0, "y": 1}))
+    assert c.claims[0].control_holds is False and c.claims[0].control["values"] == {"x": 0, "y": 1}
+    with pytest.raises(ClaimFailed, match="true there too"):  # the control's own y, not 1
+        c.check("demo.c", **BASE, rule="x > y", values={"x": 2, "y": 1},
+                control=("c", {"x": 0, "y": -1}))
+    assert c.claims[1].control_holds is True
 
 
 def test_a_rule_error_records_nothing(tmp_path):
@@ -478,8 +504,15 @@ def test_the_stored_claim_is_stripped_and_cleaned(tmp_path):
     ("id", ".a", ValueError), ("id", "demo.", ValueError), ("id", "demo..a", ValueError),
     ("id", "demo a.b", ValueError), ("id", "demo.a\n", ValueError), ("id", "demo.a ", ValueError),
     ("kind", "Effect", ValueError), ("kind", None, ValueError),
-    ("nonreproduction", "", ValueError), ("nonreproduction", " ", ValueError),
-    ("nonreproduction", 3, ValueError), ("values", {}, TypeError), ("values", None, TypeError),
+    ("nonreproduction", "", TypeError), ("nonreproduction", "why", TypeError),
+    ("reason", "", TypeError), ("reason", " ", TypeError), ("reason", 3, TypeError),
+    ("reason", "x > 0", TypeError), ("reason", ("why",), TypeError),
+    ("reason", ("", "x < 0"), TypeError), ("reason", ("why", " "), TypeError),
+    ("reason", ("why", 3), TypeError), ("reason", ("why", "x < 0", {}, 1), TypeError),
+    ("reason", ("why", "x < 0", {}), TypeError), ("reason", ("why", "x < y", [1]), TypeError),
+    ("reason", ("why", "x <"), RuleError), ("reason", ("why", "y < 0"), RuleError),
+    ("reason", ("why", "x"), RuleError), ("reason", ("why", "x < y", {"x": 1}), ValueError),
+    ("values", {}, TypeError), ("values", None, TypeError),
     ("values", [("x", 1)], TypeError), ("values", {"1x": 1}, ValueError),
     ("values", {"x y": 1}, ValueError), ("values", {"": 1}, ValueError),
     ("values", {3: 1}, ValueError), ("control", ("", {"x": 0}), TypeError),
@@ -627,7 +660,7 @@ def test_the_default_folder_is_gtlib_results_dir(tmp_path, monkeypatch):
 def test_the_file_equals_as_dict_after_every_check(tmp_path):
     c = Claims("demo", results_dir=str(tmp_path))
     c.check("demo.a", **BASE, rule="x[0] > 0", values={"x": [1, 2]},
-            control=("c", {"x": [3]}), nonreproduction="n")
+            control=("c", {"x": [3]}), reason=("n", "x[0] < m", {"m": 2}))
     assert json.loads(c.path.read_text()) == c.as_dict()
     c.check("demo.b", **BASE, rule="x[0] > 0", values={"x": [1]}, kind="sanity")
     data = json.loads(c.path.read_text())
@@ -635,7 +668,9 @@ def test_the_file_equals_as_dict_after_every_check(tmp_path):
     assert data["claims"][0] == {
         "id": "demo.a", "kind": "effect", "statement": "s", "paper": "p", "rule": "x[0] > 0",
         "values": {"x": [1, 2]}, "control": {"name": "c", "values": {"x": [3]}}, "holds": False,
-        "control_holds": True, "status": "documented non-reproduction", "explanation": "n"}
+        "control_holds": True, "status": "documented non-reproduction", "explanation": "n",
+        "given": {}, "reason": {"text": "n", "rule": "x[0] < m", "values": {"m": 2}, "holds": True},
+        "refused": ""}
     assert data["claims"][1]["status"] == "passed" and data["claims"][1]["control"] is None
     assert c.path.read_text().startswith('{\n  "chapter": "demo"')
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.json"]  # no temporary files
@@ -787,7 +822,7 @@ def test_effects_come_first_each_in_its_own_table_with_counts():
     assert all(f"demo.e{i}" in effects and f"demo.e{i}" not in sanity for i in (1, 2, 3))
     assert all(f"demo.s{i}" in sanity and f"demo.s{i}" not in effects for i in (1, 2))
     assert effects.index("demo.e1") < effects.index("demo.e2") < effects.index("demo.e3")
-    assert "<th>control</th>" in effects and "<th>control</th>" not in sanity
+    assert "<th>control (measured null)</th>" in effects and "<th>control" not in sanity
     assert out.count("<table") == 2
 
 
@@ -818,17 +853,23 @@ def test_a_row_shows_only_the_rules_names_formatted_and_escaped():
     assert cells[3] == ("<em>lin &lt;base&gt;</em><br><code>x</code> = 0.25<br><code>ys</code>"
                         " = [1]<br><small>rule on control: False</small>")
     assert "unused" not in cells[2] and "zz" not in cells[3]
-    assert cells[4] == "<span class='gtlib-status gtlib-ok'>reproduced</span>"
+    assert cells[4] == "<span class='gtlib-status gtlib-ok'>reproduced (not swept)</span>"
 
 
 @pytest.mark.parametrize("status,label,cls", [
-    ("reproduced", "reproduced", "ok"), ("passed", "passed", "ok"), ("FAILED", "FAILED", "fail"),
+    ("reproduced", "reproduced (not swept)", "ok"), ("passed", "passed", "ok"),
+    ("FAILED", "FAILED", "fail"),
     ("documented non-reproduction", "not reproduced (documented)", "nr")])
 def test_status_labels_and_classes(status, label, cls):
-    claim = _stored(status=status, explanation="the reason" if "doc" in status else "")
+    doc = "doc" in status
+    claim = _stored(status=status, holds=status in ("reproduced", "passed"),
+                    explanation="the reason" if doc else "",
+                    reason={"text": "the reason", "rule": "x < lim", "values": {"lim": 3},
+                            "holds": True} if doc else None)
     cells = _row_cells(claims_table_html([claim]), "demo.a")
     assert cells[-1].startswith(f"<span class='gtlib-status gtlib-{cls}'>{label}</span>")
-    assert ("<small>the reason</small>" in cells[-1]) is ("doc" in status)
+    assert ("<small>Reason: the reason (<code>x &lt; lim</code>: holds, with x = 2; lim = 3)"
+            "</small>" in cells[-1]) is doc
 
 
 def test_value_formatting():

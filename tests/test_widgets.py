@@ -98,3 +98,38 @@ def test_live_builds_selection_sliders_and_returns_nothing():
     pytest.importorskip("ipywidgets")
     assert widgets.live(draw, {"a": [1, 2, 3]}, labels={"a": "slope"}) is None
     plt.close("all")
+
+
+class _Shell:
+    """A stand-in for IPython's shell in a kernel whose current request has ``allow_stdin``."""
+
+    def __init__(self, allow_stdin):
+        self.kernel = type("K", (), {"_allow_stdin": allow_stdin})()
+
+
+@pytest.mark.parametrize("allow_stdin, force, built", [
+    (True, False, True),    # a reader's frontend (Jupyter, Colab) sends allow_stdin=True
+    (False, False, False),  # a notebook executor (nbclient, nbval) sends False: no widgets
+    (False, True, True),    # force=True builds them anyway
+])
+def test_live_widgets_are_made_only_for_a_reader(monkeypatch, capsys, allow_stdin, force, built):
+    ipywidgets = pytest.importorskip("ipywidgets")
+    import IPython
+
+    made = []
+    monkeypatch.setattr(ipywidgets, "interact", lambda fn, **kw: made.append(sorted(kw)))
+    monkeypatch.setattr(IPython, "get_ipython", lambda: _Shell(allow_stdin))
+    assert widgets.reader_frontend() is allow_stdin
+    assert widgets.live(draw, {"a": [1, 2, 3]}, force=force) is None
+    assert widgets.interact(lambda p=2: p, p=(1, 5), force=force) is None
+    assert made == ([["a"], ["p"]] if built else [])
+    assert (widgets.SKIPPED in capsys.readouterr().out) is not built
+    # the arguments are checked for an executor too
+    with pytest.raises(ValueError, match="no values"):
+        widgets.live(draw, {"a": []}, force=force)
+    with pytest.raises(TypeError, match="callable"):
+        widgets.interact(None, force=force)
+
+
+def test_outside_a_kernel_is_a_reader():
+    assert widgets.reader_frontend() is True

@@ -19,6 +19,14 @@ client), 606 executions with ipykernel 7.4.0 had no stall (slowest 3.3 s). Three
     The same cells, repeated ``R`` times in each of ``K`` notebooks, executed by nbval (the way
     ``make book`` executes the chapters: jupyter_client's blocking client), one kernel per notebook.
 
+``python tests/widget_hang_loop.py cells [--kernels K] [--repeats R] [book/X.ipynb ...]``
+    Every chapter's live-widget cells, as committed, executed ``R`` times in each of ``K`` fresh
+    kernels under nbclient, without running the chapters: each cell runs after the imports of
+    the cells before it, with stand-ins for the other names it reads (a ``live`` grid gets a
+    one-parameter grid). Such a cell must make no widget under an executor (gtlib.widgets makes
+    them only for a reader), so an execution that outputs a widget, or takes over 5 s, fails.
+    Cheap (seconds): tests/test_widget_hang.py runs it in CI.
+
 ``python tests/widget_hang_loop.py chapters [--repeats R] [book/X.ipynb ...]``
     Each chapter notebook is executed once (as the build does), then every widget cell of it, and
     the cell after it, is executed ``R`` more times in the same kernel. Minutes per chapter.
@@ -42,6 +50,8 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's gtlib (the kernels run in ROOT, so import it too)
+from gtlib.widgets import SKIPPED  # noqa: E402
 
 SYNTHETIC_CELLS = [
     "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\n"
@@ -99,6 +109,7 @@ class Loop:
         self.stalls = 0  # executions that took over 5 s (none of these cells needs 1 s)
         self.failures: list[str] = []
         self.kernel = ""  # the version the kernel reports (synthetic mode)
+        self.cells = 0  # distinct widget cells (cells mode)
 
     def run(self, client: NotebookClient, nb, index: int, what: str) -> None:
         t = time.perf_counter()
@@ -204,9 +215,123 @@ def chapters(loop: Loop, paths: list[Path], repeats: int) -> None:
                 loop.failures.append(f"{path.name}: {type(e).__name__}")
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+# Stand-ins for the names a widget cell reads from the chapter (the cell's functions are defined,
+# not called: an executor gets no widget, so nothing draws).
+STUB_PRELUDE = """
+class _Stub:
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self
+    def __call__(self, *a, **k):
+        return self
+    def __getitem__(self, key):
+        return self
+    def __iter__(self):
+        return iter([0.0, 1.0])
+    def __len__(self):
+        return 2
+"""
+
+
+def _python(src: str) -> str | None:
+    """A cell's source as plain Python (magics transformed), or None if it does not parse."""
+    import ast
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        code = TransformerManager().transform_cell(src)
+        ast.parse(code)
+        return code
+    except SyntaxError:
+        return None
+
+
+def cell_prelude(cells: list, index: int) -> str:
+    """The imports of the code cells before ``index`` and stand-ins for every other name that the
+    widget cell ``index`` reads at module level (a ``live`` grid: ``{"x": [0.0, 1.0]}``, its
+    labels: ``{}``; anything else: a ``_Stub``)."""
+    import ast
+    import builtins
+    import symtable
+
+    imports = []
+    for c in cells[:index]:
+        code = _python(c.source) if c.cell_type == "code" else None
+        if code:
+            imports += [ast.unparse(n) for n in ast.parse(code).body
+                        if isinstance(n, (ast.Import, ast.ImportFrom))]
+    bound = set()
+    for line in imports:
+        for n in ast.parse(line).body[0].names:
+            bound.add((n.asname or n.name).split(".")[0])
+    code = _python(cells[index].source) or ""
+    roles = {}
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr",
+                                                  getattr(node.func, "id", "")) == "live":
+            args = {1: "grid", 2: "labels"}
+            for j, a in enumerate(node.args):
+                if isinstance(a, ast.Name) and j in args:
+                    roles[a.id] = args[j]
+            for kw in node.keywords:
+                if isinstance(kw.value, ast.Name) and kw.arg in ("grid", "labels"):
+                    roles[kw.value.id] = kw.arg
+    top = symtable.symtable(code, "<cell>", "exec")
+    free = sorted(sym.get_name() for sym in top.get_symbols()
+                  if sym.is_referenced() and not (sym.is_assigned() or sym.is_imported())
+                  and sym.get_name() not in bound and not hasattr(builtins, sym.get_name()))
+    value = {"grid": '{"x": [0.0, 1.0]}', "labels": "{}"}
+    stubs = [f"{n} = {value.get(roles.get(n), '_Stub()')}" for n in free]
+    return "\n".join(imports + [STUB_PRELUDE] + stubs)
+
+
+def cells_mode(loop: Loop, paths: list[Path], kernels: int, repeats: int) -> None:
+    """Every chapter's widget cells under nbclient, in fresh kernels (see the module docstring)."""
+    jobs = []  # (chapter, prelude cell, widget cell)
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        for i, c in enumerate(nb.cells):
+            if is_widget_cell(c):
+                jobs.append((f"{path.name} cell {i}",
+                             nbformat.v4.new_code_cell(cell_prelude(nb.cells, i)),
+                             nbformat.v4.new_code_cell(c.source)))
+    loop.cells = len(jobs)
+    for k in range(kernels):
+        nb = nbformat.v4.new_notebook(cells=[c for _, p, w in jobs for c in (p, w)])
+        client = NotebookClient(nb, timeout=loop.cell_timeout, kernel_name="python3",
+                                allow_errors=False, resources={"metadata": {"path": str(ROOT)}},
+                                log=_log())
+        try:
+            with client.setup_kernel():
+                for j, (what, _, _) in enumerate(jobs):
+                    client.execute_cell(nb.cells[2 * j], 2 * j)  # imports and stand-ins
+                for r in range(repeats):
+                    for j, (what, _, _) in enumerate(jobs):
+                        cell = nb.cells[2 * j + 1]
+                        cell.outputs = []
+                        loop.run(client, nb, 2 * j + 1, f"kernel {k}, repeat {r}, {what}")
+                        made = [o for o in cell.outputs if WIDGET_VIEW in o.get("data", {})]
+                        text = "".join(o.get("text", "") for o in cell.outputs)
+                        if made or SKIPPED not in text:
+                            loop.failures.append(f"{what}: made {len(made)} widget(s) under "
+                                                 "nbclient, note printed: "
+                                                 f"{SKIPPED in text} (make them with "
+                                                 "gtlib.widgets.live or .interact)")
+                            return
+        except (CellTimeoutError, DeadKernelError, TimeoutError):
+            continue
+        except Exception as e:  # a cell that fails (e.g. a name the stand-ins lack)
+            loop.failures.append(f"kernel {k}: {type(e).__name__}: {str(e)[-800:]}")
+            return
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=("synthetic", "nbval", "chapters"))
+    ap.add_argument("mode", choices=("synthetic", "nbval", "cells", "chapters"))
     ap.add_argument("notebooks", nargs="*", type=Path)
     ap.add_argument("--kernels", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
@@ -224,7 +349,11 @@ def main(argv=None) -> int:
         paths = a.notebooks or sorted(p for p in (ROOT / "book").glob("*.ipynb")
                                       if any(is_widget_cell(c) for c in
                                              nbformat.read(p, as_version=4).cells))
-        chapters(loop, paths, a.repeats)
+        if a.mode == "cells":
+            cells_mode(loop, paths, a.kernels, a.repeats)
+            print(f"{loop.cells} widget cells in {len(paths)} chapters", flush=True)
+        else:
+            chapters(loop, paths, a.repeats)
     print(f"{loop.runs} cell executions in {time.perf_counter() - t:.0f} s, slowest "
           f"{loop.slowest:.2f} s, {loop.stalls} stall(s) over 5 s, {len(loop.failures)} "
           f"hang(s); kernel: {loop.kernel or 'see above'}; client: {versions()}")

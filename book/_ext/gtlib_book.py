@@ -32,6 +32,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from gtlib.claims import claims_table_html, failure_text, shown_status, sweep_entries
+from gtlib.claims import _reason_values
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ def _not_reproduced(claims: list[dict], swept: dict | None) -> list[tuple[dict, 
         if c["status"] == "FAILED":
             why = failure_text(c)
         elif c["status"] == "documented non-reproduction":
-            why = f"{r.get('text', '')} (measured: {r.get('rule', '')})"
+            why = f"{r.get('text', '')} (measured: {r.get('rule', '')}, with {_reason_values(c)})"
         else:
             e = swept[c["id"]]
             why = (f"held at this build's seed, but at {e['holds']} of {e['n']} seeds of the sweep"
@@ -212,6 +213,35 @@ def _report_html(app, fromdocname: str) -> str:
     parts.append(_record_html(record))
     parts.extend(detail)
     return "\n".join(parts)
+
+
+STUDENT_BRANCH = "student-notebooks"  # where the Pages workflow publishes the student notebooks
+
+
+def _student_url(app, slug: str) -> str | None:
+    """The Colab address of a chapter's student notebook (no solutions), or None."""
+    opts = app.config.html_theme_options or {}
+    repo = str(opts.get("repository_url", "")).rstrip("/")
+    colab = str((opts.get("launch_buttons") or {}).get("colab_url", "")).rstrip("/")
+    if not repo.startswith("https://github.com/") or not colab:
+        return None
+    return f"{colab}/github/{repo[len('https://github.com/'):]}/blob/{STUDENT_BRANCH}/book/{slug}.ipynb"
+
+
+def _student_note(app, doctree, docname) -> None:
+    """One line under a chapter's title: the student edition of it, one click away."""
+    if app.config.gtlib_hide_solutions:
+        return
+    url = _student_url(app, docname.split("/")[-1])
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if url is None or section is None:
+        return
+    title = next(iter(section.findall(nodes.title)), None)
+    note = nodes.raw("", "<p class='gtlib-student-link'>Teaching or studying? Open the "
+                         f"<a href='{html.escape(url)}'>student edition of this chapter in Colab"
+                         "</a> (the same notebook without the exercises' solutions).</p>",
+                     format="html")
+    section.insert(section.index(title) + 1 if title is not None else 0, note)
 
 
 def _failure_banner(app, doctree, docname) -> None:
@@ -283,6 +313,7 @@ def _default_alt_text(doctree) -> None:
 def _on_doctree_resolved(app, doctree, docname):
     _default_alt_text(doctree)
     if app.builder.format == "html" and docname in _chapter_docs(app):
+        _student_note(app, doctree, docname)
         _failure_banner(app, doctree, docname)
     for node in doctree.findall(claims_report):
         if app.builder.format == "html":
@@ -323,8 +354,8 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
     twice, and a second ``const THEBE_JS_URL`` is a console error in every browser. Runs after
     every other handler (which may still add scripts, MathJax's among them).
 
-    Also drop the widget library (3.6 MB) and the saved widget state from a page that shows no
-    widget: myst-nb loads them whenever the executed notebook stored widget state, even when
+    Also drop MathJax from a page with no mathematics, and the widget library (3.6 MB) and the
+    saved widget state from a page that shows no widget: myst-nb loads them whenever the executed notebook stored widget state, even when
     every cell that made a widget is tagged ``remove-output`` (the live twin of a
     :func:`gtlib.widgets.static_slider`)."""
     files = context.get("script_files")
@@ -333,6 +364,26 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
         if WIDGET_VIEW not in context.get("body", ""):
             loaders = set(app.config.nb_ipywidgets_js or {})
             files[:] = [js for js in files if not _is_widget_script(js, loaders)]
+        if not _has_math(context.get("body", "")):  # 1.3 MB a page with no math need not load
+            files[:] = [js for js in files if not _is_mathjax_script(js)]
+    # The theme's head drops Sphinx's favicon link (html_favicon is copied, never linked), and
+    # every browser then asks for /favicon.ico, a 404 on each page.
+    icon = app.config.html_favicon
+    if icon and "pathto" in context:
+        href = context["pathto"](f"_static/{Path(icon).name}", 1)
+        context["metatags"] = context.get("metatags", "") + f'\n<link rel="icon" href="{href}"/>'
+
+
+def _has_math(body: str) -> bool:
+    """Whether a page body holds anything MathJax would typeset (Sphinx's math nodes, or TeX
+    delimiters in a cell's output)."""
+    return any(mark in body for mark in ('class="math', "\\(", "\\[", "$$"))
+
+
+def _is_mathjax_script(js) -> bool:
+    name = (js.filename or "").lower()
+    body = str(js.attributes.get("body", ""))
+    return "mathjax" in name or body.lstrip().startswith("window.MathJax")
 
 
 class _RemoveSolutions(SphinxTransform):

@@ -54,6 +54,9 @@ def open_page(browser, server, rel: str, width: int = 1280):
     page.on("console", lambda m: log["errors"].append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: log["errors"].append(str(e)))
     page.on("requestfailed", lambda r: log["failed"].append(r.url))
+    # a 404 (the favicon was one) is a response, not a failed request
+    page.on("response", lambda r: log["failed"].append(f"{r.status} {r.url}")
+            if r.status >= 400 else None)
 
     def route(r):
         url = r.request.url
@@ -84,14 +87,17 @@ def visit(browser, server, rel: str, screenshot: Path | None = None) -> dict:
     info = page.evaluate("""() => ({
         mathjax: document.querySelectorAll('mjx-container').length,
         text: document.querySelector('main') ? document.querySelector('main').innerText : '',
-        colab: Array.from(document.querySelectorAll('a')).map(a => a.href)
+        colab: Array.from(document.querySelectorAll('a:not(.gtlib-student-link a)')).map(a => a.href)
                     .filter(h => h.includes('colab.research.google.com')),
+        studentColab: Array.from(document.querySelectorAll('.gtlib-student-link a')).map(a => a.href),
         images: Array.from(document.querySelectorAll('main img')).filter(i => i.naturalWidth > 0).length,
         brokenImages: Array.from(document.querySelectorAll('main img')).filter(i => i.complete && i.naturalWidth === 0).map(i => i.src),
         widgetViews: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
         widgetsRendered: document.querySelectorAll('.widget-slider, .jupyter-widgets.widget-slider, .widget-hslider, .jupyter-widgets').length,
         sliders: document.querySelectorAll('.gtlib-slider input[type=range]').length,
         claimsRows: document.querySelectorAll('table.gtlib-claims tbody tr').length,
+        mathNodes: document.querySelectorAll('.math, mjx-container').length,
+        mathjaxLoaded: Array.from(document.scripts).some(s => /mathjax/i.test(s.src || '')),
     })""")
     if screenshot is not None:
         page.screenshot(path=str(screenshot), full_page=False)
@@ -113,6 +119,8 @@ def test_page_loads_cleanly_offline(browser, server, rel):
     # no raw TeX left behind: inline or display delimiters that MathJax should have consumed
     raw = re.findall(r"\\\(|\\\[|\$\$", r["text"])
     assert not raw, f"untypeset math on {rel}: {raw[:5]}"
+    # MathJax (1.3 MB) only where there is mathematics
+    assert r["mathNodes"] > 0 or not r["mathjaxLoaded"], f"{rel} loads MathJax and has no math"
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -124,6 +132,9 @@ def test_notebook_page(browser, server, site, name):
     r = visit(browser, server, rel, screenshot=shot)
     assert r["colab"], f"{rel} has no Colab launch link"
     assert all(f"/blob/main/book/{name}.ipynb" in h for h in r["colab"]), r["colab"]
+    # the student edition (no solutions) one click away, opening this chapter's student notebook
+    assert len(r["studentColab"]) == 1, r["studentColab"]
+    assert f"/blob/student-notebooks/book/{name}.ipynb" in r["studentColab"][0], r["studentColab"]
     assert r["mathjax"] > 0, f"no typeset math on {rel}"
     assert r["images"] > 0, f"no figures on {rel}"
     assert r["claimsRows"] > 0, f"no claims table on {rel}"
@@ -162,7 +173,20 @@ LAYOUT_JS = r"""() => {
     return false;
   };
   const out = {pageWidth: document.documentElement.scrollWidth, viewport: vw,
-               scrollingCode: [], tooWide: [], dumps: [], pipeTables: [], badAlt: []};
+               scrollingCode: [], tooWide: [], dumps: [], pipeTables: [], badAlt: [],
+               distorted: [], smallTargets: []};
+  // figures keep the shape of their file: drawn aspect ratio within 5% of the image's own
+  for (const i of art.querySelectorAll('img')) {
+    if (!i.naturalWidth || !i.clientWidth || !i.clientHeight) continue;
+    const drawn = i.clientWidth / i.clientHeight, own = i.naturalWidth / i.naturalHeight;
+    if (Math.abs(drawn / own - 1) > 0.05)
+      out.distorted.push(where(i) + ': drawn ' + drawn.toFixed(2) + ', file ' + own.toFixed(2));
+  }
+  // sliders are at least 44 px tall: a finger can hit them
+  for (const r of art.querySelectorAll('.gtlib-slider input[type=range]')) {
+    const h = r.getBoundingClientRect().height;
+    if (h < 44) out.smallTargets.push(where(r) + ': ' + Math.round(h) + ' px');
+  }
   // code and output blocks: never scroll sideways (long lines wrap; code keeps to 88 chars)
   for (const pre of art.querySelectorAll('pre')) {
     if (pre.scrollWidth > pre.clientWidth + 1)
@@ -213,7 +237,9 @@ def test_readable_at_width(browser, server, rel, width):
                       ("tooWide", "blocks wider than the text column, outside a scroll box"),
                       ("dumps", "object dumps (Name(field=...) in text outputs"),
                       ("pipeTables", "Markdown tables shown as text"),
-                      ("badAlt", "images without alt text (or with a file path as alt)")]:
+                      ("badAlt", "images without alt text (or with a file path as alt)"),
+                      ("distorted", "images drawn more than 5% off their aspect ratio"),
+                      ("smallTargets", "sliders less than 44 px tall")]:
         if r[key]:
             problems.append(f"{len(r[key])} {what}: {r[key][:6]}")
     assert not problems, f"{rel} at {width} px:\n  " + "\n  ".join(problems)
