@@ -16,10 +16,12 @@ The chapter *Mode connectivity* re-runs, on MNIST-1D MLPs, the results of
   unaligned networks (:func:`fit_bezier`);
 * Zhou et al., "Layerwise Linear Feature Connectivity" (NeurIPS 2023): when two networks are
   linearly connected, the features of the interpolated network equal (up to scale) the interpolated
-  features at every layer (their Definition 3.1), which follows from *weak additivity* of ReLU
-  (:func:`weak_additivity`) and *commutativity* ``W_A H_A + W_B H_B = W_A H_B + W_B H_A`` (their Definition 5.2 and Theorem 5.3);
+  features at every layer (their LLFC definition), which follows from *weak additivity* of ReLU
+  (:func:`weak_additivity`) and *commutativity* ``W_A H_A + W_B H_B = W_A H_B + W_B H_A``; and
+  LLFC implies linear connectivity (:func:`logit_interpolation`). The paper's numbering of these
+  statements is not checked here;
 * Zhou, Chen, Chen, Zhang and Yan, "Cross-Task Linearity" (ICML 2024): models fine-tuned from one
-  pretrained model on different tasks are layerwise linear in the same sense (their Definition 3.1),
+  pretrained model on different tasks are layerwise linear in the same sense,
   which explains weight averaging (model soups) and task arithmetic (Ilharco et al., ICLR 2023).
 
 The module reads top to bottom: (1) stacking and training networks (compositions of
@@ -733,7 +735,7 @@ def _cosine_dissimilarity(u: torch.Tensor, v: torch.Tensor) -> float:
 @boundary(x=INPUTS, alpha=fraction())
 @torch.no_grad()
 def llfc_dissimilarity(a: MLP, b: MLP, x: torch.Tensor, alpha: float = 0.5) -> list[float]:
-    """Per-layer LLFC dissimilarity (Zhou et al. 2023, Definition 3.1 and their metric).
+    """Per-layer LLFC dissimilarity (Zhou et al. 2023: their definition and metric).
 
     For every hidden layer and the logits, ``mean_x [1 - cos(f_l(theta(alpha); x),
     (1 - alpha) f_l(theta_A; x) + alpha f_l(theta_B; x))]``: 0 when the interpolated network's
@@ -750,7 +752,7 @@ def llfc_dissimilarity(a: MLP, b: MLP, x: torch.Tensor, alpha: float = 0.5) -> l
 @boundary(x=INPUTS)
 @torch.no_grad()
 def commutativity_residual(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
-    """Relative commutativity residual per hidden layer (Zhou et al. 2023, Definition 5.2).
+    """Relative commutativity residual per hidden layer (Zhou et al. 2023).
 
     For hidden layer ``l`` with features ``H_A, H_B`` (rows = inputs ``x``) and the next layer's
     weights ``W_A, W_B``: ``||W_A H_A + W_B H_B - W_A H_B - W_B H_A||_F / ||W_A H_A + W_B H_B||_F``,
@@ -768,6 +770,56 @@ def commutativity_residual(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
         resid = (ha - hb) @ (A - B).T
         out.append(float(resid.norm() / same.norm().clamp_min(1e-12)))
     return out
+
+
+@boundary(x=INPUTS)
+@torch.no_grad()
+def commutativity_bound_ratio(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
+    """The commutativity residual per hidden layer divided by its trivial upper bound.
+
+    ``||(H_A - H_B)(W_A - W_B)^T||_F / (||W_A - W_B||_2 ||H_A - H_B||_F)``, in ``[0, 1]``: the
+    residual of :func:`commutativity_residual` can be small only because one of its two factors
+    is small (a weight difference or a feature difference), and this ratio takes both factors
+    out. It is 1 when the feature differences lie along the top right-singular vector of the
+    weight difference and small when they avoid the directions that ``W_A - W_B`` amplifies (a
+    layer with ``W_A = W_B`` or ``H_A = H_B`` gives 0/0, reported as 0).
+    """
+    _check_same_shape(a, b)
+    _check_inputs("x", x, a)
+    fa, fb = a.features(x)[:-1], b.features(x)[:-1]
+    (wa, _), (wb, _) = params(a), params(b)
+    out = []
+    for l, (ha, hb) in enumerate(zip(fa, fb)):
+        dw, dh = wa[l + 1] - wb[l + 1], ha - hb
+        bound = torch.linalg.matrix_norm(dw, ord=2) * dh.norm()
+        out.append(float((dh @ dw.T).norm() / bound) if float(bound) > 1e-12 else 0.0)
+    return out
+
+
+@boundary(x=INPUTS, y=LABELS, alphas=GRID)
+@torch.no_grad()
+def logit_interpolation(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
+                        alphas: Sequence[float] | int = 25) -> dict:
+    """The lemma "LLFC implies LMC" of Zhou et al. (2023), measured on ``(x, y)``.
+
+    If the interpolated network's logits were the interpolated logits, ``f_alpha = (1 - alpha)
+    f_A + alpha f_B``, its error could not exceed ``err_A + err_B``: an input that both ends
+    classify correctly has ``f_y - f_j > 0`` at both ends for every ``j != y``, so at every
+    convex combination too. Returns the largest error along the network path (``path_error``),
+    along the interpolated logits (``lerp_error``, at most ``bound`` by the argument above), the
+    bound ``err_A + err_B`` and the two endpoint errors.
+    """
+    _check_same_shape(a, b)
+    _check_data(a, x, y)
+    alphas = _alpha_grid(alphas)
+    la, lb = a(x), b(x)
+    net = path_stack(a, b, alphas)(x).argmax(-1) != y
+    al = torch.as_tensor(alphas, dtype=la.dtype).view(-1, 1, 1)
+    mix = ((1 - al) * la + al * lb).argmax(-1) != y
+    ea, eb = float((la.argmax(-1) != y).float().mean()), float((lb.argmax(-1) != y).float().mean())
+    return {"path_error": float(net.float().mean(1).max()),
+            "lerp_error": float(mix.float().mean(1).max()),
+            "bound": ea + eb, "err_a": ea, "err_b": eb}
 
 
 @boundary(x=INPUTS)
@@ -825,10 +877,10 @@ def weak_additivity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
 # ---------------------------------------------------------------------------------------------
 
 
-@boundary(alphas=_Numbers(), x=INPUTS, eps=positive())
+@boundary(alphas=_Numbers(), x=INPUTS, eps=positive(), stats_b=InstanceOf(MLP, optional=True))
 @torch.no_grad()
 def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
-                 eps: float = 1e-6) -> BatchedMLP:
+                 eps: float = 1e-6, stats_b: MLP | None = None) -> BatchedMLP:
     """REPAIR (Jordan et al., ICLR 2023): interpolated networks with renormalized units.
 
     For every ``alpha`` and every hidden layer, in order from the input, each unit's
@@ -838,9 +890,13 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
     alpha sd_B`` (REPAIR undoes the "variance collapse" of the interpolated network). The
     correction is folded into the layer's weights and bias, so the result is again a
     plain MLP per alpha. ``x`` should be training inputs (the statistics are part of the
-    repaired model).
+    repaired model). ``stats_b`` (default ``b``) is the network whose unit statistics stand in
+    for ``b``'s: a randomly permuted copy of ``b`` gives REPAIR's measured null, the same
+    corrections applied to the wrong units.
     """
     _check_same_shape(a, b)
+    if stats_b is not None:
+        _check_same_shape(b, stats_b, names=("b", "stats_b"))
     if a.layers[0].bias is None:
         raise ValueError("a and b must have biases (REPAIR shifts them)")
     _check_inputs("x", x, a, min_rows=2)  # a standard deviation needs two rows
@@ -849,7 +905,7 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
     stk = path_stack(a, b, alphas)
     ws = [w.detach().clone() for w in stk.weights]
     bs = [v.detach().clone() for v in stk.biases]
-    za, zb = _preactivations(a, x), _preactivations(b, x)
+    za, zb = _preactivations(a, x), _preactivations(b if stats_b is None else stats_b, x)
     h = x.unsqueeze(0)
     for l in range(len(ws) - 1):
         z = torch.matmul(h, ws[l].transpose(1, 2)) + bs[l].unsqueeze(1)
@@ -863,15 +919,19 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
     return BatchedMLP(ws, bs, act=a.act_name)
 
 
-@boundary(x_stats=INPUTS, x=INPUTS, y=LABELS, alphas=GRID)
+@boundary(x_stats=INPUTS, x=INPUTS, y=LABELS, alphas=GRID,
+          stats_b=InstanceOf(MLP, optional=True))
 def repair_path(a: MLP, b: MLP, x_stats: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
-                alphas: Sequence[float] | int = 25) -> Path:
-    """Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations (statistics on ``x_stats``)."""
+                alphas: Sequence[float] | int = 25, stats_b: MLP | None = None) -> Path:
+    """Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations (statistics on ``x_stats``;
+    ``stats_b`` as in :func:`repair_stack`)."""
     _check_same_shape(a, b)
+    if stats_b is not None:
+        _check_same_shape(b, stats_b, names=("b", "stats_b"))
     _check_inputs("x_stats", x_stats, a, min_rows=2)
     _check_data(a, x, y)
     alphas = _alpha_grid(alphas)
-    return _evaluate_stack(repair_stack(a, b, alphas, x_stats), alphas, x, y)
+    return _evaluate_stack(repair_stack(a, b, alphas, x_stats, stats_b=stats_b), alphas, x, y)
 
 
 @boundary(ts=_Numbers())
@@ -1066,7 +1126,7 @@ class ConnectivityConfig(Config):
                 spawn_recipe=Recipe(lr=0.2, epochs=60, warmup=0.0),
                 ctl_width=1024, ft_recipe=Recipe(lr=0.05, epochs=20, warmup=0.0),
                 epoch_width=512, epoch_snapshots=(0, 1, 2, 4, 8, 15, 30), depth_width=512,
-                bezier_width=512, n_pretrain=16000)
+                bezier_width=512, n_pretrain=16000, pretrain_epochs=(0, 6, 60))
 
     n_train: int = param(4000, count())
     n_test: int = param(1000, count())
@@ -1099,6 +1159,9 @@ class ConnectivityConfig(Config):
     bezier_width: int = param(128, count())
     bezier_recipe: Recipe = param(constraint=InstanceOf(Recipe),
                                   factory=lambda: Recipe(lr=0.1, epochs=30, warmup=0.0))
+    pretrain_epochs: tuple[float, ...] = param((0, 3, 30), tuple_of(Interval(float, 0, None),
+                                                                  min_len=2, increasing="strict"))
+    ft_runs: int = param(3, count(2))
 
 
 def _seeds(seed: int, tag: int, k: int) -> list[int]:
@@ -1180,6 +1243,9 @@ class Spawning(Result):
     loss_barrier: np.ndarray
     independent: tuple[MLP, MLP] | None = None
     independent_error_barrier: float = float("nan")
+    #: with ``unshared``: (pairs,) error barriers at the last spawn step of pairs whose two
+    #: children come from two *different* parents trained to that step
+    unshared_error_barrier: np.ndarray | None = None
 
     @property
     def mean_error_barrier(self) -> np.ndarray:
@@ -1196,17 +1262,23 @@ class Spawning(Result):
         return None
 
 
-@boundary(x=INPUTS, y=LABELS, x_test=INPUTS, y_test=LABELS, seed=EXPERIMENT_SEED)
+@boundary(x=INPUTS, y=LABELS, x_test=INPUTS, y_test=LABELS, seed=EXPERIMENT_SEED,
+          unshared=InstanceOf(bool))
 def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
                      x_test: torch.Tensor, y_test: torch.Tensor, seed: int = 0,
-                     recipe: Recipe | None = None, control: bool = True) -> Spawning:
+                     recipe: Recipe | None = None, control: bool = True,
+                     unshared: bool = False) -> Spawning:
     """Instability analysis: train a parent, spawn ``2 * spawn_pairs`` children at each spawn step.
 
     The parent is trained with ``recipe`` (default ``cfg.spawn_recipe``) up to the latest spawn
     step; at step ``k`` its weights are copied into children that finish the same schedule, each
     with its own minibatch order. The error barrier of each pair of children is measured on the
     test set (Frankle et al. call a network stable at ``k`` when it is at most 2 points). With
-    ``control``, two independently initialized networks are trained in the same stack.
+    ``control``, two independently initialized networks are trained in the same stack. With
+    ``unshared``, the measured null of spawning: a second parent from another initialization is
+    trained to the last spawn step, ``spawn_pairs`` children are spawned from it there, and each
+    is paired with the first child of a pair of the main parent spawned at the same step (same
+    step, same schedule, nothing shared), in a separate stack, so the main results do not change.
     """
     C = _check_train_labels("y", y, len(x))
     if x_test.shape[1] != x.shape[1] or x_test.dtype != x.dtype:
@@ -1243,8 +1315,22 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     if control:
         ind = (kids[-2], kids[-1])
         ind_err = 100 * evaluate_path(*ind, x_test, y_test, cfg.alphas).error_barrier_mean
+    uns = None
+    if unshared:
+        k = steps[-1]
+        other = BatchedMLP.init(_seeds(seed, 35, 1), x.shape[1], cfg.spawn_width, cfg.depth, C,
+                                device=x.device)
+        osnaps = _fit(other, x, y, recipe, seeds=_seeds(seed, 36, 1), stop_step=k,
+                      snapshot_steps=[k])
+        okids = stack([osnaps[k][0] for _ in range(cfg.spawn_pairs)])
+        _fit(okids, x, y, recipe, seeds=_seeds(seed, 37, cfg.spawn_pairs),
+             start_steps=[k] * cfg.spawn_pairs)
+        okids = members(okids)
+        uns = np.array([100 * evaluate_path(children[k][j][0], okids[j], x_test, y_test,
+                                            cfg.alphas).error_barrier_mean
+                        for j in range(cfg.spawn_pairs)])
     return Spawning(steps, [k / total for k in steps], total, children, np.array(err),
-                    np.array(loss), ind, ind_err)
+                    np.array(loss), ind, ind_err, uns)
 
 
 @dataclass
@@ -1407,11 +1493,12 @@ def _task_arithmetic(base: MLP, ends: Sequence[MLP], lam: np.ndarray, tr, te):
 
 
 @boundary(x=INPUTS, y=LABELS, x_test=INPUTS, y_test=LABELS, seed=EXPERIMENT_SEED,
-          x_pre=Tensor("float", 2, optional=True), y_pre=Tensor("int", 1, optional=True))
+          x_pre=Tensor("float", 2, optional=True), y_pre=Tensor("int", 1, optional=True),
+          sweep=None)  # sweep is checked below
 def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
                           x_test: torch.Tensor, y_test: torch.Tensor, seed: int = 0,
-                          x_pre: torch.Tensor | None = None, y_pre: torch.Tensor | None = None
-                          ) -> CrossTask:
+                          x_pre: torch.Tensor | None = None, y_pre: torch.Tensor | None = None,
+                          sweep: "PretrainingSweep | None" = None) -> CrossTask:
     """Pretrain, fine-tune on two other labelings (:func:`task_labels`), compare with a control.
 
     * pretraining: on ``(x_pre, y_pre)`` (default: the training signals with the two-way
@@ -1427,8 +1514,15 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
     the two models' own features), weight averaging against logit ensembling of the two runs of
     each task, and task arithmetic ``theta_0 + lambda (tau_0 + tau_1)`` with ``lambda`` chosen on
     the *training* signals, for the pretrained model and for the control.
+
+    With ``sweep`` (a :func:`pretraining_sweep` of the same config, data and seed), its fully
+    pretrained model, probes and first two fine-tuning runs per task are used instead of being
+    trained again (the pretraining is the same run; the fine-tuning runs differ only in their
+    minibatch seeds).
     """
     width, d = cfg.ctl_width, x.shape[1]
+    if sweep is not None and not isinstance(sweep, PretrainingSweep):
+        raise TypeError(f"sweep must be a PretrainingSweep or None, got {type(sweep).__name__}")
     check_labels("y", y, 10, n=len(x))  # MNIST-1D's digits (see task_labels)
     if x_test.shape[1] != d or x_test.dtype != x.dtype:
         raise ValueError(f"x_test must have x's columns ({d}) and dtype ({x.dtype}), got shape "
@@ -1444,22 +1538,28 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
             raise ValueError(f"x_pre must have x's columns ({d}) and dtype ({x.dtype}), got "
                              f"shape {tuple(x_pre.shape)} and dtype {x_pre.dtype}")
         n_pre_classes = _check_train_labels("y_pre", y_pre, len(x_pre))
-    pre = BatchedMLP.init(_seeds(seed, 40, 1), d, width, cfg.depth, n_pre_classes,
-                          device=x.device)
-    _fit(pre, x_pre, y_pre, cfg.spawn_recipe, seeds=_seeds(seed, 41, 1))
-    pre = pre.member(0)
     tr = [(x, task_labels(y, t)) for t in (0, 1)]
     te = [(x_test, task_labels(y_test, t)) for t in (0, 1)]
     X, Y = x, torch.stack([tr[0][1], tr[1][1]])
-    heads = [make_mlp(s, d, width, cfg.depth, 5).to(x.device) for s in _seeds(seed, 42, 2)]
-    probes = stack([with_head(pre, h.layers[-1].weight, h.layers[-1].bias) for h in heads])
-    _fit(probes, X, Y, cfg.probe_recipe, seeds=_seeds(seed, 43, 2), only_last_layer=True)
-    probes = members(probes)
-    ft = stack([probes[0], probes[0], probes[1], probes[1]])
-    _fit(ft, X, Y[[0, 0, 1, 1]], cfg.ft_recipe, seeds=_seeds(seed, 44, 4),
-        freeze_last_layer=True)
-    ft = members(ft)
-    ft = [ft[0:2], ft[2:4]]
+    if sweep is not None:  # its fully pretrained arm: the same pretraining, probes, fine-tunings
+        if sweep.pretrained is None or sweep.pretrained.layers[0].out_features != width:
+            raise ValueError(f"sweep must come from pretraining_sweep with ctl_width {width}")
+        pre, probes = sweep.pretrained, list(sweep.probes)
+        ft = [list(sweep.finetuned[t][:2]) for t in (0, 1)]
+    else:
+        pre = BatchedMLP.init(_seeds(seed, 40, 1), d, width, cfg.depth, n_pre_classes,
+                              device=x.device)
+        _fit(pre, x_pre, y_pre, cfg.spawn_recipe, seeds=_seeds(seed, 41, 1))
+        pre = pre.member(0)
+        heads = [make_mlp(s, d, width, cfg.depth, 5).to(x.device) for s in _seeds(seed, 42, 2)]
+        probes = stack([with_head(pre, h.layers[-1].weight, h.layers[-1].bias) for h in heads])
+        _fit(probes, X, Y, cfg.probe_recipe, seeds=_seeds(seed, 43, 2), only_last_layer=True)
+        probes = members(probes)
+        ft = stack([probes[0], probes[0], probes[1], probes[1]])
+        _fit(ft, X, Y[[0, 0, 1, 1]], cfg.ft_recipe, seeds=_seeds(seed, 44, 4),
+             freeze_last_layer=True)
+        ft = members(ft)
+        ft = [ft[0:2], ft[2:4]]
     init = make_mlp(_seeds(seed, 45, 1)[0], d, width, cfg.depth, 5).to(x.device)
     sc = stack([init, init])
     _fit(sc, X, Y, cfg.spawn_recipe, seeds=_seeds(seed, 46, 2))
@@ -1492,6 +1592,169 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
     return CrossTask(pre, probes, ft, init, sc, acc_pre, acc_ft, acc_sc, acc_init, ctl, ctl_base,
                      ctl_sc, ctl_sc_base, avg_acc, ens_acc, agree, single, lam, acc_te, acc_tr,
                      best, sc_te, sc_best, sc_tr, ends)
+
+
+@dataclass
+class PretrainingSweep(Result):
+    """Cross-task linearity and weight averaging at one fine-tuning budget, over pretraining lengths.
+
+    Every arm fine-tunes ``runs`` models per task with the same recipe (equal learning rate times
+    epochs) from a starting body: a snapshot of one pretraining run after ``epochs[i]`` epochs
+    (``0``: its random initialization), a *second random initialization* (``null_*``: a
+    no-pretraining arm that shares nothing with the first, the spread between two arms without
+    pretraining), and a *second, independently pretrained* model (for the averaging null).
+    """
+
+    epochs: list[float]
+    ctl: np.ndarray           # (lengths, runs, layers): task-0 run r vs task-1 run r, at alpha 1/2
+    ctl_base: np.ndarray      # (lengths, runs, layers): their endpoint baseline 1 - cos(f_0, f_1)
+    null_ctl: np.ndarray      # (runs, layers): the same from a second random initialization
+    null_ctl_base: np.ndarray
+    displacement: np.ndarray  # (lengths, 2, runs): ||theta_ft - theta_start|| over the hidden layers
+    acc: np.ndarray           # (lengths, 2, runs): test accuracy of the fine-tuned models
+    acc_probe: np.ndarray     # (lengths, 2): test accuracy of the starting body with its probe
+    disagree: np.ndarray      # (lengths, 2, pairs): soup-vs-ensemble disagreement ratio per arm
+    unshared_disagree: np.ndarray  # (2, runs): the same for runs from two different pretrained models
+    pretrained: MLP | None = None  # the fully pretrained model (its pretraining head)
+    probes: list | None = None     # its probes, one per task
+    finetuned: list | None = None  # finetuned[t]: its ``runs`` fine-tunings of task t
+
+    @property
+    def ctl_ratio(self) -> np.ndarray:
+        """CTL dissimilarity over its endpoint baseline, (lengths, runs, layers)."""
+        return self.ctl / np.maximum(self.ctl_base, 1e-12)
+
+    @property
+    def null_ctl_ratio(self) -> np.ndarray:
+        """The same for the second random initialization, (runs, layers)."""
+        return self.null_ctl / np.maximum(self.null_ctl_base, 1e-12)
+
+
+@torch.no_grad()
+def _disagreement_ratio(m1: MLP, m2: MLP, x: torch.Tensor) -> float:
+    """``(1 - agree(soup, ensemble)) / (1 - best agree(single run, ensemble))`` on ``x``.
+
+    Below 1 when the weight average of the two models predicts like their logit ensemble more
+    often than either model alone does. A denominator of 0 (both runs always agree with the
+    ensemble) is floored at one signal, ``1 / len(x)``.
+    """
+    ens = (m1(x) + m2(x)) / 2
+    le = ens.argmax(-1)
+    soup = (average([m1, m2])(x).argmax(-1) == le).float().mean()
+    single = max(float((m(x).argmax(-1) == le).float().mean()) for m in (m1, m2))
+    return float((1 - soup) / max(1 - single, 1 / len(x)))
+
+
+@boundary(m1=InstanceOf(MLP), m2=InstanceOf(MLP), x=INPUTS)
+def disagreement_ratio(m1: MLP, m2: MLP, x: torch.Tensor) -> float:
+    """How much less often a weight average departs from the logit ensemble than a single run does.
+
+    ``(1 - agree(average(m1, m2), ensemble)) / (1 - max_i agree(m_i, ensemble))`` on ``x``, where
+    ``agree`` is the fraction of inputs with the same predicted class and the ensemble averages
+    the two models' logits (Zhou et al. 2024 read model averaging as ensembling through
+    cross-task linearity). 0: the average predicts exactly like the ensemble; 1: as often off
+    as the better single run; above 1: the average is no ensemble.
+    """
+    _check_same_shape(m1, m2, names=("m1", "m2"))
+    _check_inputs("x", x, m1)
+    return _disagreement_ratio(m1, m2, x)
+
+
+def _displacement(start: MLP, end: MLP) -> float:
+    return float(torch.sqrt(sum((t ** 2).sum() for t in task_vector(start, end))))
+
+
+@boundary(x=INPUTS, y=LABELS, x_test=INPUTS, y_test=LABELS, seed=EXPERIMENT_SEED,
+          x_pre=Tensor("float", 2, optional=True), y_pre=Tensor("int", 1, optional=True))
+def pretraining_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
+                      x_test: torch.Tensor, y_test: torch.Tensor, seed: int = 0,
+                      x_pre: torch.Tensor | None = None, y_pre: torch.Tensor | None = None
+                      ) -> PretrainingSweep:
+    """Budget-matched arms for cross-task linearity and averaging (Zhou et al. 2024, Sec. 6).
+
+    One pretraining run (``cfg.spawn_recipe`` on ``(x_pre, y_pre)``, the initialization and
+    minibatch seeds of :func:`cross_task_experiment`) is snapshotted after each of
+    ``cfg.pretrain_epochs`` epochs (0: its random initialization; the last must be the full
+    run). A second pretraining run from another initialization is trained alongside, and a
+    second random initialization is drawn. From every starting body, a linear probe per task
+    (``cfg.probe_recipe``, frozen body) and then ``cfg.ft_runs`` fine-tunings per task
+    (``cfg.ft_recipe``, frozen head, each its own minibatch order) are trained: the same
+    learning rate and number of epochs in every arm. Measures, per arm, the CTL dissimilarity of
+    task-0 run ``r`` against task-1 run ``r`` and its endpoint baseline, the distance each
+    fine-tuning moved the weights, the test accuracies, the soup-versus-ensemble
+    :func:`disagreement_ratio` of every pair of runs of one task, and the same ratio for run ``r``
+    from the fully pretrained model and run ``r`` from the second pretrained model (nothing
+    shared, same budget).
+    """
+    d, R = x.shape[1], cfg.ft_runs
+    check_labels("y", y, 10, n=len(x))
+    if x_test.shape[1] != d or x_test.dtype != x.dtype:
+        raise ValueError(f"x_test must have x's columns ({d}) and dtype ({x.dtype}), got shape "
+                         f"{tuple(x_test.shape)} and dtype {x_test.dtype}")
+    check_labels("y_test", y_test, 10, n=len(x_test))
+    if (x_pre is None) != (y_pre is None):
+        raise ValueError("x_pre and y_pre must be given together (or both left None)")
+    if x_pre is None:
+        x_pre, y_pre = x, task_labels(y, "pretrain")
+        k_pre = int(y_pre.max()) + 1
+    else:
+        if x_pre.shape[1] != d or x_pre.dtype != x.dtype:
+            raise ValueError(f"x_pre must have x's columns ({d}) and dtype ({x.dtype}), got "
+                             f"shape {tuple(x_pre.shape)} and dtype {x_pre.dtype}")
+        k_pre = _check_train_labels("y_pre", y_pre, len(x_pre))
+    rec = cfg.spawn_recipe
+    total = rec.steps(len(x_pre))
+    per_epoch = -(-len(x_pre) // rec.batch_size)
+    steps = [int(round(e * per_epoch)) for e in cfg.pretrain_epochs]
+    if steps[-1] != total:
+        raise ValueError(f"cfg.pretrain_epochs must end at the pretraining run's length "
+                         f"({rec.epochs} epochs), got {cfg.pretrain_epochs}")
+    pre = BatchedMLP.init(_seeds(seed, 40, 1) + _seeds(seed, 60, 1), d, cfg.ctl_width, cfg.depth,
+                          k_pre, device=x.device)
+    snaps = _fit(pre, x_pre, y_pre, rec, seeds=_seeds(seed, 41, 1) + _seeds(seed, 61, 1),
+                 snapshot_steps=[k for k in steps if k < total])
+    full = members(pre)
+    L = len(steps)
+    bodies = [snaps[k][0] if k < total else full[0] for k in steps]
+    bodies += [make_mlp(_seeds(seed, 62, 1)[0], d, cfg.ctl_width, cfg.depth, k_pre).to(x.device),
+               full[1]]  # index L: second random init; L + 1: second pretrained model
+    heads = [make_mlp(s, d, cfg.ctl_width, cfg.depth, 5).to(x.device) for s in _seeds(seed, 42, 2)]
+    labels = torch.stack([task_labels(y, t) for t in (0, 1)])
+    probes = stack([with_head(b, h.layers[-1].weight, h.layers[-1].bias)
+                    for b in bodies for h in heads])
+    _fit(probes, x, labels.repeat(len(bodies), 1), cfg.probe_recipe,
+         seeds=_seeds(seed, 43, 2 * len(bodies)), only_last_layer=True)
+    probes = members(probes)
+    ft = stack([p for p in probes for _ in range(R)])
+    _fit(ft, x, labels.repeat_interleave(R, 0).repeat(len(bodies), 1), cfg.ft_recipe,
+         seeds=_seeds(seed, 64, 2 * R * len(bodies)), freeze_last_layer=True)
+    ft = members(ft)
+    net = lambda b, t, r: ft[(2 * b + t) * R + r]  # noqa: E731
+    te = [task_labels(y_test, t) for t in (0, 1)]
+
+    def ctl_of(b):
+        c = [llfc_dissimilarity(net(b, 0, r), net(b, 1, r), x_test)[:-1] for r in range(R)]
+        e = [endpoint_dissimilarity(net(b, 0, r), net(b, 1, r), x_test)[:-1] for r in range(R)]
+        return np.array(c), np.array(e)
+
+    ctl = [ctl_of(b) for b in range(L + 1)]
+    disp = np.array([[[_displacement(probes[2 * b + t], net(b, t, r)) for r in range(R)]
+                      for t in (0, 1)] for b in range(L)])
+    acc = np.array([[[accuracy(net(b, t, r), x_test, te[t]) for r in range(R)] for t in (0, 1)]
+                    for b in range(L)])
+    acc_probe = np.array([[accuracy(probes[2 * b + t], x_test, te[t]) for t in (0, 1)]
+                          for b in range(L)])
+    top = L - 1
+    dis = np.array([[[_disagreement_ratio(net(b, t, i), net(b, t, j), x_test)
+                      for i in range(R) for j in range(i + 1, R)] for t in (0, 1)]
+                    for b in range(L)])
+    uns = np.array([[_disagreement_ratio(net(top, t, r), net(L + 1, t, r), x_test)
+                     for r in range(R)] for t in (0, 1)])
+    return PretrainingSweep([float(e) for e in cfg.pretrain_epochs],
+                            np.array([c for c, _ in ctl[:L]]), np.array([e for _, e in ctl[:L]]),
+                            ctl[L][0], ctl[L][1], disp, acc, acc_probe, dis, uns, full[0],
+                            [probes[2 * top + t] for t in (0, 1)],
+                            [[net(top, t, r) for r in range(R)] for t in (0, 1)])
 
 
 @boundary(scale=nonnegative(), seed=SEED)

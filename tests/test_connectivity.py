@@ -308,3 +308,105 @@ def test_cross_task_experiment_tiny():
     want = (ct.arith_train_acc[i, 0] - e["pre"][0]) / (e["ft"][0] - e["pre"][0])
     got = ct.train_gain_recovered[0]
     assert (np.isnan(got) and e["ft"][0] == e["pre"][0]) or got == pytest.approx(want)
+
+
+def test_commutativity_bound_ratio_known_answers():
+    a, b = net(0), net(1)
+    r = C.commutativity_bound_ratio(a, b, X)
+    assert len(r) == 3 and all(0.0 <= v <= 1.0 + 1e-6 for v in r)
+    assert C.commutativity_bound_ratio(a, a, X) == [0.0, 0.0, 0.0]  # no difference: 0/0 -> 0
+    # residual / bound reproduces the residual of commutativity_residual up to the norms
+    res = C.commutativity_residual(a, b, X)
+    with torch.no_grad():
+        fa, fb = a.features(X)[:-1], b.features(X)[:-1]
+    for l in range(3):
+        dw = (a.layers[l + 1].weight - b.layers[l + 1].weight).detach()
+        same = fa[l] @ a.layers[l + 1].weight.detach().T + fb[l] @ b.layers[l + 1].weight.detach().T
+        bound = torch.linalg.matrix_norm(dw, ord=2) * (fa[l] - fb[l]).norm()
+        assert r[l] == pytest.approx(float(res[l] * same.norm() / bound), rel=1e-4)
+    # permuting both networks the same way changes nothing
+    p = C.random_perms(a, seed=3)
+    assert C.commutativity_bound_ratio(C.permute(a, p), C.permute(b, p), X) == \
+        pytest.approx(r, rel=1e-4)
+
+
+def test_commutativity_bound_ratio_is_one_for_a_rank_one_case():
+    # one hidden layer; the two nets differ in one output weight of one unit only, and the
+    # feature difference lies in that unit: the residual equals its bound
+    a = make_mlp(0, 6, 4, 1, 3)
+    b = make_mlp(0, 6, 4, 1, 3)
+    with torch.no_grad():
+        b.layers[0].weight[1] += 1.0
+        b.layers[1].weight[:, 1] += 1.0
+    assert C.commutativity_bound_ratio(a, b, X)[0] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_logit_interpolation_obeys_its_bound():
+    for s in range(3):
+        a, b = net(s), net(s + 10)
+        r = C.logit_interpolation(a, b, X, Y, 7)
+        assert r["lerp_error"] <= r["bound"] + 1e-9
+        assert r["bound"] == pytest.approx(r["err_a"] + r["err_b"])
+    a = net(0)
+    r = C.logit_interpolation(a, a, X, Y, 5)  # a pair of copies: the path is one network
+    assert r["path_error"] == r["lerp_error"] == pytest.approx(r["err_a"])
+    assert r["bound"] == pytest.approx(2 * r["err_a"])
+
+
+def test_disagreement_ratio_known_answers():
+    a, b = net(0), net(1)
+    assert C.disagreement_ratio(a, a, X) == 0.0  # the soup of a copy is the ensemble
+    r = C.disagreement_ratio(a, b, X)
+    assert r >= 0.0 and r == pytest.approx(C.disagreement_ratio(b, a, X))
+    ens = (a(X) + b(X)).argmax(-1)
+    soup = (C.average([a, b])(X).argmax(-1) == ens).float().mean()
+    single = max(float((m(X).argmax(-1) == ens).float().mean()) for m in (a, b))
+    assert r == pytest.approx(float((1 - soup) / max(1 - single, 1 / len(X))))
+
+
+def test_spawn_experiment_unshared_null():
+    x, y = torch.randn(60, 6), torch.randint(0, 3, (60,))
+    cfg = C.ConnectivityConfig(spawn_width=8, spawn_pairs=2, spawn_fractions=(0.0, 0.25, 0.5),
+                               alphas=5, spawn_recipe=C.Recipe(lr=0.05, epochs=2, batch_size=20))
+    plain = C.spawn_experiment(cfg, x, y, x, y, seed=1, control=False)
+    sp = C.spawn_experiment(cfg, x, y, x, y, seed=1, control=False, unshared=True)
+    assert plain.unshared_error_barrier is None
+    assert sp.unshared_error_barrier.shape == (2,)
+    np.testing.assert_array_equal(sp.error_barrier, plain.error_barrier)  # main run unchanged
+
+
+def test_pretraining_sweep_tiny():
+    x, y = torch.randn(80, 6), torch.randint(0, 10, (80,))
+    r = C.Recipe(lr=0.05, epochs=2, batch_size=40, warmup=0.0)
+    cfg = C.ConnectivityConfig(ctl_width=8, depth=2, spawn_recipe=r, probe_recipe=r,
+                               ft_recipe=r, pretrain_epochs=(0, 1, 2), ft_runs=3)
+    ps = C.pretraining_sweep(cfg, x, y, x, y, seed=0, x_pre=x, y_pre=y)
+    assert ps.ctl.shape == ps.ctl_base.shape == (3, 3, 2)
+    assert ps.null_ctl.shape == (3, 2) and ps.ctl_ratio.shape == (3, 3, 2)
+    assert ps.displacement.shape == ps.acc.shape == (3, 2, 3) and ps.acc_probe.shape == (3, 2)
+    assert ps.disagree.shape == (3, 2, 3) and ps.unshared_disagree.shape == (2, 3)
+    assert (ps.displacement > 0).all() and ((ps.acc >= 0) & (ps.acc <= 1)).all()
+    # the fully pretrained body is the one cross_task_experiment pretrains (same seeds)
+    ct = C.cross_task_experiment(cfg, x, y, x, y, seed=0, x_pre=x, y_pre=y)
+    assert ps.acc_probe[-1].tolist() == pytest.approx(ct.acc_pre, abs=0.05)
+    reuse = C.cross_task_experiment(cfg, x, y, x, y, seed=0, x_pre=x, y_pre=y, sweep=ps)
+    assert reuse.pretrained is ps.pretrained and reuse.finetuned[1][1] is ps.finetuned[1][1]
+    assert reuse.acc_ft[0][0] == C.accuracy(ps.finetuned[0][0], x, C.task_labels(y, 0))
+    with pytest.raises(ValueError, match="pretrain_epochs"):
+        C.pretraining_sweep(C.ConnectivityConfig(ctl_width=8, depth=2, spawn_recipe=r,
+                                                 pretrain_epochs=(0, 1)), x, y, x, y,
+                            x_pre=x, y_pre=y)
+
+
+def test_repair_stats_b_default_and_null():
+    a, b = net(0), net(1)
+    al = [0.0, 0.5, 1.0]
+    plain = C.repair_stack(a, b, al, X)
+    same = C.repair_stack(a, b, al, X, stats_b=b)
+    assert all(torch.equal(u, v) for u, v in zip(plain.weights, same.weights))
+    # a permuted copy of b as stats_b: b's statistics go to the wrong units, a's stay
+    shuffled = C.repair_stack(a, b, al, X, stats_b=C.permute(b, C.random_perms(b, seed=4)))
+    assert torch.allclose(shuffled.weights[0][0], plain.weights[0][0])  # alpha = 0: a alone
+    assert not torch.allclose(shuffled.weights[0][1], plain.weights[0][1])
+    with pytest.raises(ValueError, match="stats_b"):
+        C.repair_stack(a, b, al, X, stats_b=net(2, width=8))
