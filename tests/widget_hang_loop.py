@@ -233,6 +233,10 @@ class _Stub:
         return iter([0.0, 1.0])
     def __len__(self):
         return 2
+    def __format__(self, spec):  # f"{ratio:g}" in a label
+        return format(1.0, spec) if spec else "stub"
+    def __float__(self):
+        return 1.0
 """
 
 
@@ -281,9 +285,19 @@ def cell_prelude(cells: list, index: int) -> str:
                 if isinstance(kw.value, ast.Name) and kw.arg in ("grid", "labels"):
                     roles[kw.value.id] = kw.arg
     top = symtable.symtable(code, "<cell>", "exec")
-    free = sorted(sym.get_name() for sym in top.get_symbols()
-                  if sym.is_referenced() and not (sym.is_assigned() or sym.is_imported())
-                  and sym.get_name() not in bound and not hasattr(builtins, sym.get_name()))
+    local = {sym.get_name() for sym in top.get_symbols() if sym.is_assigned() or sym.is_imported()}
+
+    def reads(table, outer=True):
+        """Names the cell reads from the notebook: at top level, and inside comprehensions and
+        functions (their own scopes) where a name is global or free."""
+        for sym in table.get_symbols():
+            if sym.is_referenced() and (outer or sym.is_global() or sym.is_free()):
+                yield sym.get_name()
+        for child in table.get_children():
+            yield from reads(child, outer=False)
+
+    free = sorted({n for n in reads(top) if n not in local and n not in bound
+                   and not hasattr(builtins, n)})
     value = {"grid": '{"x": [0.0, 1.0]}', "labels": "{}"}
     stubs = [f"{n} = {value.get(roles.get(n), '_Stub()')}" for n in free]
     return "\n".join(imports + [STUB_PRELUDE] + stubs)
