@@ -1492,6 +1492,26 @@ def _task_arithmetic(base: MLP, ends: Sequence[MLP], lam: np.ndarray, tr, te):
     return acc_te, acc_tr, float(lam[int(np.argmax(norm.min(1)))]), lo, hi
 
 
+def _ctl_data(x, y, x_test, y_test, x_pre, y_pre):
+    """Check the data of a cross-task experiment; the pretraining set (default: ``x`` with the
+    pretraining labels of :func:`task_labels`) and its number of classes."""
+    d = x.shape[1]
+    check_labels("y", y, 10, n=len(x))  # MNIST-1D's digits (see task_labels)
+    if x_test.shape[1] != d or x_test.dtype != x.dtype:
+        raise ValueError(f"x_test must have x's columns ({d}) and dtype ({x.dtype}), got shape "
+                         f"{tuple(x_test.shape)} and dtype {x_test.dtype}")
+    check_labels("y_test", y_test, 10, n=len(x_test))
+    if (x_pre is None) != (y_pre is None):
+        raise ValueError("x_pre and y_pre must be given together (or both left None)")
+    if x_pre is None:
+        y_pre = task_labels(y, "pretrain")
+        return x, y_pre, int(y_pre.max()) + 1
+    if x_pre.shape[1] != d or x_pre.dtype != x.dtype:
+        raise ValueError(f"x_pre must have x's columns ({d}) and dtype ({x.dtype}), got "
+                         f"shape {tuple(x_pre.shape)} and dtype {x_pre.dtype}")
+    return x_pre, y_pre, _check_train_labels("y_pre", y_pre, len(x_pre))
+
+
 @boundary(x=INPUTS, y=LABELS, x_test=INPUTS, y_test=LABELS, seed=EXPERIMENT_SEED,
           x_pre=Tensor("float", 2, optional=True), y_pre=Tensor("int", 1, optional=True),
           sweep=None)  # sweep is checked below
@@ -1523,21 +1543,7 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
     width, d = cfg.ctl_width, x.shape[1]
     if sweep is not None and not isinstance(sweep, PretrainingSweep):
         raise TypeError(f"sweep must be a PretrainingSweep or None, got {type(sweep).__name__}")
-    check_labels("y", y, 10, n=len(x))  # MNIST-1D's digits (see task_labels)
-    if x_test.shape[1] != d or x_test.dtype != x.dtype:
-        raise ValueError(f"x_test must have x's columns ({d}) and dtype ({x.dtype}), got shape "
-                         f"{tuple(x_test.shape)} and dtype {x_test.dtype}")
-    check_labels("y_test", y_test, 10, n=len(x_test))
-    if (x_pre is None) != (y_pre is None):
-        raise ValueError("x_pre and y_pre must be given together (or both left None)")
-    if x_pre is None:
-        x_pre, y_pre = x, task_labels(y, "pretrain")
-        n_pre_classes = int(y_pre.max()) + 1
-    else:
-        if x_pre.shape[1] != d or x_pre.dtype != x.dtype:
-            raise ValueError(f"x_pre must have x's columns ({d}) and dtype ({x.dtype}), got "
-                             f"shape {tuple(x_pre.shape)} and dtype {x_pre.dtype}")
-        n_pre_classes = _check_train_labels("y_pre", y_pre, len(x_pre))
+    x_pre, y_pre, n_pre_classes = _ctl_data(x, y, x_test, y_test, x_pre, y_pre)
     tr = [(x, task_labels(y, t)) for t in (0, 1)]
     te = [(x_test, task_labels(y_test, t)) for t in (0, 1)]
     X, Y = x, torch.stack([tr[0][1], tr[1][1]])
@@ -1687,21 +1693,7 @@ def pretraining_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     shared, same budget).
     """
     d, R = x.shape[1], cfg.ft_runs
-    check_labels("y", y, 10, n=len(x))
-    if x_test.shape[1] != d or x_test.dtype != x.dtype:
-        raise ValueError(f"x_test must have x's columns ({d}) and dtype ({x.dtype}), got shape "
-                         f"{tuple(x_test.shape)} and dtype {x_test.dtype}")
-    check_labels("y_test", y_test, 10, n=len(x_test))
-    if (x_pre is None) != (y_pre is None):
-        raise ValueError("x_pre and y_pre must be given together (or both left None)")
-    if x_pre is None:
-        x_pre, y_pre = x, task_labels(y, "pretrain")
-        k_pre = int(y_pre.max()) + 1
-    else:
-        if x_pre.shape[1] != d or x_pre.dtype != x.dtype:
-            raise ValueError(f"x_pre must have x's columns ({d}) and dtype ({x.dtype}), got "
-                             f"shape {tuple(x_pre.shape)} and dtype {x_pre.dtype}")
-        k_pre = _check_train_labels("y_pre", y_pre, len(x_pre))
+    x_pre, y_pre, k_pre = _ctl_data(x, y, x_test, y_test, x_pre, y_pre)
     rec = cfg.spawn_recipe
     total = rec.steps(len(x_pre))
     per_epoch = -(-len(x_pre) // rec.batch_size)
