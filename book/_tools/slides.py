@@ -4,7 +4,7 @@ Each deck (``_build/slides/<slug>.html``, reveal.js) has: the title and learning
 question; the chapter's first display equation; one slide per experiment with its first figure and
 the claims checked in that experiment, each with this build's measured value and status; the
 exercise prompts; and the claims count. Figures and numbers come from the executed notebooks of the
-last build (``_build/jupyter_execute``) and its results (``_build/results``), so a deck shows what
+last build (``_build/.jupyter_cache-executed``) and its results (``_build/results``), so a deck shows what
 the site shows. reveal.js comes from npm (``package-lock.json``) and MathJax from the site's
 vendored copy: a deck opens offline, from disk or any static server.
 
@@ -208,14 +208,17 @@ def assets(out: Path) -> None:
 
 
 def build(build_dir: Path, out: Path) -> list[Path]:
-    executed = build_dir / "jupyter_execute" / "book"
+    # the executions of `make book` (tests/tools/nbval_record.py keeps them, outputs and all);
+    # jupyter_execute holds the site build's copies, whose figures are written out as files
+    executed = [build_dir / ".jupyter_cache-executed" / "book", build_dir / "jupyter_execute" / "book"]
     results = build_dir / "results"
     out.mkdir(parents=True, exist_ok=True)
     assets(out)
     written = []
     for src in sorted((ROOT / "book").glob("*.ipynb")):
         slug = src.stem
-        nb_path = executed / f"{slug}.ipynb" if (executed / f"{slug}.ipynb").exists() else src
+        nb_path = next((d / f"{slug}.ipynb" for d in executed if (d / f"{slug}.ipynb").exists()),
+                       src)
         nb = json.loads(nb_path.read_text())
         res = results / f"{slug}.json"
         claims = json.loads(res.read_text())["claims"] if res.exists() else []

@@ -52,7 +52,7 @@ def test_chapter_pdf(printed, rel):
     assert len(reader.pages) >= 3, f"{slug}.pdf has {len(reader.pages)} pages"
     text = "\n".join(p.extract_text() for p in reader.pages)
     nb = json.loads((ROOT / rel.replace(".html", ".ipynb")).read_text())
-    md = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    md = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     heads = [ln.lstrip("#").strip() for ln in md.splitlines() if ln.startswith(("# ", "## "))]
     flat = " ".join(text.split())
     for h in heads[:1] + [h for h in heads if h.startswith(("Exercises", "Claims"))]:
