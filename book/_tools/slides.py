@@ -168,7 +168,9 @@ def deck(slug: str, nb: dict, claims: list[dict]) -> str:
                       f"<p>{len(effects)} effects: {counts['reproduced']} reproduced, "
                       f"{counts['documented non-reproduction']} documented non-reproductions, "
                       f"{counts['FAILED']} failed. The site's reproduction report says at how many "
-                      "of ten seeds each one holds.</p></section>")
+                      "of ten seeds each one holds.</p>"
+                      f"<ul class='claims'>{''.join(_claim_html(c) for c in effects)}</ul>"
+                      "</section>")
     body = "\n".join(slides)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

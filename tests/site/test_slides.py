@@ -59,10 +59,10 @@ def test_deck_opens_offline_with_its_slides(decks, slug):
                                "MathJax.startup.promise.then(() => true)", timeout=60000)
         r = page.evaluate("""() => ({
             total: Reveal.getTotalSlides(),
-            heads: Array.from(document.querySelectorAll('.slides h3')).map(h => h.innerText),
+            heads: Array.from(document.querySelectorAll('.slides h3')).map(h => h.textContent.trim()),
             math: document.querySelectorAll('mjx-container').length,
             images: Array.from(document.querySelectorAll('.slides img')).filter(i => i.naturalWidth > 0).length,
-            text: document.querySelector('.slides').innerText})""")
+            text: document.querySelector('.slides').textContent})""")
         browser.close()
     assert not errors, errors
     assert not external, external
