@@ -988,6 +988,19 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds: Dataset, seed: int = 0) -> MLPSweepRe
                           nets=nets, n_train=cfg.n_train, **extra)
 
 
+def _width_reps(widths, err_reps, least: int):
+    """Widths and a (replicates, widths) error array, checked for a peak test."""
+    widths = np.asarray(widths)
+    e = np.asarray(err_reps, dtype=np.float64)
+    if e.ndim != 2 or e.shape[1] != widths.size or e.shape[0] < least:
+        raise ValueError(f"err_reps must be (replicates >= {least}, len(widths) = {widths.size}), "
+                         f"got {e.shape}")
+    if widths.size < 3:
+        raise ValueError(f"widths must hold at least 3 widths (a peak between two ends), got "
+                         f"{widths.size}")
+    return widths, e
+
+
 @boundary(widths=_ARR, err_reps=_Array(2), threshold=positive(optional=True))
 def width_peak_summary(widths, err_reps, threshold: float | None = None,
                        keys_only: bool = False) -> dict:
@@ -1000,14 +1013,7 @@ def width_peak_summary(widths, err_reps, threshold: float | None = None,
     ``sqrt(2) * median_w(sd_w) / sqrt(R)``. With ``keys_only`` only ``peak``, ``left``, ``right``
     and ``se_diff`` are returned (for a claim's control).
     """
-    widths = np.asarray(widths)
-    e = np.asarray(err_reps, dtype=np.float64)
-    if e.ndim != 2 or e.shape[1] != widths.size or e.shape[0] < 2:
-        raise ValueError(f"err_reps must be (replicates >= 2, len(widths) = {widths.size}), got "
-                         f"{e.shape}")
-    if widths.size < 3:
-        raise ValueError(f"widths must hold at least 3 widths (a peak between two ends), got "
-                         f"{widths.size}")
+    widths, e = _width_reps(widths, err_reps, 2)
     m = e.mean(0)
     inner = np.arange(1, widths.size - 1)
     if threshold is not None:
@@ -1041,14 +1047,7 @@ def split_peak_test(widths, err_reps, threshold: float | None = None) -> dict:
     Returns ``peak_width``, ``left_width``, ``gap_left``, ``gap_right``, ``se_left``,
     ``se_right`` and ``measured`` (the number of held-out replicates).
     """
-    widths = np.asarray(widths)
-    e = np.asarray(err_reps, dtype=np.float64)
-    if e.ndim != 2 or e.shape[1] != widths.size or e.shape[0] < 4:
-        raise ValueError(f"err_reps must be (replicates >= 4, len(widths) = {widths.size}), got "
-                         f"{e.shape}")
-    if widths.size < 3:
-        raise ValueError(f"widths must hold at least 3 widths (a peak between two ends), got "
-                         f"{widths.size}")
+    widths, e = _width_reps(widths, err_reps, 4)
     half = e.shape[0] // 2
     sel, mea = e[:half].mean(0), e[half:]
     inner = np.arange(1, widths.size - 1)
