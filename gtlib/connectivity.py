@@ -749,6 +749,15 @@ def llfc_dissimilarity(a: MLP, b: MLP, x: torch.Tensor, alpha: float = 0.5) -> l
     return [_cosine_dissimilarity(m, (1 - alpha) * u + alpha * v) for u, v, m in zip(fa, fb, fm)]
 
 
+def _hidden_layers(a: MLP, b: MLP, x: torch.Tensor):
+    """For each hidden layer: both networks' features on ``x`` and the next layer's weights."""
+    _check_same_shape(a, b)
+    _check_inputs("x", x, a)
+    fa, fb = a.features(x)[:-1], b.features(x)[:-1]
+    (wa, _), (wb, _) = params(a), params(b)
+    return [(ha, hb, wa[l + 1], wb[l + 1]) for l, (ha, hb) in enumerate(zip(fa, fb))]
+
+
 @boundary(x=INPUTS)
 @torch.no_grad()
 def commutativity_residual(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
@@ -759,13 +768,8 @@ def commutativity_residual(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     i.e. ``||(W_A - W_B)(H_A - H_B)|| / ||W_A H_A + W_B H_B||``. Commutativity (residual 0) plus
     weak additivity of ReLU implies LLFC.
     """
-    _check_same_shape(a, b)
-    _check_inputs("x", x, a)
-    fa, fb = a.features(x)[:-1], b.features(x)[:-1]
-    (wa, _), (wb, _) = params(a), params(b)
     out = []
-    for l, (ha, hb) in enumerate(zip(fa, fb)):
-        A, B = wa[l + 1], wb[l + 1]
+    for ha, hb, A, B in _hidden_layers(a, b, x):
         same = ha @ A.T + hb @ B.T
         resid = (ha - hb) @ (A - B).T
         out.append(float(resid.norm() / same.norm().clamp_min(1e-12)))
@@ -784,13 +788,9 @@ def commutativity_bound_ratio(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     weight difference and small when they avoid the directions that ``W_A - W_B`` amplifies (a
     layer with ``W_A = W_B`` or ``H_A = H_B`` gives 0/0, reported as 0).
     """
-    _check_same_shape(a, b)
-    _check_inputs("x", x, a)
-    fa, fb = a.features(x)[:-1], b.features(x)[:-1]
-    (wa, _), (wb, _) = params(a), params(b)
     out = []
-    for l, (ha, hb) in enumerate(zip(fa, fb)):
-        dw, dh = wa[l + 1] - wb[l + 1], ha - hb
+    for ha, hb, A, B in _hidden_layers(a, b, x):
+        dw, dh = A - B, ha - hb
         bound = torch.linalg.matrix_norm(dw, ord=2) * dh.norm()
         out.append(float((dh @ dw.T).norm() / bound) if float(bound) > 1e-12 else 0.0)
     return out
