@@ -412,6 +412,19 @@ def _accessible_citations(app, pagename, templatename, context, doctree):
         context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
 
 
+def _lazy_images(app, pagename, templatename, context, doctree):
+    """Let the browser fetch a figure only when the reader scrolls near it: a chapter holds 6-12
+    figures (0.1-0.3 MB each) and most lie far below the first screen, so on a slow phone link
+    the page is readable long before its last figure arrives. The first image stays eager (it
+    may be on the first screen). The PDF tool makes every image eager before it prints."""
+    body = context.get("body")
+    if not isinstance(body, str) or body.count("<img ") < 2:
+        return
+    first = body.index("<img ") + len("<img ")
+    rest = body[first:].replace("<img ", '<img loading="lazy" decoding="async" ')
+    context["body"] = body[:first] + rest
+
+
 def _take_over_hide_solutions(app, config):
     """sphinx-exercise 1.2's own ``hide_solutions`` drops the start of a gated solution but leaves
     its code cells and end marker behind (the build then crashes on the orphaned end node). So the
@@ -456,6 +469,7 @@ def setup(app):
     app.connect("config-inited", _take_over_hide_solutions, priority=900)
     app.connect("config-inited", _accessible_templates)
     app.connect("html-page-context", _accessible_citations)
+    app.connect("html-page-context", _lazy_images)
     app.add_transform(_RemoveSolutions)
     app.add_node(claims_report)
     app.add_directive("claims-report", ClaimsReportDirective)

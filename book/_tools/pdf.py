@@ -75,6 +75,13 @@ def print_pages(site: Path, out: Path, pages: list[str] | None = None) -> list[P
                 page.wait_for_function(
                     "() => !window.MathJax || !MathJax.startup || !MathJax.startup.promise"
                     " || MathJax.startup.promise.then(() => true)", timeout=60000)
+                # lazy figures below the fold would print as blanks: load every one first
+                page.evaluate("""async () => {
+                  const imgs = Array.from(document.images);
+                  imgs.forEach(i => { i.loading = 'eager'; });
+                  await Promise.all(imgs.map(i => i.complete ? null
+                                    : new Promise(r => { i.onload = r; i.onerror = r; })));
+                }""")
                 page.emulate_media(media="print")
                 target = out / (Path(rel).stem + ".pdf")
                 page.pdf(path=str(target), print_background=True, **A4)

@@ -79,7 +79,20 @@ def open_page(browser, server, rel: str, width: int = 1280):
         const nav = performance.getEntriesByType('navigation')[0];
         return (nav ? nav.decodedBodySize : 0) + performance.getEntriesByType('resource')
             .reduce((s, r) => s + (r.decodedBodySize || 0), 0); }""")
+    # figures below the fold are lazy: count which, then load them all for the checks on images
+    log["lazy"] = page.evaluate(EAGER_IMAGES)
     return ctx, page, log
+
+
+# Make every lazy image load now and wait for it; returns how many were lazy and which was first.
+EAGER_IMAGES = """async () => {
+  const imgs = Array.from(document.querySelectorAll('main img'));
+  const lazy = imgs.map((i, k) => i.loading === 'lazy' ? k : -1).filter(k => k >= 0);
+  imgs.forEach(i => { i.loading = 'eager'; });
+  await Promise.all(imgs.map(i => i.complete ? null
+                                : new Promise(r => { i.onload = r; i.onerror = r; })));
+  return {count: imgs.length, lazy: lazy.length, firstLazy: lazy.length ? lazy[0] : null};
+}"""
 
 
 def visit(browser, server, rel: str, screenshot: Path | None = None) -> dict:
@@ -281,6 +294,9 @@ def test_chapter_page_weight(browser, server, site, rel):
     ctx.close()
     assert log["bytes"] <= MAX_CHAPTER_BYTES, \
         f"{rel} weighs {log['bytes'] / 1e6:.1f} MB (at most {MAX_CHAPTER_BYTES / 1e6:.0f} MB)"
+    lazy = log["lazy"]  # every figure but the first waits until the reader scrolls near it
+    assert lazy["count"] < 2 or (lazy["lazy"] == lazy["count"] - 1 and lazy["firstLazy"] == 1), \
+        f"{rel}: {lazy['lazy']} of {lazy['count']} images load lazily (all but the first should)"
 
 
 @pytest.mark.parametrize("rel", ALL)
