@@ -12,7 +12,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 JOBS ?= 2
-# The jupyter-cache the executions go to and the site build reads (tests/tools/nbval_record.py).
+# The jupyter-cache the executions go to and the site build reads (book/_tools/nbval_record.py).
 CACHE := $(CURDIR)/_build/.jupyter_cache
 
 # One torch thread per process: on a small shared machine more threads are much slower.
@@ -60,19 +60,20 @@ vendor: book/_vendor/.vendored
 # empties _build/results (the claims the reproduction report shows) and records each executed
 # notebook into $(CACHE). `make book student` executes once for both editions.
 execute: setup
-	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --nbval-lax -p no:cacheprovider \
-	  -p tests.tools.nbval_record --nbval-record=$(CACHE) book
+	PYTHONPATH=$(CURDIR)/book/_tools$${PYTHONPATH:+:$$PYTHONPATH} \
+	  $(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --nbval-lax -p no:cacheprovider \
+	  -p nbval_record --nbval-record=$(CACHE) book
 
 # The site, built from this run's executions (nothing is executed twice; a notebook that is not in
 # the cache would be executed by the build itself).
 book: execute
-	$(BIN)/python tests/tools/build_config.py --cache $(CACHE) --output _config_build.yml
+	$(BIN)/python book/_tools/build_config.py --cache $(CACHE) --output _config_build.yml
 	$(BIN)/jupyter-book build . --all -W -n --keep-going --config _config_build.yml
 
 # The student edition: the same site without the exercises' solutions, into
 # _build/student/_build/html; its notebooks (download and launch buttons) have no solutions.
 student: execute
-	$(BIN)/python tests/tools/build_config.py --cache $(CACHE) --student --output _config_student.yml
+	$(BIN)/python book/_tools/build_config.py --cache $(CACHE) --student --output _config_student.yml
 	$(BIN)/jupyter-book build . --all -W -n --keep-going \
 	  --path-output _build/student --config _config_student.yml
 
@@ -88,9 +89,9 @@ site-check: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/site
 
 # The strict half of the claims: `make book` records a claim that does not hold and builds the site
-# all the same; here it fails the run (tests/tools/claims_gate.py says which claims are exempt).
+# all the same; here it fails the run (book/_tools/claims_gate.py says which claims are exempt).
 claims-gate: setup
-	$(BIN)/python tests/tools/claims_gate.py _build/results
+	$(BIN)/python book/_tools/claims_gate.py _build/results
 
 # Every notebook once more, at a seed derived from the commit (a seed nobody tuned to), without
 # building: a claim the sweep records as holding at every seed must hold here too.
@@ -101,13 +102,13 @@ fresh-seed: setup
 	@echo "fresh-seed run at GTLIB_SEED=$(FRESH_SEED)"
 	GTLIB_SEED=$(FRESH_SEED) GTLIB_RESULTS_DIR=$(CURDIR)/_build/fresh-results \
 	  $(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --nbval-lax -p no:cacheprovider book
-	$(BIN)/python tests/tools/claims_gate.py _build/fresh-results --fresh
+	$(BIN)/python book/_tools/claims_gate.py _build/fresh-results --fresh
 
 # Seeds 0-9 of every chapter (or CHAPTERS=slug,slug), JOBS processes at a time, one thread each.
 SEEDS ?= 0-9
 CHAPTERS ?=
 sweep: setup
-	$(BIN)/python tests/tools/sweep.py --seeds $(SEEDS) --jobs $(JOBS) --chapters "$(CHAPTERS)"
+	$(BIN)/python book/_tools/sweep.py --seeds $(SEEDS) --jobs $(JOBS) --chapters "$(CHAPTERS)"
 
 # PDF handouts of the built site (each chapter and the whole book) into _build/pdf, printed by the
 # local Chromium; nothing is downloaded. The site checks print them too (tests/site/test_pdf.py).
@@ -125,7 +126,7 @@ test: unit book claims-gate site-check fresh-seed
 
 # The engine against its peers and the GEMM peak, one process, one thread (about 1-2 minutes).
 bench: setup
-	PYTHONPATH=$(CURDIR) $(BIN)/python tests/bench_ensemble.py
+	PYTHONPATH=$(CURDIR) $(BIN)/python book/_tools/bench_ensemble.py
 
 clean:
 	rm -rf _build book/_vendor/mathjax book/_vendor/widgets book/_vendor/.vendored

@@ -215,6 +215,16 @@ def test_a_recorded_full_scale_run_is_a_column_beside_this_run(tmp_path):
     assert "full scale" not in claims_table_html(stored)
 
 
+
+def _tool(name):
+    """A build tool of book/_tools (a script folder, not a package), imported by name."""
+    import importlib
+
+    tools = str(Path(__file__).resolve().parents[1] / "book" / "_tools")
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    return importlib.import_module(name)
+
 # ================================================================================================
 # control_refusal: a control that fails by arithmetic is refused
 # ================================================================================================
@@ -642,10 +652,10 @@ def test_failure_text_says_what_was_expected_measured_and_where():
 
 
 # ================================================================================================
-# tests/tools/claims_gate.py
+# book/_tools/claims_gate.py
 # ================================================================================================
 def _gate_setup(tmp_path, monkeypatch, chapters=("alpha", "beta")):
-    from tests.tools import claims_gate
+    claims_gate = _tool("claims_gate")
 
     root = tmp_path / "root"
     (root / "book").mkdir(parents=True)
@@ -752,7 +762,7 @@ def test_gate_fresh_holds_only_claims_the_sweep_shows_robust(tmp_path, monkeypat
 
 
 # ================================================================================================
-# tests/tools/sweep.py: aggregate
+# book/_tools/sweep.py: aggregate
 # ================================================================================================
 def _run(tmp_path, seed, *claims, ok=True):
     path = tmp_path / f"seed-{seed}" / "demo.json"
@@ -776,7 +786,7 @@ def _san(err, status, reason_holds=None):
 
 
 def test_sweep_aggregate_counts_seeds_and_finds_the_worst_margin(tmp_path):
-    from tests.tools import sweep
+    sweep = _tool("sweep")
 
     runs = [_run(tmp_path, 1, _eff(0.6, 0.1, "reproduced"), _san(0.02, "FAILED")),
             _run(tmp_path, 0, _eff(0.8, 0.45, "reproduced"), _san(0.001, "passed")),
@@ -809,7 +819,7 @@ def test_sweep_aggregate_counts_seeds_and_finds_the_worst_margin(tmp_path):
 
 
 def test_sweep_aggregate_of_all_robust_seeds_and_of_no_claims(tmp_path):
-    from tests.tools import sweep
+    sweep = _tool("sweep")
 
     runs = [_run(tmp_path, s, _eff(0.9, 0.1, "reproduced")) for s in range(3)]
     (e,) = sweep.aggregate("demo", runs)["claims"]
@@ -851,7 +861,7 @@ def test_a_failing_claim_in_a_notebook_builds_and_the_gate_fails(tmp_path, monke
     (data,) = load_results(results)
     assert data["chapter"] == "tiny" and [c["status"] for c in data["claims"]] == ["FAILED"]
     assert reevaluate(data["claims"][0]) == (False, False)
-    from tests.tools import claims_gate
+    claims_gate = _tool("claims_gate")
 
     monkeypatch.setattr(claims_gate, "ROOT", tmp_path / "root")
     monkeypatch.setattr(claims_gate, "SWEEP", tmp_path / "sweep")

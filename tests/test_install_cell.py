@@ -1,4 +1,4 @@
-"""The notebooks' set-up cell (tests/tools/apply_install_cell.py): it fails at once, saying why and what to
+"""The notebooks' set-up cell (book/_tools/apply_install_cell.py): it fails at once, saying why and what to
 do, when pip cannot install gtlib; it installs from the repository named in _config.yml; and
 (opt-in, GTLIB_COLAB_PATH=1) its own install path works against this checkout in a fresh
 environment with the newest torch, numpy and matplotlib, as on Colab."""
@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "tools"))
+sys.path.insert(0, str(ROOT / "book" / "_tools"))
 import apply_install_cell  # noqa: E402
 
 URL = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")

@@ -1,4 +1,5 @@
-"""tests/tools/nbval_record.py: the notebooks nbval executes are recorded as a forced build would execute
+"""book/_tools/nbval_record.py: the notebooks nbval executes are recorded as a forced build would
+execute
 them (outputs, display updates, cleared output, widget state, Output widgets, a trailing ";"), and
 the site build finds them in its jupyter-cache."""
 import json
@@ -43,9 +44,10 @@ def _record(tmp_path, name, sources):
     path = tmp_path / f"{name}.ipynb"
     nbformat.write(nb, path)
     cache = tmp_path / "cache"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), GTLIB_RESULTS_DIR=str(tmp_path / "results"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "book" / "_tools")]),
+               GTLIB_RESULTS_DIR=str(tmp_path / "results"))
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "--rootdir", str(tmp_path), "--nbval-lax", "-p", "tests.tools.nbval_record",
+                        "--rootdir", str(tmp_path), "--nbval-lax", "-p", "nbval_record",
                         f"--nbval-record={cache}", str(path)],
                        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     return path, cache, r

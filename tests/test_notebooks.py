@@ -14,7 +14,7 @@ CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
 
 def install_header() -> str:
-    sys.path.insert(0, str(ROOT / "tests" / "tools"))
+    sys.path.insert(0, str(ROOT / "book" / "_tools"))
     from apply_install_cell import header
 
     return header()
@@ -47,13 +47,13 @@ def test_listed_in_toc(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_first_cell_installs_gtlib_from_the_configured_repository(path):
-    """The set-up header written by tests/tools/apply_install_cell.py from _config.yml: installs gtlib
+    """The set-up header written by book/_tools/apply_install_cell.py from _config.yml: installs gtlib
     from the configured repository at a ref when it is missing, and raises if pip fails."""
     first = next(c for c in load(path)["cells"] if c["cell_type"] == "code")
     src = "".join(first["source"])
     url = CONFIG["repository"]["url"].rstrip("/")
     assert f'"git+{url}.git@main"' in src, f"{path.name} does not install from {url}"
-    assert src.startswith(install_header()), f"{path.name}: run tests/tools/apply_install_cell.py"
+    assert src.startswith(install_header()), f"{path.name}: run book/_tools/apply_install_cell.py"
     assert "\nimport gtlib\n" in src and "gtlib.setup_chapter()" in src
 
 

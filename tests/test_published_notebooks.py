@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
-sys.path.insert(0, str(ROOT / "tests" / "tools"))
+sys.path.insert(0, str(ROOT / "book" / "_tools"))
 import apply_install_cell  # noqa: E402
 from published_notebooks import pin_install, solution_sources, student_notebook  # noqa: E402
 

@@ -1,14 +1,14 @@
 """Widget cells executed many times, the way the build executes chapters, never hang (issue 19).
 
 The full loop (more kernels and repeats, nbclient, the chapters' widget cells or the chapters
-themselves) is ``python tests/widget_hang_loop.py --help``; these tests are its cheap CI part
+themselves) is ``python book/_tools/widget_hang_loop.py --help``; these tests are its cheap CI part
 (about 30 s and 10 s).
 """
 import subprocess
 import sys
 from pathlib import Path
 
-LOOP = Path(__file__).with_name("widget_hang_loop.py")
+LOOP = Path(__file__).resolve().parents[1] / "book" / "_tools" / "widget_hang_loop.py"
 
 
 def test_interact_cells_in_a_loop_under_nbval_do_not_stall():
@@ -22,7 +22,7 @@ def test_interact_cells_in_a_loop_under_nbval_do_not_stall():
 
 def test_every_chapters_widget_cells_under_nbclient_make_no_widget_and_do_not_stall():
     """The chapters' live-widget cells, as committed, under nbclient (what ``jupyter-book build``,
-    ``jupyter nbconvert --execute``, papermill and tests/run_scale.py execute with), in a loop:
+    ``jupyter nbconvert --execute``, papermill and book/_tools/run_scale.py execute with), in a loop:
     each must print gtlib's note instead of making a widget (a widget cell under nbclient
     sometimes stalls until the cell timeout), and none may take over 5 s (about 10 s)."""
     r = subprocess.run([sys.executable, str(LOOP), "cells", "--kernels", "2", "--repeats", "10",

@@ -15,9 +15,9 @@ notebook:
 
 Everything from the cell's ``import gtlib`` line on is kept as it is. Usage::
 
-    python tests/tools/apply_install_cell.py            # rewrite book/*.ipynb
-    python tests/tools/apply_install_cell.py --check    # exit 1 if a notebook is not up to date
-    python tests/tools/apply_install_cell.py path/to/copy.ipynb ...
+    python book/_tools/apply_install_cell.py            # rewrite book/*.ipynb
+    python book/_tools/apply_install_cell.py --check    # exit 1 if a notebook is not up to date
+    python book/_tools/apply_install_cell.py path/to/copy.ipynb ...
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ all seeds is shown as not robust, never as reproduced.
 
 Usage::
 
-    python tests/tools/sweep.py [--seeds 0-9] [--jobs 2] [--chapters slug,slug]
+    python book/_tools/sweep.py [--seeds 0-9] [--jobs 2] [--chapters slug,slug]
 """
 from __future__ import annotations
 

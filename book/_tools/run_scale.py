@@ -2,14 +2,14 @@
 
 The book's full-scale record (issue: "the full scale, run on a GPU") is made with::
 
-    GTLIB_DEVICE=cuda python tests/run_scale.py --scale full --out book/_data/full-scale
+    GTLIB_DEVICE=cuda python book/_tools/run_scale.py --scale full --out book/_data/full-scale
 
 For each chapter in the table of contents it executes the notebook with ``GTLIB_SCALE`` set,
 keeps the executed notebook and the chapter's claims JSON, and times it; ``record.json`` then holds
 the date, the device (GPU name), the torch version, the command and each chapter's wall time and
 exit status. Check the script on a laptop first::
 
-    python tests/run_scale.py --scale quick --only preliminaries --out /tmp/quick-record
+    python book/_tools/run_scale.py --scale quick --only preliminaries --out /tmp/quick-record
 
 Each chapter is executed by nbclient with ``--timeout`` seconds per cell, and at most
 ``WIDGET_TIMEOUT`` (60 s) for a live-widget cell, so no cell can hold a GPU run for long without
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # nbclient, with a cell timeout of WIDGET_TIMEOUT s for the live-widget cells (which need well
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     env.setdefault("OMP_NUM_THREADS", "1")
     record = {"scale": args.scale, "seed": args.seed,
               "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-              "command": "python tests/run_scale.py " + " ".join(argv or sys.argv[1:]),
+              "command": "python book/_tools/run_scale.py " + " ".join(argv or sys.argv[1:]),
               **device_info(), "chapters": {}}
     for slug in todo:
         start = time.perf_counter()

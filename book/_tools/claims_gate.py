@@ -15,7 +15,7 @@ With ``--fresh`` (the CI run at a seed derived from the commit) only claims that
 holding at every seed are held to account: a failure there is a seed nobody tuned to breaking a
 claim the book calls reproduced.
 
-Usage: ``python tests/tools/claims_gate.py RESULTS_DIR [--fresh]``
+Usage: ``python book/_tools/claims_gate.py RESULTS_DIR [--fresh]``
 """
 from __future__ import annotations
 

@@ -9,17 +9,17 @@ went on. So the kernel version is not the cause, and the per-cell timeout bounds
 600 s in ``_config.yml``). Under nbval, which ``make book`` uses (jupyter_client's blocking
 client), 606 executions with ipykernel 7.4.0 had no stall (slowest 3.3 s). Three modes:
 
-``python tests/widget_hang_loop.py synthetic [--kernels K] [--repeats R]``
+``python book/_tools/widget_hang_loop.py synthetic [--kernels K] [--repeats R]``
     A small notebook of the widget patterns the chapters use (``interact`` with sliders and a
     dropdown drawing a matplotlib figure, ``interactive_output``, a cell right after a widget
     cell) executed ``R`` times in each of ``K`` fresh kernels. Cheap (tests/test_widget_hang.py
     runs it in CI in about 20 s).
 
-``python tests/widget_hang_loop.py nbval [--kernels K] [--repeats R]``
+``python book/_tools/widget_hang_loop.py nbval [--kernels K] [--repeats R]``
     The same cells, repeated ``R`` times in each of ``K`` notebooks, executed by nbval (the way
     ``make book`` executes the chapters: jupyter_client's blocking client), one kernel per notebook.
 
-``python tests/widget_hang_loop.py cells [--kernels K] [--repeats R] [book/X.ipynb ...]``
+``python book/_tools/widget_hang_loop.py cells [--kernels K] [--repeats R] [book/X.ipynb ...]``
     Every chapter's live-widget cells, as committed, executed ``R`` times in each of ``K`` fresh
     kernels under nbclient, without running the chapters: each cell runs after the imports of
     the cells before it, with stand-ins for the other names it reads (a ``live`` grid gets a
@@ -27,7 +27,7 @@ client), 606 executions with ipykernel 7.4.0 had no stall (slowest 3.3 s). Three
     them only for a reader), so an execution that outputs a widget, or takes over 5 s, fails.
     Cheap (seconds): tests/test_widget_hang.py runs it in CI.
 
-``python tests/widget_hang_loop.py chapters [--repeats R] [book/X.ipynb ...]``
+``python book/_tools/widget_hang_loop.py chapters [--repeats R] [book/X.ipynb ...]``
     Each chapter notebook is executed once (as the build does), then every widget cell of it, and
     the cell after it, is executed ``R`` more times in the same kernel. Minutes per chapter.
 
@@ -49,7 +49,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # this checkout's gtlib (the kernels run in ROOT, so import it too)
 from gtlib.widgets import SKIPPED  # noqa: E402
 

@@ -3,7 +3,8 @@
 ``make book`` and ``make test`` execute every notebook once, under nbval (the project's contract:
 every cell runs without error), two notebooks at a time::
 
-    pytest -n 2 --dist loadfile --nbval-lax -p tests.tools.nbval_record --nbval-record=CACHE book/*.ipynb
+    PYTHONPATH=book/_tools pytest -n 2 --dist loadfile --nbval-lax -p nbval_record \
+        --nbval-record=CACHE book/*.ipynb
 
 This plugin listens to the kernel messages that nbval reads for each cell and assembles the
 executed notebook with nbclient's own message handling (the executor of Jupyter Book and
@@ -11,7 +12,7 @@ myst-nb): outputs, display updates, cleared outputs, widget state and Output wid
 forced build would have them. When every cell of a notebook has passed, the executed notebook is
 written beside the cache; at the end of a session in which every test passed, the controller
 stores them in the jupyter-cache ``CACHE``, which the site build reads
-(``execute_notebooks: cache``, see ``tests/tools/build_config.py``). The build then executes nothing
+(``execute_notebooks: cache``, see ``book/_tools/build_config.py``). The build then executes nothing
 again, and every number on the site comes from this run.
 
 Like a forced build, the run starts by emptying ``GTLIB_RESULTS_DIR`` (default ``_build/results``
