@@ -31,7 +31,7 @@ fine-tuning, averaging and task vectors, (6) the chapter's experiments, each a f
 config dataclass.
 
 Conventions. A network is a :class:`gtlib.models.MLP` (for one net) or a
-:class:`gtlib.ensemble.BatchedMLP` (for a stack). ``theta(alpha) = (1 - alpha) theta_A + alpha
+:class:`gtlib.models.BatchedMLP` (for a stack). ``theta(alpha) = (1 - alpha) theta_A + alpha
 theta_B``, so ``alpha = 0`` is network A. A permutation of a hidden layer is an index array ``p``:
 unit ``i`` of the permuted network is unit ``p[i]`` of the original.
 """
@@ -51,8 +51,7 @@ from .checks import (SEED, Constraint, InstanceOf, Interval, Options, Tensor, bo
 from .config import Config, Result, param
 from . import engine
 from .engine import EpochBatches, StackedOptimizer, member_batch
-from .ensemble import BatchedMLP, make_mlp
-from .models import ACTIVATIONS, MLP
+from .models import ACTIVATIONS, BatchedMLP, MLP, make_mlp
 
 # ---------------------------------------------------------------------------------------------
 # 0. Argument checks shared by the public functions (see gtlib.checks.boundary)

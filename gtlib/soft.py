@@ -16,7 +16,7 @@ This module holds, top to bottom:
 3. **Random-feature regression** with minimum-norm least squares, and the effective
    dimensionality ``N_eff = sum_i lambda_i / (lambda_i + alpha)`` of its Hessian (Maddox et al. 2020).
 4. **MLP width sweep** on MNIST-1D with label noise (deep double descent, Nakkiran et al. 2020),
-   batched over widths with :class:`gtlib.ensemble.BatchedMLP`'s ``hidden_mask``.
+   batched over widths with :class:`gtlib.models.BatchedMLP`'s ``hidden_mask``.
 5. **Hessian spectra by Lanczos**: Hessian-vector products from ``torch.func`` fed to
    :func:`scipy.sparse.linalg.eigsh`, with a check that the computed top of the spectrum covers every
    eigenvalue that matters for ``alpha``.
@@ -42,9 +42,8 @@ from .checks import (SEED, Boolean, Constraint, InstanceOf, Interval, Options, T
 from .config import Config, Result, param
 from .data import Dataset, corrupt_labels, mnist1d
 from .engine import StackedOptimizer, StreamBatches, fit
-from .ensemble import BatchedMLP, train_ensemble
-from .models import MLP
-from .train import TrainConfig
+from .models import BatchedMLP, MLP
+from .train import TrainConfig, train_ensemble
 
 
 # ------------------------------------------------------------------------------------------------

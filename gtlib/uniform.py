@@ -40,8 +40,8 @@ from .config import Config, Result, param
 from .data import corrupt_labels, mnist1d
 from .engine import (ReplacementBatches, StackedOptimizer, StreamBatches, fit, member_batch,
                      stop_rule)
-from .ensemble import BatchedMLP, _ensemble_loss, train_ensemble
-from .train import TrainConfig, accuracy
+from .models import BatchedMLP
+from .train import TrainConfig, accuracy, _ensemble_loss, train_ensemble
 
 # training steps call the engine's batch gather without its boundary checks
 _member_batch = getattr(member_batch, "__wrapped__", member_batch)

@@ -12,9 +12,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gtlib.ensemble import BatchedMLP, _ensemble_loss
-from gtlib.train import (History, TrainConfig, _loss, accuracy, batch_indices, make_optimizer,
-                         margins, stop_reason, total_steps)
+from gtlib.models import BatchedMLP
+from gtlib.train import (History, TrainConfig, accuracy, batch_indices, _ensemble_loss, _loss,
+                         make_optimizer, margins, stop_reason, total_steps)
 
 
 # --- gtlib.train.train ---
@@ -73,7 +73,7 @@ def old_train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConf
     return hist
 
 
-# --- gtlib.ensemble.train_ensemble ---
+# --- gtlib.train.train_ensemble ---
 def old_train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
                    seeds: Sequence[int] | None = None,
                    probes: dict[str, Callable[[BatchedMLP], object]] | None = None) -> History:

@@ -13,8 +13,7 @@ import torch.nn.functional as F
 
 from gtlib.connectivity import (Recipe, _bezier_params, _check_same_shape, from_params, lerp,
                                 members, params)
-from gtlib.ensemble import BatchedMLP
-from gtlib.models import MLP
+from gtlib.models import BatchedMLP, MLP
 
 
 # --- gtlib.connectivity.fit ---

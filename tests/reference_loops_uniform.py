@@ -16,8 +16,8 @@ import torch.nn.functional as F
 
 from gtlib.checks import check_int, check_positive
 from gtlib.data import corrupt_labels, mnist1d
-from gtlib.ensemble import BatchedMLP, ensemble_loss
-from gtlib.train import TrainConfig, accuracy, margins
+from gtlib.models import BatchedMLP
+from gtlib.train import TrainConfig, accuracy, ensemble_loss, margins
 from gtlib.uniform import (BatchedCNN1d, CNNRandomizationConfig, CNNRandomizationResult,
                            SubsetTraining, _forward)
 

@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from gtlib import connectivity as C
-from gtlib.ensemble import BatchedMLP
-from gtlib.models import MLP
+from gtlib.models import BatchedMLP, MLP
 
 NAN, INF = float("nan"), float("inf")
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from gtlib import uniform as U
-from gtlib.ensemble import BatchedMLP
+from gtlib.models import BatchedMLP
 from gtlib.train import TrainConfig
 
 NAN = float("nan")

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from gtlib import connectivity as C
-from gtlib.ensemble import BatchedMLP, make_mlp
+from gtlib.models import BatchedMLP, make_mlp
 
 
 def net(seed=0, width=16, depth=3, d=6, out=4, bias=True):

@@ -9,8 +9,8 @@ import torch
 from gtlib import engine
 from gtlib.engine import (EpochBatches, ReplacementBatches, StackedOptimizer, StreamBatches, fit,
                           member_batch, stop_rule)
-from gtlib.ensemble import BatchedMLP, make_mlp, train_ensemble
-from gtlib.train import TrainConfig, train
+from gtlib.models import BatchedMLP, make_mlp
+from gtlib.train import TrainConfig, train, train_ensemble
 from tests.reference_loops import old_train, old_train_ensemble
 
 TORCH = {"sgd": torch.optim.SGD, "adamw": torch.optim.AdamW, "adam": torch.optim.Adam}

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from gtlib import connectivity as C
-from gtlib.ensemble import BatchedMLP
+from gtlib.models import BatchedMLP
 from tests.reference_loops_connectivity import old_fit, old_fit_bezier, old_lr_at
 
 

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from gtlib import uniform as U
-from gtlib.ensemble import BatchedMLP
+from gtlib.models import BatchedMLP
 from gtlib.train import TrainConfig
 from tests import reference_loops_uniform as ref
 

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from gtlib.ensemble import BatchedMLP, make_mlp, train_ensemble, train_sequentially
-from gtlib.train import TrainConfig
+from gtlib.models import BatchedMLP, make_mlp
+from gtlib.train import TrainConfig, train_ensemble, train_sequentially
 
 
 def data(n=120, d=6, c=3, seed=0):
@@ -83,8 +83,7 @@ import math  # noqa: E402
 
 import torch.nn.functional as F  # noqa: E402
 
-from gtlib.ensemble import ensemble_loss  # noqa: E402
-from gtlib.train import loss_fn  # noqa: E402
+from gtlib.train import ensemble_loss, loss_fn  # noqa: E402
 
 
 @pytest.mark.parametrize("name", ["cross_entropy", "mse"])

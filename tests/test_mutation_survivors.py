@@ -16,8 +16,8 @@ from gtlib.config import Config, param, preset, seed_everything, setup
 from gtlib.connectivity import llfc_dissimilarity
 from gtlib.data import Dataset
 from gtlib.engine import StackedOptimizer, StreamBatches
-from gtlib.ensemble import BatchedMLP, make_mlp, train_ensemble, train_sequentially
-from gtlib.train import TrainConfig, check_data, stop_reason
+from gtlib.models import BatchedMLP, make_mlp
+from gtlib.train import TrainConfig, check_data, stop_reason, train_ensemble, train_sequentially
 from gtlib.uniform import bartlett_bound, neyshabur_bound, power_law_fit
 
 
@@ -71,7 +71,7 @@ def test_check_data_refuses_labels_on_another_device():
         check_data(x, torch.zeros(3, dtype=torch.int64, device="meta"))
 
 
-# --- gtlib.ensemble -------------------------------------------------------------------------------
+# --- gtlib.models, gtlib.train---------------------------------------------------------------------
 def test_default_minibatch_seeds_are_cfg_seed_plus_member_index():
     """Without ``seeds``, member i draws its minibatches from seed ``cfg.seed + i``: the plain
     PyTorch loop (train_sequentially, torch.optim) run with those seeds gives the same nets."""

@@ -16,13 +16,12 @@ from gtlib.connectivity import cosine_dissimilarity
 from gtlib.contamination import binary_accuracy, label_correlations
 from gtlib.contrastive import ContrastiveConfig, bias_schedule
 from gtlib.data import Dataset, corrupt_labels, long_tail_indices, mnist1d
-from gtlib.ensemble import make_mlp
-from gtlib.models import MLP
+from gtlib.models import MLP, make_mlp
 from gtlib.preliminaries import PrelimConfig, sample_signals, train_models
 from gtlib.soft import kl_bernoulli, median_lengthscale, rbf_kernel, relu_features
 
 
-# --- gtlib.ensemble / data ------------------------------------------------------------------------
+# --- gtlib.models / data --------------------------------------------------------------------------
 def test_make_mlp_is_torch_default_init_under_exactly_its_seed():
     """make_mlp(s) is the MLP torch builds right after torch.manual_seed(s)."""
     torch.manual_seed(11)

@@ -4,8 +4,7 @@ import pytest
 import torch
 
 from gtlib import train as T
-from gtlib.ensemble import BatchedMLP
-from gtlib.models import MLP
+from gtlib.models import BatchedMLP, MLP
 
 
 def test_train_refuses_a_stack_of_networks_and_names_the_right_function():

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
 
 from gtlib import connectivity as C
-from gtlib.ensemble import BatchedMLP, make_mlp
+from gtlib.models import BatchedMLP, make_mlp
 
 D, W, K = 4, 5, 3  # input size, width, classes: nothing square
 

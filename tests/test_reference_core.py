@@ -1,4 +1,4 @@
-"""The core (gtlib.engine, gtlib.train, gtlib.ensemble, gtlib.models) against references that
+"""The core (gtlib.engine, gtlib.train, gtlib.models) against references that
 cannot share its bugs (issue 19, section 6, round 3): torch.optim run member by member in float64
 for every optimizer hyperparameter, torch.randperm/randint drawn by hand for every batch order,
 a training loop written from scratch with torch alone, torch.nn.functional losses, nn.Linear and
@@ -15,11 +15,10 @@ from torch import nn
 from gtlib import models as gmodels
 from gtlib.engine import (EpochBatches, ReplacementBatches, StackedOptimizer, StreamBatches, fit,
                           member_batch, member_margins, stop_rule)
-from gtlib.ensemble import (BatchedMLP, ensemble_loss, make_mlp, train_ensemble,
-                            train_sequentially)
-from gtlib.models import ACTIVATIONS, MLP, activation
-from gtlib.train import (History, TrainConfig, accuracy, batch_indices, check_data, loss_fn,
-                         make_optimizer, margins, stop_reason, total_steps, train)
+from gtlib.models import ACTIVATIONS, BatchedMLP, MLP, activation, make_mlp
+from gtlib.train import (History, TrainConfig, accuracy, batch_indices, check_data, ensemble_loss,
+                         loss_fn, make_optimizer, margins, stop_reason, total_steps, train,
+                         train_ensemble, train_sequentially)
 
 D = torch.float64
 

@@ -13,8 +13,8 @@ import torch
 from gtlib import data
 from gtlib import preliminaries as prelim
 from gtlib.data import Dataset
-from gtlib.ensemble import BatchedMLP, train_sequentially
-from gtlib.train import TrainConfig
+from gtlib.models import BatchedMLP
+from gtlib.train import TrainConfig, train_sequentially
 
 
 # ---------------------------------------------------------------------------------------------

@@ -658,7 +658,7 @@ def _cut(full, width):
 
 
 def test_masked_ensemble_members_are_make_mlp_with_units_switched_off():
-    from gtlib.ensemble import make_mlp
+    from gtlib.models import make_mlp
 
     widths, seeds = [2, 5, 3], [11, 4, 9]
     ens = soft.masked_ensemble(widths, seeds, 4, 3, depth=3)
@@ -702,7 +702,7 @@ def test_run_mlp_sweep_against_members_trained_alone():
     alone by gtlib.train.train (torch.optim.SGD) with minibatch seed 7919 + tag."""
     from dataclasses import replace
 
-    from gtlib.ensemble import make_mlp
+    from gtlib.models import make_mlp
     from gtlib.train import TrainConfig, train
 
     ds = _dataset(n=36, n_test=20, seed=31, classes=3, length=5)

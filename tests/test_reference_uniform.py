@@ -19,7 +19,7 @@ from scipy import special, stats
 
 from gtlib import uniform as U
 from gtlib.data import corrupt_labels, mnist1d
-from gtlib.ensemble import BatchedMLP
+from gtlib.models import BatchedMLP
 from gtlib.train import TrainConfig
 
 

@@ -9,8 +9,8 @@ import torch.nn.functional as F
 
 from gtlib import connectivity as C
 from gtlib import uniform as U
-from gtlib.ensemble import BatchedMLP, make_mlp, train_sequentially
-from gtlib.train import TrainConfig
+from gtlib.models import BatchedMLP, make_mlp
+from gtlib.train import TrainConfig, train_sequentially
 
 
 def _blobs(n=48, d=5, classes=3, seed=0):

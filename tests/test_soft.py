@@ -136,7 +136,7 @@ def test_lanczos_matches_dense_hessian_eigenvalues():
 
 
 def test_member_at_width_matches_masked_member():
-    from gtlib.ensemble import BatchedMLP  # noqa: F401
+    from gtlib.models import BatchedMLP  # noqa: F401
     ens = soft.masked_ensemble([3, 5], [0, 1], 4, 2)
     x = torch.randn(7, 4)
     m = soft.member_at_width(ens, 0, 3)

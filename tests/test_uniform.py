@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from gtlib.ensemble import BatchedMLP
+from gtlib.models import BatchedMLP
 from gtlib.train import TrainConfig
 from gtlib import uniform as U
 

@@ -5,7 +5,7 @@ ways to take one step for all E members are timed in one process, interleaved (e
 each method once, so load from other processes hits them alike), in CPU seconds of this process
 (``time.process_time``), best of ``REPEATS``:
 
-* ``engine``: :func:`gtlib.ensemble.train_ensemble`, as the chapters call it. Its per-step time is
+* ``engine``: :func:`gtlib.train.train_ensemble`, as the chapters call it. Its per-step time is
   the difference between a long and a short run divided by the extra steps, so the one-off costs
   of a call (checking the data, measuring the whole training set before and after) cancel;
 * ``plain loop``: the loop a reader would write, ``torch.optim`` and ``loss.backward()``, one
@@ -33,8 +33,8 @@ from torch.func import functional_call, grad, stack_module_state, vmap
 
 from gtlib import data
 from gtlib.engine import EpochBatches
-from gtlib.ensemble import BatchedMLP, make_mlp, train_ensemble
-from gtlib.train import TrainConfig
+from gtlib.models import BatchedMLP, make_mlp
+from gtlib.train import TrainConfig, train_ensemble
 
 torch.set_num_threads(1)
 E, D, C = 8, 40, 10
