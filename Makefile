@@ -2,7 +2,7 @@
 #   make book   set up .venv from requirements.txt, vendor the site's browser assets, execute every
 #               chapter once under nbval (JOBS at a time) and build the site from those executions
 #               into _build/html
-#   make test   gtlib's unit tests, `make book` with warnings as errors, the claims gate (fails on a
+#   make test   the static checks (`make lint`), gtlib's unit tests, `make book` with warnings as errors, the claims gate (fails on a
 #               claim that did not hold), the checks of the built site (browser, links, workflows,
 #               student edition), and every notebook once more at a seed derived from the commit
 #   make sweep  every chapter at seeds 0-9 (JOBS at a time), recorded in book/_data/sweep
@@ -27,7 +27,7 @@ export MALLOC_TRIM_THRESHOLD_ := 268435456
 export MALLOC_MMAP_THRESHOLD_ := 268435456
 export MALLOC_TOP_PAD_ := 67108864
 
-.PHONY: all setup vendor execute book student test unit nbval site-check bench clean \
+.PHONY: all setup vendor execute book student test lint unit nbval site-check bench clean \
 	claims-gate fresh-seed sweep pdf slides
 
 all: book
@@ -77,6 +77,13 @@ student: execute
 	$(BIN)/jupyter-book build . --all -W -n --keep-going \
 	  --path-output _build/student --config _config_student.yml
 
+# The static checks, seconds: gtlib's layering (the import-linter contracts in pyproject.toml: the
+# core imports no chapter module, chapters do not import each other, no import cycles) and ruff.
+# PYTHONPATH: the contracts are checked on this checkout's gtlib, whatever the venv has installed.
+lint: setup
+	PYTHONPATH=$(CURDIR) $(BIN)/lint-imports
+	$(BIN)/ruff check --no-cache gtlib tests book/_tools book/_ext
+
 unit: setup
 	$(BIN)/python -m pytest -q -n $(JOBS) --ignore=tests/site tests
 
@@ -122,7 +129,7 @@ slides: setup
 	test -f _build/html/index.html || $(MAKE) book
 	$(BIN)/python book/_tools/slides.py --build _build --out _build/slides
 
-test: unit book claims-gate site-check fresh-seed
+test: lint unit book claims-gate site-check fresh-seed
 
 # The engine against its peers and the GEMM peak, one process, one thread (about 1-2 minutes).
 bench: setup

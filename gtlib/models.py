@@ -273,11 +273,12 @@ class BatchedMLP(nn.Module):
             if not isinstance(m, MLP):
                 raise TypeError(f"models[{i}] must be a gtlib MLP, got {type(m).__name__}")
             shapes = [tuple(p.shape) for p in m.parameters()]
-            if i and (shapes != first_shapes or m.act_name != models[0].act_name):
+            if i == 0:
+                first_shapes = shapes
+            elif shapes != first_shapes or m.act_name != models[0].act_name:
                 raise ValueError(f"models[{i}] must have the shape and activation of models[0] "
                                  f"({first_shapes}, {models[0].act_name}), got {shapes}, "
                                  f"{m.act_name}")
-            first_shapes = shapes if i == 0 else first_shapes
         first = models[0]
         ws = [torch.stack([m.layers[l].weight for m in models]) for l in range(len(first.layers))]
         bs = None

@@ -36,11 +36,11 @@ import torch
 import torch.nn.functional as F
 from numpy.polynomial import legendre as _leg
 
-from .checks import (SEED, Boolean, Constraint, InstanceOf, Interval, Options, Tensor, boundary,
-                     check_finite, check_int, check_labels, check_positive, count, fraction,
+from .checks import (SEED, Constraint, InstanceOf, Interval, Options, Tensor, boundary,
+                     check_int, check_labels, check_positive, count, fraction,
                      nonnegative, positive, tuple_of)
 from .config import Config, Result, param
-from .data import Dataset, corrupt_labels, mnist1d
+from .data import Dataset, corrupt_labels
 from .engine import StackedOptimizer, StreamBatches, fit
 from .models import BatchedMLP, MLP
 from .train import TrainConfig, train_ensemble
@@ -977,8 +977,10 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds: Dataset, seed: int = 0) -> MLPSweepRe
     extra = {}
     if cfg.check_epochs:
         T = len(steps)
-        cat = lambda k: np.stack([torch.cat([grp[t][k] for grp in hist], 1).numpy()
-                                  for t in range(T)])
+
+        def cat(k):
+            return np.stack([torch.cat([grp[t][k] for grp in hist], 1).numpy() for t in range(T)])
+
         extra = dict(hist_epochs=np.array([-(-s // steps_per_epoch) for s in steps]),
                      train_err_hist=cat(0), test_err_hist=cat(1), train_loss_hist=cat(2),
                      nets_hist=[[n for grp in hist for n in grp[t][3]] for t in range(T)])
@@ -1056,7 +1058,10 @@ def split_peak_test(widths, err_reps, threshold: float | None = None) -> dict:
     i = int(inner[np.argmax(sel[inner])])
     j = int(np.argmin(sel[:i]))
     m, v, k = mea.mean(0), mea.var(0, ddof=1), mea.shape[0]
-    se = lambda a, b: float(np.sqrt(v[a] / k + v[b] / k))
+
+    def se(a, b):
+        return float(np.sqrt(v[a] / k + v[b] / k))
+
     return {"peak_width": int(widths[i]), "left_width": int(widths[j]),
             "gap_left": float(m[i] - m[j]), "gap_right": float(m[i] - m[-1]),
             "se_left": se(i, j), "se_right": se(i, -1), "measured": int(k)}

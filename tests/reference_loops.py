@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from gtlib.models import BatchedMLP

@@ -6,7 +6,6 @@ import copy
 import pytest
 import torch
 
-from gtlib import engine
 from gtlib.engine import (EpochBatches, ReplacementBatches, StackedOptimizer, StreamBatches, fit,
                           member_batch, stop_rule)
 from gtlib.models import BatchedMLP, make_mlp
@@ -29,7 +28,10 @@ def _run_both(kinds, lrs, moms, wds, active_pattern, scales, steps=12, E=4):
     stacked = [torch.randn(s, generator=g, dtype=torch.float64).requires_grad_() for s in shapes]
     ref = [[p.detach()[e].clone().requires_grad_() for p in stacked] for e in range(E)]
     opt = StackedOptimizer(stacked, kinds, lrs, moms, wds, members=E)
-    pick = lambda v, e: v[e] if isinstance(v, list) else v
+
+    def pick(v, e):
+        return v[e] if isinstance(v, list) else v
+
     refs = [[_torch_opt(pick(kinds, e), q, pick(lrs, e), pick(moms, e), pick(wds, e)) for q in ref[e]]
             for e in range(E)]
     for t in range(steps):

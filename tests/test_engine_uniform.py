@@ -14,7 +14,6 @@ not meet ``margin_fraction=0.9`` (float32(0.9) < 0.9); :func:`gtlib.engine.stop_
 float32 and counts them. The two agree whenever the float32 rounding of ``margin_fraction`` is not
 below it (0.99, the chapter's, and 0.75 below), which the tests use.
 """
-from dataclasses import replace
 
 import pytest
 import torch

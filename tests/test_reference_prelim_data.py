@@ -13,7 +13,6 @@ import torch
 from gtlib import data
 from gtlib import preliminaries as prelim
 from gtlib.data import Dataset
-from gtlib.models import BatchedMLP
 from gtlib.train import TrainConfig, train_sequentially
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from scipy import special, stats
+from scipy import stats
 
 from gtlib import uniform as U
 from gtlib.data import corrupt_labels, mnist1d
