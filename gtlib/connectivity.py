@@ -326,6 +326,16 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     ``start=start_steps``, the schedule :meth:`Recipe.lr_factor` and, for the snapshots, a check
     at every step.
     """
+    return _fit(model, x, y, recipe, seeds, start_steps, stop_step, only_last_layer,
+                freeze_last_layer, snapshot_steps)
+
+
+def _fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
+         seeds: Sequence[int], start_steps: Sequence[int] | None = None,
+         stop_step: int | None = None, only_last_layer: bool = False, freeze_last_layer: bool = False,
+         snapshot_steps: Sequence[int] = ()) -> dict[int, list[MLP]]:
+    """:func:`fit` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     E = model.size
     seeds = check_seeds("seeds", seeds)
     if len(seeds) != E:
@@ -391,9 +401,6 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
                start=start.tolist(), schedule=lambda step: recipe._lr_factor(step, total))
     return out
 
-
-# the experiments below call fit without the boundary checks (their arguments are built here)
-_fit = fit.__wrapped__
 
 
 @boundary(x=Tensor("float", (2, 3)), y=Tensor("int", (1, 2)), width=count(), depth=count(0),
