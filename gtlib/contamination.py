@@ -95,7 +95,7 @@ _REAL = Interval(float)
 
 
 def _tensor(name: str, value, ndim: int | tuple[int, ...]) -> torch.Tensor:
-    # kept for tests/reference_loops_contamination.py (the loops before gtlib.engine)
+    # kept for tests/oracles/contamination_loops.py (the loops before gtlib.engine)
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     dims = (ndim,) if isinstance(ndim, int) else ndim

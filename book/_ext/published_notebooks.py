@@ -11,7 +11,7 @@ After an HTML build, every notebook page's download (``_sources/<page>.ipynb``) 
   leads to a solution.
 
 The functions are plain (notebook JSON in, notebook JSON out) and tested in
-``tests/test_published_notebooks.py``.
+``tests/book/test_published_notebooks.py``.
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ notebook:
   built from in the notebooks the site publishes (``book/_ext/published_notebooks.py`` rewrites
   the ref), so that a notebook and the library it installs match;
 * ``GTLIB_SOURCE`` overrides the pip source (a local clone: ``git+file:///path/to/clone@HEAD``);
-  the Colab-path workflow and ``tests/test_install_cell.py`` run the cell's own install with it.
+  the Colab-path workflow and ``tests/book/test_install_cell.py`` run the cell's own install with it.
 
 Everything from the cell's ``import gtlib`` line on is kept as it is. Usage::
 

@@ -12,7 +12,7 @@ client), 606 executions with ipykernel 7.4.0 had no stall (slowest 3.3 s). Three
 ``python book/_tools/widget_hang_loop.py synthetic [--kernels K] [--repeats R]``
     A small notebook of the widget patterns the chapters use (``interact`` with sliders and a
     dropdown drawing a matplotlib figure, ``interactive_output``, a cell right after a widget
-    cell) executed ``R`` times in each of ``K`` fresh kernels. Cheap (tests/test_widget_hang.py
+    cell) executed ``R`` times in each of ``K`` fresh kernels. Cheap (tests/book/test_widget_hang.py
     runs it in CI in about 20 s).
 
 ``python book/_tools/widget_hang_loop.py nbval [--kernels K] [--repeats R]``
@@ -25,7 +25,7 @@ client), 606 executions with ipykernel 7.4.0 had no stall (slowest 3.3 s). Three
     the cells before it, with stand-ins for the other names it reads (a ``live`` grid gets a
     one-parameter grid). Such a cell must make no widget under an executor (gtlib.widgets makes
     them only for a reader), so an execution that outputs a widget, or takes over 5 s, fails.
-    Cheap (seconds): tests/test_widget_hang.py runs it in CI.
+    Cheap (seconds): tests/book/test_widget_hang.py runs it in CI.
 
 ``python book/_tools/widget_hang_loop.py chapters [--repeats R] [book/X.ipynb ...]``
     Each chapter notebook is executed once (as the build does), then every widget cell of it, and
