@@ -2,7 +2,7 @@
 #   make book   set up .venv from requirements.txt, vendor the site's browser assets, execute every
 #               chapter once under nbval (JOBS at a time) and build the site from those executions
 #               into _build/html
-#   make test   gtlib's unit tests, `make book` with warnings as errors, the claims gate (fails on a
+#   make test   the static checks (`make lint`), gtlib's unit tests, `make book` with warnings as errors, the claims gate (fails on a
 #               claim that did not hold), the checks of the built site (browser, links, workflows,
 #               student edition), and every notebook once more at a seed derived from the commit
 #   make sweep  every chapter at seeds 0-9 (JOBS at a time), recorded in book/_data/sweep
@@ -12,7 +12,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 JOBS ?= 2
-# The jupyter-cache the executions go to and the site build reads (tests/tools/nbval_record.py).
+# The jupyter-cache the executions go to and the site build reads (book/_tools/nbval_record.py).
 CACHE := $(CURDIR)/_build/.jupyter_cache
 
 # One torch thread per process: on a small shared machine more threads are much slower.
@@ -27,7 +27,7 @@ export MALLOC_TRIM_THRESHOLD_ := 268435456
 export MALLOC_MMAP_THRESHOLD_ := 268435456
 export MALLOC_TOP_PAD_ := 67108864
 
-.PHONY: all setup vendor execute book student test unit nbval site-check bench clean \
+.PHONY: all setup vendor execute book student test lint unit nbval site-check bench clean \
 	claims-gate fresh-seed sweep pdf slides
 
 all: book
@@ -60,22 +60,32 @@ vendor: book/_vendor/.vendored
 # empties _build/results (the claims the reproduction report shows) and records each executed
 # notebook into $(CACHE). `make book student` executes once for both editions.
 execute: setup
-	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --nbval-lax -p no:cacheprovider \
-	  -p tests.tools.nbval_record --nbval-record=$(CACHE) book
+	PYTHONPATH=$(CURDIR)/book/_tools$${PYTHONPATH:+:$$PYTHONPATH} \
+	  $(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --nbval-lax -p no:cacheprovider \
+	  -p nbval_record --nbval-record=$(CACHE) book
 
 # The site, built from this run's executions (nothing is executed twice; a notebook that is not in
 # the cache would be executed by the build itself).
 book: execute
-	$(BIN)/python tests/tools/build_config.py --cache $(CACHE) --output _config_build.yml
+	$(BIN)/python book/_tools/build_config.py --cache $(CACHE) --output _config_build.yml
 	$(BIN)/jupyter-book build . --all -W -n --keep-going --config _config_build.yml
 
 # The student edition: the same site without the exercises' solutions, into
 # _build/student/_build/html; its notebooks (download and launch buttons) have no solutions.
 student: execute
-	$(BIN)/python tests/tools/build_config.py --cache $(CACHE) --student --output _config_student.yml
+	$(BIN)/python book/_tools/build_config.py --cache $(CACHE) --student --output _config_student.yml
 	$(BIN)/jupyter-book build . --all -W -n --keep-going \
 	  --path-output _build/student --config _config_student.yml
 
+# The static checks, seconds: gtlib's layering (the import-linter contracts in pyproject.toml: the
+# core imports no chapter module, chapters do not import each other, no import cycles) and ruff.
+# PYTHONPATH: the contracts are checked on this checkout's gtlib, whatever the venv has installed.
+lint: setup
+	PYTHONPATH=$(CURDIR) $(BIN)/lint-imports
+	$(BIN)/ruff check --no-cache gtlib tests book/_tools book/_ext
+
+# gtlib's tests (tests/core, tests/chapters: one module each, mirroring gtlib/) and the notebook,
+# build and packaging tests (tests/book); `pytest tests/chapters/test_uniform.py` runs one module's.
 unit: setup
 	$(BIN)/python -m pytest -q -n $(JOBS) --ignore=tests/site tests
 
@@ -88,9 +98,9 @@ site-check: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/site
 
 # The strict half of the claims: `make book` records a claim that does not hold and builds the site
-# all the same; here it fails the run (tests/tools/claims_gate.py says which claims are exempt).
+# all the same; here it fails the run (book/_tools/claims_gate.py says which claims are exempt).
 claims-gate: setup
-	$(BIN)/python tests/tools/claims_gate.py _build/results
+	$(BIN)/python book/_tools/claims_gate.py _build/results
 
 # Every notebook once more, at a seed derived from the commit (a seed nobody tuned to), without
 # building: a claim the sweep records as holding at every seed must hold here too.
@@ -101,13 +111,13 @@ fresh-seed: setup
 	@echo "fresh-seed run at GTLIB_SEED=$(FRESH_SEED)"
 	GTLIB_SEED=$(FRESH_SEED) GTLIB_RESULTS_DIR=$(CURDIR)/_build/fresh-results \
 	  $(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --nbval-lax -p no:cacheprovider book
-	$(BIN)/python tests/tools/claims_gate.py _build/fresh-results --fresh
+	$(BIN)/python book/_tools/claims_gate.py _build/fresh-results --fresh
 
 # Seeds 0-9 of every chapter (or CHAPTERS=slug,slug), JOBS processes at a time, one thread each.
 SEEDS ?= 0-9
 CHAPTERS ?=
 sweep: setup
-	$(BIN)/python tests/tools/sweep.py --seeds $(SEEDS) --jobs $(JOBS) --chapters "$(CHAPTERS)"
+	$(BIN)/python book/_tools/sweep.py --seeds $(SEEDS) --jobs $(JOBS) --chapters "$(CHAPTERS)"
 
 # PDF handouts of the built site (each chapter and the whole book) into _build/pdf, printed by the
 # local Chromium; nothing is downloaded. The site checks print them too (tests/site/test_pdf.py).
@@ -121,11 +131,11 @@ slides: setup
 	test -f _build/html/index.html || $(MAKE) book
 	$(BIN)/python book/_tools/slides.py --build _build --out _build/slides
 
-test: unit book claims-gate site-check fresh-seed
+test: lint unit book claims-gate site-check fresh-seed
 
 # The engine against its peers and the GEMM peak, one process, one thread (about 1-2 minutes).
 bench: setup
-	PYTHONPATH=$(CURDIR) $(BIN)/python tests/bench_ensemble.py
+	PYTHONPATH=$(CURDIR) $(BIN)/python book/_tools/bench_ensemble.py
 
 clean:
 	rm -rf _build book/_vendor/mathjax book/_vendor/widgets book/_vendor/.vendored

@@ -1,8 +1,9 @@
 """gtlib: the helper library of *Generalization in Deep Learning, Executed*.
 
 Core modules (used by every chapter): :mod:`~gtlib.config` (scale, seed, device),
-:mod:`~gtlib.data`, :mod:`~gtlib.models`, :mod:`~gtlib.engine` (the one training loop: E models
-at once), :mod:`~gtlib.train` and :mod:`~gtlib.ensemble` (its standard compositions),
+:mod:`~gtlib.data`, :mod:`~gtlib.models` (one MLP, or E of one shape stacked), :mod:`~gtlib.engine`
+(the one training loop: E models at once), :mod:`~gtlib.train` (its standard compositions: one
+model, or a stack of E),
 :mod:`~gtlib.claims` and :mod:`~gtlib.plotting`. Each research chapter has one module of its own,
 which composes the engine and never writes a training step of its own.
 """

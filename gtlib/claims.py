@@ -33,7 +33,7 @@ them through their spread (``min(effect) > max(null)``, or ``mean``/``sd`` of th
 
 A claim that does not hold is recorded as ``FAILED`` and shown at the claim as a plain statement
 (what was expected, what was measured, the control, the seed); the notebook goes on, so a reader's
-build always produces a site. ``make test`` fails on a failed claim (``tests/tools/claims_gate.py``
+build always produces a site. ``make test`` fails on a failed claim (``book/_tools/claims_gate.py``
 reads the results files), and so does :meth:`Claims.check` itself when ``GTLIB_STRICT_CLAIMS=1``.
 A claim that honestly does not reproduce passes ``reason=(text, rule, values)``: its *measured
 reason* as a rule of its own. It is a *documented non-reproduction* only if that reason rule

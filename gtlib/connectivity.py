@@ -31,7 +31,7 @@ fine-tuning, averaging and task vectors, (6) the chapter's experiments, each a f
 config dataclass.
 
 Conventions. A network is a :class:`gtlib.models.MLP` (for one net) or a
-:class:`gtlib.ensemble.BatchedMLP` (for a stack). ``theta(alpha) = (1 - alpha) theta_A + alpha
+:class:`gtlib.models.BatchedMLP` (for a stack). ``theta(alpha) = (1 - alpha) theta_A + alpha
 theta_B``, so ``alpha = 0`` is network A. A permutation of a hidden layer is an index array ``p``:
 unit ``i`` of the permuted network is unit ``p[i]`` of the original.
 """
@@ -51,8 +51,7 @@ from .checks import (SEED, Constraint, InstanceOf, Interval, Options, Tensor, bo
 from .config import Config, Result, param
 from . import engine
 from .engine import EpochBatches, StackedOptimizer, member_batch
-from .ensemble import BatchedMLP, make_mlp
-from .models import ACTIVATIONS, MLP
+from .models import ACTIVATIONS, BatchedMLP, MLP, make_mlp
 
 # ---------------------------------------------------------------------------------------------
 # 0. Argument checks shared by the public functions (see gtlib.checks.boundary)
@@ -327,6 +326,16 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     ``start=start_steps``, the schedule :meth:`Recipe.lr_factor` and, for the snapshots, a check
     at every step.
     """
+    return _fit(model, x, y, recipe, seeds, start_steps, stop_step, only_last_layer,
+                freeze_last_layer, snapshot_steps)
+
+
+def _fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
+         seeds: Sequence[int], start_steps: Sequence[int] | None = None,
+         stop_step: int | None = None, only_last_layer: bool = False, freeze_last_layer: bool = False,
+         snapshot_steps: Sequence[int] = ()) -> dict[int, list[MLP]]:
+    """:func:`fit` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     E = model.size
     seeds = check_seeds("seeds", seeds)
     if len(seeds) != E:
@@ -392,9 +401,6 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
                start=start.tolist(), schedule=lambda step: recipe._lr_factor(step, total))
     return out
 
-
-# the experiments below call fit without the boundary checks (their arguments are built here)
-_fit = fit.__wrapped__
 
 
 @boundary(x=Tensor("float", (2, 3)), y=Tensor("int", (1, 2)), width=count(), depth=count(0),

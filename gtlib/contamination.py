@@ -95,7 +95,7 @@ _REAL = Interval(float)
 
 
 def _tensor(name: str, value, ndim: int | tuple[int, ...]) -> torch.Tensor:
-    # kept for tests/reference_loops_contamination.py (the loops before gtlib.engine)
+    # kept for tests/oracles/contamination_loops.py (the loops before gtlib.engine)
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     dims = (ndim,) if isinstance(ndim, int) else ndim
@@ -243,6 +243,12 @@ def sample_core(n: int, kind: str, d_core: int, generator: torch.Generator):
 
     Returns ``(z_core (n, d_core), y (n,))`` with the first half of the rows of class +1.
     """
+    return _sample_core(n, kind, d_core, generator)
+
+
+def _sample_core(n: int, kind: str, d_core: int, generator: torch.Generator):
+    """:func:`sample_core` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     y = torch.ones(n)
     y[n // 2:] = -1.0
     if kind == "theory":
@@ -268,7 +274,7 @@ def sample_toy(n: int, emb: Embedding, kind: str = "theory", seed: int = 0,
         If ``emb`` is not an :class:`Embedding`, ``n`` < 2 or ``kind`` is unknown.
     """
     g = torch.Generator().manual_seed(int(seed))
-    z_c, y = sample_core.__wrapped__(n, kind, emb.core.shape[1], g)
+    z_c, y = _sample_core(n, kind, emb.core.shape[1], g)
     z_b = torch.rand(len(y), emb.background.shape[1], generator=g)
     if centred:
         z_b = z_b - 0.5
@@ -551,6 +557,12 @@ def projection_norms(W: torch.Tensor, emb: Embedding) -> tuple[torch.Tensor, tor
     ``||P_c^T w_j||`` and ``||P_b^T w_j||`` for the rows ``w_j`` of ``W`` ((h, d) or (E, h, d)):
     the quantities whose means the paper plots in Figure 3.
     """
+    return _projection_norms(W, emb)
+
+
+def _projection_norms(W: torch.Tensor, emb: Embedding) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`projection_norms` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     _check_weights(W, emb)
     return (W @ emb.core).norm(dim=-1), (W @ emb.background).norm(dim=-1)
 
@@ -615,8 +627,8 @@ def bias_equivalence(W0: torch.Tensor, W1: torch.Tensor, b0: torch.Tensor, b1: t
                              f"got {b.shape[0]}")
     if W0.shape[0] < 2:
         raise ValueError(f"W0 must have at least two neurons (rows), got {W0.shape[0]}")
-    a0, _ = mean_direction_components.__wrapped__(W0, emb)
-    a1, _ = mean_direction_components.__wrapped__(W1, emb)
+    a0, _ = mean_direction_components(W0, emb)
+    a1, _ = mean_direction_components(W1, emb)
     de = (a1 - decay * a0).double()
     db = (b1 - decay * b0).double()
     if float(db.abs().max()) == 0.0 or float(db.std()) == 0.0 or float(de.std()) == 0.0:
@@ -676,6 +688,12 @@ def signed_asymmetry(pre: torch.Tensor, y: torch.Tensor, a: torch.Tensor,
 @boundary(h=Tensor("float", (2, 3)), target=Tensor("float", (2, 3)))
 def relative_error(h: torch.Tensor, target: torch.Tensor) -> float:
     """``sum ||h - target||^2 / sum ||target||^2``: the relative error of a representation fit."""
+    return _relative_error(h, target)
+
+
+def _relative_error(h: torch.Tensor, target: torch.Tensor) -> float:
+    """:func:`relative_error` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     if h.shape != target.shape:
         raise ValueError(f"h and target must have the same shape, got {tuple(h.shape)} and "
                          f"{tuple(target.shape)}")
@@ -786,10 +804,10 @@ def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor
                          f"{'x_test' if y_test is None else 'y_test'} alone")
     if x_test is not None:
         _check_sample(net, emb, x_test, y_test, ("x_test", "y_test"))
-    x_ood = None if x_test is None else shift_background.__wrapped__(x_test, emb, shift)
+    x_ood = None if x_test is None else shift_background(x_test, emb, shift)
     opt = _optimizer(net.parameters(), specs)
     hist = ToyHistory()
-    norms, components = projection_norms.__wrapped__, mean_direction_components.__wrapped__
+    norms, components = _projection_norms, mean_direction_components
 
     def record(step: int, due: torch.Tensor) -> None:
         with torch.no_grad():
@@ -829,7 +847,7 @@ def shift_sweep(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor, y:
     _check_sample(net, emb, x, y)
     loss, acc, marg = [], [], []
     for m in magnitudes:
-        f = net._forward(shift_background.__wrapped__(x, emb, m))
+        f = net._forward(shift_background(x, emb, m))
         loss.append(_member_losses(specs, f, y))
         acc.append(_binary_accuracy(f, y))
         marg.append(y * f)
@@ -1186,7 +1204,7 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
     bg0 = float(projection_norms(student.W.detach(), emb)[1].mean())
     mean0 = float(mean_direction_components(student.W.detach(), emb)[0].abs().mean())
     steps, cid, cood = [], [], []
-    rel = relative_error.__wrapped__
+    rel = _relative_error
 
     def record(step: int, due: torch.Tensor) -> None:
         with torch.no_grad():

@@ -33,7 +33,7 @@ pieces, top to bottom:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -207,6 +207,12 @@ def sample_codes(freqs: torch.Tensor, n: int, generator: torch.Generator) -> tor
     The same uniform numbers are shared by the E profiles (common random numbers), so conditions
     that differ only in frequency see coupled samples.
     """
+    return _sample_codes(freqs, n, generator)
+
+
+def _sample_codes(freqs: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
+    """:func:`sample_codes` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     if float(freqs.min()) < 0 or float(freqs.max()) > 1:
         raise ValueError("freqs must lie in [0, 1]")
     K = freqs.shape[-1]
@@ -227,6 +233,13 @@ def make_views(M: torch.Tensor, z: torch.Tensor, n_tokens: int, n_signal: int, n
     norm ``noise`` (std ``noise / sqrt(d)`` per coordinate). Calling it twice gives two views that
     share the code and differ in noise and token positions.
     """
+    return _make_views(M, z, n_tokens, n_signal, noise, generator)
+
+
+def _make_views(M: torch.Tensor, z: torch.Tensor, n_tokens: int, n_signal: int, noise: float,
+                generator: torch.Generator) -> torch.Tensor:
+    """:func:`make_views` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     if n_signal > n_tokens:
         raise ValueError(f"n_signal must lie in [1, n_tokens = {n_tokens}], got {n_signal}")
     if z.shape[-1] != M.shape[1] or z.dtype != M.dtype:
@@ -254,7 +267,7 @@ def single_feature_samples(M: torch.Tensor, n: int, n_tokens: int, n_signal: int
     K = M.shape[1]
     y = torch.randint(0, K, (n,), generator=generator)
     z = F.one_hot(y, K).to(M.dtype)
-    return make_views.__wrapped__(M, z, n_tokens, n_signal, noise, generator), y
+    return _make_views(M, z, n_tokens, n_signal, noise, generator), y
 
 
 # ------------------------------------------------------------------------------------------------
@@ -269,6 +282,12 @@ def brelu(s: torch.Tensor, b: float | torch.Tensor) -> torch.Tensor:
     For ``b >= 0`` it equals ``s - clamp(s, -b, b)`` exactly (the same float operations on each
     side of the dead zone), which takes two tensor operations instead of five, forward and back.
     """
+    return _brelu(s, b)
+
+
+def _brelu(s: torch.Tensor, b: float | torch.Tensor) -> torch.Tensor:
+    """:func:`brelu` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     negative = bool((b < 0).any()) if torch.is_tensor(b) else b < 0
     if negative:
         return F.relu(s - b) - F.relu(-s - b)
@@ -283,6 +302,12 @@ def straight_through_mask(f: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     loss sees the pruned model, yet masked neurons keep receiving the gradient of their
     own output.
     """
+    return _straight_through_mask(f, mask)
+
+
+def _straight_through_mask(f: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """:func:`straight_through_mask` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     if mask.ndim > f.ndim or any(a not in (1, b) for a, b in zip(mask.shape[::-1], f.shape[::-1])):
         raise ValueError(f"mask of shape {tuple(mask.shape)} must broadcast to f's shape "
                          f"{tuple(f.shape)}")
@@ -310,6 +335,13 @@ def encode(X: torch.Tensor, W: torch.Tensor, A: torch.Tensor, beta: float,
     ``(E, n, m)`` representations ``f_r(X) = sum_l BReLU(<w_r, h_l>)`` with
     ``h_l = sum_j softmax_j(x_l^T A x_j) x_j``.
     """
+    return _encode(X, W, A, beta, mask)
+
+
+def _encode(X: torch.Tensor, W: torch.Tensor, A: torch.Tensor, beta: float,
+            mask: torch.Tensor | None = None) -> torch.Tensor:
+    """:func:`encode` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     E, d = X.shape[0], X.shape[-1]
     if X.ndim != 4 or W.shape[::2] != (E, d) or A.shape != (E, d, d) or \
             (mask is not None and mask.shape != W.shape[:2]):
@@ -320,9 +352,9 @@ def encode(X: torch.Tensor, W: torch.Tensor, A: torch.Tensor, beta: float,
     H = torch.softmax(scores, dim=-1) @ X
     S = torch.einsum("enld,emd->enlm", H, W)
     b = beta * W.detach().norm(dim=-1)[:, None, None, :]
-    f = brelu.__wrapped__(S, b).sum(2)
+    f = _brelu(S, b).sum(2)
     if mask is not None:
-        f = straight_through_mask.__wrapped__(f, mask[:, None, :].to(f.dtype))
+        f = _straight_through_mask(f, mask[:, None, :].to(f.dtype))
     return f
 
 
@@ -339,6 +371,12 @@ def infonce(f: torch.Tensor, f_target: torch.Tensor, tau: float) -> torch.Tensor
     ValueError
         If the shapes differ or ``tau <= 0``.
     """
+    return _infonce(f, f_target, tau)
+
+
+def _infonce(f: torch.Tensor, f_target: torch.Tensor, tau: float) -> torch.Tensor:
+    """:func:`infonce` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     if f.shape != f_target.shape or f.ndim not in (2, 3) or f.dtype != f_target.dtype:
         raise ValueError(f"f and f_target must have the same shape (n, m) or (E, n, m) and dtype, "
                          f"got {tuple(f.shape)} {f.dtype} and {tuple(f_target.shape)} "
@@ -362,6 +400,12 @@ def magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
     length-E sequence (one per model). Ties are broken by index, so exactly the requested
     count is masked.
     """
+    return _magnitude_mask(W, fraction)
+
+
+def _magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
+    """:func:`magnitude_mask` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     squeeze = W.ndim == 2
     if squeeze:
         W = W[None]
@@ -390,6 +434,12 @@ def random_mask(W: torch.Tensor, fraction, generator: torch.Generator) -> torch.
     their shape is read). ``fraction`` is a number or one entry per model, as in
     :func:`magnitude_mask`.
     """
+    return _random_mask(W, fraction, generator)
+
+
+def _random_mask(W: torch.Tensor, fraction, generator: torch.Generator) -> torch.Tensor:
+    """:func:`random_mask` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     squeeze = W.ndim == 2
     if squeeze:
         W = W[None]
@@ -424,6 +474,12 @@ def alignment(W: torch.Tensor, M: torch.Tensor) -> dict:
     ``dominant`` (argmax feature), ``top`` and ``second`` (largest two projections), ``ratio``
     (top / second) and ``purity`` (``top^2 / sum_k proj^2``, 1 for a single-feature neuron).
     """
+    return _alignment(W, M)
+
+
+def _alignment(W: torch.Tensor, M: torch.Tensor) -> dict:
+    """:func:`alignment` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     if W.shape[-1] != M.shape[0] or W.dtype != M.dtype:
         raise ValueError(f"W's last dimension ({W.shape[-1]}, {W.dtype}) must equal M's rows "
                          f"({M.shape[0]}, {M.dtype})")
@@ -462,7 +518,14 @@ def strong_specialists(W: torch.Tensor, M: torch.Tensor, ratio: float = 2.0,
     torch.Tensor
         ``(..., K)`` float counts of strong specialists of each feature.
     """
-    a = alignment.__wrapped__(W, M)
+    return _strong_specialists(W, M, ratio, floor)
+
+
+def _strong_specialists(W: torch.Tensor, M: torch.Tensor, ratio: float = 2.0,
+                        floor: float = 0.25) -> torch.Tensor:
+    """:func:`strong_specialists` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
+    a = _alignment(W, M)
     K = M.shape[1]
     top = a["top"]
     biggest = top.max(dim=-1, keepdim=True).values
@@ -527,19 +590,26 @@ def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
     * ``mean_purity``: the mean over *all* neurons, weak ones included, of the purity
       ``top^2 / sum_k proj^2`` (:func:`alignment`); 1 when every neuron serves one feature.
     """
+    return _feature_summary(W, M, n_minority, specialist_ratio, strong_floor)
+
+
+def _feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
+                     specialist_ratio: float = 2.0, strong_floor: float = 0.25) -> dict:
+    """:func:`feature_summary` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     K = M.shape[1]
     if not 0 < n_minority < K:
         raise ValueError(f"n_minority must lie strictly between 0 and {K}")
-    a = alignment.__wrapped__(W, M)
+    a = _alignment(W, M)
     best = a["proj"].max(dim=1).values  # (E, K)
-    counts = strong_specialists.__wrapped__(W, M, specialist_ratio, strong_floor)
+    counts = _strong_specialists(W, M, specialist_ratio, strong_floor)
     big = a["top"] >= strong_floor * a["top"].max(dim=1, keepdim=True).values
     pure = (big & (a["ratio"] >= specialist_ratio)).float().sum(1) / big.float().sum(1)
     maj = slice(0, K - n_minority)
     mino = slice(K - n_minority, K)
     out = dict(best_major=best[:, maj].mean(1), best_minor=best[:, mino].mean(1),
                spec_major=counts[:, maj].mean(1), spec_minor=counts[:, mino].mean(1),
-               energy=energy_ratio.__wrapped__(W, M, n_minority),
+               energy=energy_ratio(W, M, n_minority),
                single_fraction=(a["ratio"] >= specialist_ratio).float().mean(1),
                strong_purity=pure, mean_purity=a["purity"].mean(1),
                median_ratio=a["ratio"].median(1).values,
@@ -590,6 +660,12 @@ class EncoderRun(Result):
 def bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
     """The relative BReLU threshold at ``step``: rises linearly from 0 to ``bias_max`` (Wen and Li
     also raise the bias during training), constant afterwards."""
+    return _bias_schedule(step, cfg)
+
+
+def _bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
+    """:func:`bias_schedule` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     if cfg.bias_ramp == 0:
         return cfg.bias_max
     return cfg.bias_max * min(1.0, step / cfg.bias_ramp)
@@ -649,23 +725,22 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     rand = [e for e, k in enumerate(kinds) if k == "random" and fr[e] > 0]
     g_mask = torch.Generator().manual_seed(seed * 1000 + 998)
     hist = {k: [] for k in ("step", "noise", "top", "second", "ratio", "proj", "neuron_noise")}
-    _views, _encode = make_views.__wrapped__, encode.__wrapped__
     opt = StackedOptimizer([W, A], "sgd", cfg.lr, weight_decay=cfg.weight_decay, members=E)
     mask = None
 
     def loss(step: int, _batch) -> torch.Tensor:
         """This step's InfoNCE per model, on fresh samples drawn from ``g``."""
         nonlocal mask
-        # per-step calls skip the boundary checks (@boundary's __wrapped__): the inputs are
-        # built here from a validated config
-        beta = bias_schedule.__wrapped__(step, cfg)
+        # per-step calls go to the unchecked building blocks: the inputs are built here from a
+        # validated config
+        beta = _bias_schedule(step, cfg)
         if step % cfg.prune_every == 0 and max(fr) > 0:
-            mask = magnitude_mask.__wrapped__(W, fr)
+            mask = _magnitude_mask(W, fr)
             if rand:
-                mask[rand] = random_mask.__wrapped__(W[rand], [fr[e] for e in rand], g_mask)
-        z = sample_codes.__wrapped__(freqs, cfg.batch, g)
-        X1 = _views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
-        X2 = _views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+                mask[rand] = _random_mask(W[rand], [fr[e] for e in rand], g_mask)
+        z = _sample_codes(freqs, cfg.batch, g)
+        X1 = _make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+        X2 = _make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
         if hard_mask and mask is not None:
             f1 = _encode(X1, W, A, beta) * mask[:, None, :]
             with torch.no_grad():
@@ -674,12 +749,12 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
             f1 = _encode(X1, W, A, beta, mask)
             with torch.no_grad():
                 f2 = _encode(X2, W, A, beta)
-        return infonce.__wrapped__(f1, f2, cfg.tau)
+        return _infonce(f1, f2, cfg.tau)
 
     def record(step: int, _due) -> None:
         """The neuron metrics after ``step`` updates."""
         with torch.no_grad():
-            a = alignment.__wrapped__(W, M)
+            a = _alignment(W, M)
         hist["step"].append(step)
         hist["noise"].append(a["noise"].mean(1).numpy())
         hist["top"].append(a["top"].mean(1).numpy())
@@ -703,6 +778,12 @@ def stage_boundaries(step, top, ratio, level: float = 0.9) -> tuple[int, int]:
     ``level`` of its maximum over training; stage II (separation) ends at the first later step where
     the median top/second ratio reaches ``level`` of its maximum; stage III (convergence) follows.
     """
+    return _stage_boundaries(step, top, ratio, level)
+
+
+def _stage_boundaries(step, top, ratio, level: float = 0.9) -> tuple[int, int]:
+    """:func:`stage_boundaries` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     step, top, ratio = map(np.asarray, (step, top, ratio))
     if not (step.shape == top.shape == ratio.shape) or step.ndim != 1 or len(step) < 3:
         raise ValueError("step, top and ratio must be 1-D arrays of equal length >= 3")
@@ -724,9 +805,9 @@ def representations(run: EncoderRun, X: torch.Tensor) -> torch.Tensor:
     if X.shape[-1] != d or X.dtype != run.W.dtype:
         raise ValueError(f"X must be (n, L, d = {d}) tokens of {run.W.dtype}, got "
                          f"{tuple(X.shape)} of {X.dtype}")
-    beta = bias_schedule.__wrapped__(run.config.steps, run.config)
+    beta = _bias_schedule(run.config.steps, run.config)
     with torch.no_grad():
-        return encode.__wrapped__(X[None].expand(E, *X.shape), run.W, run.A, beta)
+        return _encode(X[None].expand(E, *X.shape), run.W, run.A, beta)
 
 
 @boundary(f_train=Tensor("float", (2, 3)), y_train=Tensor("int", 1),
@@ -884,6 +965,13 @@ def augment_1d(x: torch.Tensor, generator: torch.Generator, shift: int, scale: f
     ``x`` is ``(n, length)``; ``scale`` in [0, 1) keeps the amplitude factor ``1 +- scale``
     positive.
     """
+    return _augment_1d(x, generator, shift, scale, jitter)
+
+
+def _augment_1d(x: torch.Tensor, generator: torch.Generator, shift: int, scale: float,
+                jitter: float) -> torch.Tensor:
+    """:func:`augment_1d` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     n, L = x.shape
     s = torch.randint(-shift, shift + 1, (n,), generator=generator)
     idx = (torch.arange(L)[None, :] - s[:, None]) % L
@@ -974,7 +1062,7 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
 
     def hidden(x, mask=None):
         hid = F.relu(torch.einsum("end,ehd->enh", x, params[0]) + params[1][:, None, :])
-        return hid if mask is None else straight_through_mask.__wrapped__(hid, mask[:, None, :])
+        return hid if mask is None else _straight_through_mask(hid, mask[:, None, :])
 
     with torch.no_grad():
         acc_random = _probe_per_class(hidden(ds.x[None]), hidden(ds.x_test[None]), ds)[0]
@@ -984,19 +1072,17 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     eye = torch.arange(cfg.batch).repeat(E)
     # one minibatch for all E encoders, drawn with replacement from g (one row)
     batches = ReplacementBatches(lt.n, cfg.batch, [g])
-    _augment = augment_1d.__wrapped__
 
     def loss(step: int, idx: torch.Tensor) -> torch.Tensor:
         """Each encoder's InfoNCE on two augmented views of this step's minibatch."""
         nonlocal mask
-        if step % cfg.prune_every == 0:  # per-step calls skip the boundary checks (__wrapped__)
-            mask = magnitude_mask.__wrapped__(params[0], fr)
+        if step % cfg.prune_every == 0:  # per-step calls go to the unchecked building blocks
+            mask = _magnitude_mask(params[0], fr)
             if rand:
-                mask[rand] = random_mask.__wrapped__(params[0][rand], [fr[e] for e in rand],
-                                                     g_mask)
+                mask[rand] = _random_mask(params[0][rand], [fr[e] for e in rand], g_mask)
         xb = lt.x[idx[0]]
-        x1 = _augment(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
-        x2 = _augment(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
+        x1 = _augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
+        x2 = _augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
         z1 = F.normalize(hidden(x1, mask) @ params[2].transpose(1, 2), dim=-1)
         with torch.no_grad():
             z2 = F.normalize(hidden(x2) @ params[2].transpose(1, 2), dim=-1)
@@ -1034,7 +1120,7 @@ def condition_table(run: EncoderRun, seed: int = 0) -> dict:
     accuracy on single-feature samples of majority / minority features, :func:`feature_probe_accuracy`).
     """
     cfg = run.config
-    summ = feature_summary.__wrapped__(run.W, run.M, cfg.n_minority, cfg.specialist_ratio,
+    summ = _feature_summary(run.W, run.M, cfg.n_minority, cfg.specialist_ratio,
                                        cfg.strong_floor)
     acc = feature_probe_accuracy(run, seed)
     K, n_min = cfg.n_features, cfg.n_minority
@@ -1061,7 +1147,7 @@ def stage_curves(run: EncoderRun, fraction: float = 0.0) -> dict:
     h = run.history
     c = {k: h[k][:, idx].mean(1) for k in ("noise", "top", "second", "ratio")}
     c["step"] = h["step"]
-    t1, t2 = stage_boundaries.__wrapped__(h["step"], c["top"], c["ratio"])
+    t1, t2 = _stage_boundaries(h["step"], c["top"], c["ratio"])
     i1 = int(np.searchsorted(h["step"], t1))
     c.update(t1=t1, t2=t2, noise_at_t1_rel=float(c["noise"][i1] / c["noise"][0]),
              ratio_init_max=float(h["ratio"][0, idx].max()),

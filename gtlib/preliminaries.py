@@ -15,8 +15,8 @@ import torch
 from .checks import Interval, check_int, count, nonnegative, positive
 from .config import Config, param
 from .data import Dataset
-from .ensemble import BatchedMLP, train_ensemble, train_sequentially
-from .train import TrainConfig, accuracy
+from .models import BatchedMLP
+from .train import TrainConfig, accuracy, train_ensemble, train_sequentially
 
 
 @dataclass

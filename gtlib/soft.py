@@ -16,7 +16,7 @@ This module holds, top to bottom:
 3. **Random-feature regression** with minimum-norm least squares, and the effective
    dimensionality ``N_eff = sum_i lambda_i / (lambda_i + alpha)`` of its Hessian (Maddox et al. 2020).
 4. **MLP width sweep** on MNIST-1D with label noise (deep double descent, Nakkiran et al. 2020),
-   batched over widths with :class:`gtlib.ensemble.BatchedMLP`'s ``hidden_mask``.
+   batched over widths with :class:`gtlib.models.BatchedMLP`'s ``hidden_mask``.
 5. **Hessian spectra by Lanczos**: Hessian-vector products from ``torch.func`` fed to
    :func:`scipy.sparse.linalg.eigsh`, with a check that the computed top of the spectrum covers every
    eigenvalue that matters for ``alpha``.
@@ -36,15 +36,14 @@ import torch
 import torch.nn.functional as F
 from numpy.polynomial import legendre as _leg
 
-from .checks import (SEED, Boolean, Constraint, InstanceOf, Interval, Options, Tensor, boundary,
-                     check_finite, check_int, check_labels, check_positive, count, fraction,
+from .checks import (SEED, Constraint, InstanceOf, Interval, Options, Tensor, boundary,
+                     check_int, check_labels, check_positive, count, fraction,
                      nonnegative, positive, tuple_of)
 from .config import Config, Result, param
-from .data import Dataset, corrupt_labels, mnist1d
+from .data import Dataset, corrupt_labels
 from .engine import StackedOptimizer, StreamBatches, fit
-from .ensemble import BatchedMLP, train_ensemble
-from .models import MLP
-from .train import TrainConfig
+from .models import BatchedMLP, MLP
+from .train import TrainConfig, train_ensemble
 
 
 # ------------------------------------------------------------------------------------------------
@@ -484,6 +483,12 @@ def overfitting_taxonomy(n: int = 200, noise: float = 0.5, seed: int = 0,
           variance=positive())
 def rbf_kernel(a: torch.Tensor, b: torch.Tensor, lengthscale: float, variance: float = 1.0) -> torch.Tensor:
     """``variance * exp(-||a - b||^2 / (2 lengthscale^2))`` between the rows of ``a`` and ``b``."""
+    return _rbf_kernel(a, b, lengthscale, variance)
+
+
+def _rbf_kernel(a: torch.Tensor, b: torch.Tensor, lengthscale: float, variance: float = 1.0) -> torch.Tensor:
+    """:func:`rbf_kernel` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     lengthscale = _pos("lengthscale", lengthscale)
     variance = _pos("variance", variance)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
@@ -536,7 +541,7 @@ def gp_label_regression(x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor, 
     eye = torch.eye(n, dtype=torch.float64, device=x.device)
     best = None
     for ell in lengthscales:
-        k = rbf_kernel.__wrapped__(x, x, float(ell))
+        k = _rbf_kernel(x, x, float(ell))
         chol = torch.linalg.cholesky(k + noise_ratio * eye)
         alpha = torch.cholesky_solve(t, chol)
         s = float((t * alpha).sum()) / (n * C)
@@ -546,7 +551,7 @@ def gp_label_regression(x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor, 
             best = (log_ml, float(ell), s, k, alpha)
     log_ml, ell, s, k, alpha = best
     train_mean = k @ alpha
-    test_mean = rbf_kernel.__wrapped__(x_test, x, ell) @ alpha
+    test_mean = _rbf_kernel(x_test, x, ell) @ alpha
     return {"train_pred": train_mean.argmax(1), "test_pred": test_mean.argmax(1), "log_ml": log_ml,
             "lengthscale": ell, "signal_var": s}
 
@@ -624,6 +629,12 @@ def effective_dimensionality(eigs, alpha: float) -> float:
 
     Negative eigenvalues (possible for a non-convex loss's Hessian) are counted as zero.
     """
+    return _effective_dimensionality(eigs, alpha)
+
+
+def _effective_dimensionality(eigs, alpha: float) -> float:
+    """:func:`effective_dimensionality` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     eigs = np.clip(_vec("eigs", eigs), 0, None)
     alpha = _pos("alpha", alpha)
     return float(np.sum(eigs / (eigs + alpha)))
@@ -637,16 +648,28 @@ def poorly_determined(eigs, alpha: float, k: int) -> float:
     directions; this is the curve Maddox et al.'s random-feature notebook plots (there written
     ``min(n, d) - sum s^2 / (s^2 + lambda n)``). Only the ``k`` largest eigenvalues are used.
     """
+    return _poorly_determined(eigs, alpha, k)
+
+
+def _poorly_determined(eigs, alpha: float, k: int) -> float:
+    """:func:`poorly_determined` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     eigs = np.sort(np.clip(_vec("eigs", eigs), 0, None))[::-1]
     k = check_int("k", k, 1)
     if k > eigs.size:
         raise ValueError(f"k must be <= the number of eigenvalues ({eigs.size}), got {k}")
-    return float(k - effective_dimensionality.__wrapped__(eigs[:k], alpha))
+    return float(k - _effective_dimensionality(eigs[:k], alpha))
 
 
 @boundary(x=_Array(2), w=_Array(2), b=_Array(1))
 def relu_features(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Random ReLU features ``max(0, x w + b) / sqrt(p)`` of inputs ``x`` (n, D); ``w`` is (D, p)."""
+    return _relu_features(x, w, b)
+
+
+def _relu_features(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`relu_features` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     x, w, b = (np.asarray(v, dtype=np.float64) for v in (x, w, b))
     if w.shape[0] != x.shape[1]:
         raise ValueError(f"w must have one row per column of x ({x.shape[1]}), got {w.shape}")
@@ -716,6 +739,12 @@ def ridge_path(phi: np.ndarray, y: np.ndarray, ridges, rcond: float = 1e-10):
     Singular values below ``rcond`` times the largest are dropped (as ``numpy.linalg.lstsq``
     does). Returns ``(betas, beta_min_norm)`` with ``betas`` of shape ``(len(ridges), p)``.
     """
+    return _ridge_path(phi, y, ridges, rcond)
+
+
+def _ridge_path(phi: np.ndarray, y: np.ndarray, ridges, rcond: float = 1e-10):
+    """:func:`ridge_path` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     phi, y = np.asarray(phi, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if phi.ndim != 2 or y.ndim != 1 or phi.shape[0] != y.shape[0]:
         raise ValueError("phi must be (n, p) and y (n,) with the same n")
@@ -772,17 +801,17 @@ def run_random_features(cfg: RFConfig, seed: int = 0) -> RandomFeaturesResult:
         yv = rf_target(xv) + cfg.noise * rng.normal(size=cfg.n_val)
         w = rng.normal(size=(cfg.dim, P)) / np.sqrt(cfg.dim)
         b = rng.uniform(-1, 1, size=P)
-        feats = [relu_features.__wrapped__(z, w, b) * np.sqrt(P) for z in (x, xt, xv)]
+        feats = [_relu_features(z, w, b) * np.sqrt(P) for z in (x, xt, xv)]
         null[r] = np.mean((yt - y.mean()) ** 2)
         for j, p in enumerate(cfg.ps):
             phi, phit, phiv = (f[:, :p] / np.sqrt(p) for f in feats)
-            betas, beta = ridge_path.__wrapped__(phi, y, cfg.ridges)
+            betas, beta = _ridge_path(phi, y, cfg.ridges)
             test[r, j] = np.mean((phit @ beta - yt) ** 2)
             best = int(np.argmin(((phiv @ betas.T - yv[:, None]) ** 2).mean(0)))
             ridge[r, j] = np.mean((phit @ betas[best] - yt) ** 2)
             eigs = np.linalg.svd(phi, compute_uv=False) ** 2 / cfg.n
-            neff[r, j] = effective_dimensionality.__wrapped__(eigs, cfg.alpha)
-            poor[r, j] = poorly_determined.__wrapped__(eigs, cfg.alpha, min(cfg.n, p))
+            neff[r, j] = _effective_dimensionality(eigs, cfg.alpha)
+            poor[r, j] = _poorly_determined(eigs, cfg.alpha, min(cfg.n, p))
     return RandomFeaturesResult(ps=np.array(cfg.ps), n=cfg.n, test_mse=np.median(test, 0),
                                 test_mse_draws=test, ridge_mse=np.median(ridge, 0),
                                 null_mse=float(np.median(null)), neff=neff.mean(0),
@@ -978,8 +1007,10 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds: Dataset, seed: int = 0) -> MLPSweepRe
     extra = {}
     if cfg.check_epochs:
         T = len(steps)
-        cat = lambda k: np.stack([torch.cat([grp[t][k] for grp in hist], 1).numpy()
-                                  for t in range(T)])
+
+        def cat(k):
+            return np.stack([torch.cat([grp[t][k] for grp in hist], 1).numpy() for t in range(T)])
+
         extra = dict(hist_epochs=np.array([-(-s // steps_per_epoch) for s in steps]),
                      train_err_hist=cat(0), test_err_hist=cat(1), train_loss_hist=cat(2),
                      nets_hist=[[n for grp in hist for n in grp[t][3]] for t in range(T)])
@@ -1057,7 +1088,10 @@ def split_peak_test(widths, err_reps, threshold: float | None = None) -> dict:
     i = int(inner[np.argmax(sel[inner])])
     j = int(np.argmin(sel[:i]))
     m, v, k = mea.mean(0), mea.var(0, ddof=1), mea.shape[0]
-    se = lambda a, b: float(np.sqrt(v[a] / k + v[b] / k))
+
+    def se(a, b):
+        return float(np.sqrt(v[a] / k + v[b] / k))
+
     return {"peak_width": int(widths[i]), "left_width": int(widths[j]),
             "gap_left": float(m[i] - m[j]), "gap_right": float(m[i] - m[-1]),
             "se_left": se(i, j), "se_right": se(i, -1), "measured": int(k)}
@@ -1242,6 +1276,12 @@ def elias_gamma(n: int) -> list[int]:
 @boundary(bits=_Bits(), pos=count(0))
 def elias_gamma_decode(bits, pos: int = 0) -> tuple[int, int]:
     """Decode one Elias gamma integer from ``bits`` at ``pos``; return ``(n, next_pos)``."""
+    return _elias_gamma_decode(bits, pos)
+
+
+def _elias_gamma_decode(bits, pos: int = 0) -> tuple[int, int]:
+    """:func:`elias_gamma_decode` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     if pos >= len(bits):
         raise ValueError(f"pos must be < len(bits) = {len(bits)}, got {pos}")
     zeros = 0
@@ -1314,6 +1354,12 @@ def arithmetic_encode(symbols, alphabet_size: int) -> list[int]:
 @boundary(bits=_Bits(), n_symbols=count(0), alphabet_size=count())
 def arithmetic_decode(bits, n_symbols: int, alphabet_size: int) -> list[int]:
     """Invert :func:`arithmetic_encode` given the number of symbols and the alphabet size."""
+    return _arithmetic_decode(bits, n_symbols, alphabet_size)
+
+
+def _arithmetic_decode(bits, n_symbols: int, alphabet_size: int) -> list[int]:
+    """:func:`arithmetic_decode` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     A = check_int("alphabet_size", alphabet_size, 1)
     n_symbols = check_int("n_symbols", n_symbols, 0)
     bits = list(bits)
@@ -1405,10 +1451,10 @@ def encode_quantized(centres, symbols) -> list[int]:
 @boundary(bits=_Bits())
 def decode_quantized(bits) -> tuple[np.ndarray, np.ndarray]:
     """Invert :func:`encode_quantized`: return ``(centres, symbols)``."""
-    d, pos = elias_gamma_decode.__wrapped__(bits, 0)
+    d, pos = _elias_gamma_decode(bits, 0)
     if pos >= len(bits):
         raise ValueError("bits ends after the length field (no number of levels)")
-    L, pos = elias_gamma_decode.__wrapped__(bits, pos)
+    L, pos = _elias_gamma_decode(bits, pos)
     if pos + 32 * L >= len(bits):
         raise ValueError(f"bits ends inside the {L} float32 centres")
     centres = []
@@ -1419,7 +1465,7 @@ def decode_quantized(bits) -> tuple[np.ndarray, np.ndarray]:
         centres.append(np.frombuffer(np.uint32(word).tobytes(), dtype=np.float32)[0])
         pos += 32
     return (np.array(centres, dtype=np.float32),
-            np.array(arithmetic_decode.__wrapped__(bits[pos:], d, L)))
+            np.array(_arithmetic_decode(bits[pos:], d, L)))
 
 
 _BOUND = dict(train_error=fraction(), n=count(), delta=fraction("neither"))
@@ -1477,6 +1523,12 @@ def _kl_bernoulli(q: float, p: float) -> float:
 def kl_inverse(q: float, c: float, tol: float = 1e-12) -> float:
     """The largest ``p`` in ``[q, 1]`` with ``kl(q || p) <= c`` (bisection to width ``tol``, or
     until the interval holds no float strictly inside)."""
+    return _kl_inverse(q, c, tol)
+
+
+def _kl_inverse(q: float, c: float, tol: float = 1e-12) -> float:
+    """:func:`kl_inverse` without its boundary checks (for callers whose arguments are
+    already checked or built here)."""
     lo, hi = float(q), 1.0
     if _kl_bernoulli(q, hi) <= c:
         return 1.0
@@ -1499,7 +1551,7 @@ def pac_bayes_kl_bound(train_error: float, kl: float, n: int, delta: float = 0.0
     """
     kl = _pos("kl", kl, allow_zero=True)
     n, delta = _bound_args(train_error, n, delta)
-    return kl_inverse.__wrapped__(train_error, (kl + math.log(2 * math.sqrt(n) / delta)) / n)
+    return _kl_inverse(train_error, (kl + math.log(2 * math.sqrt(n) / delta)) / n)
 
 
 class ConvNet1D(torch.nn.Module):

@@ -5,20 +5,28 @@ a number of epochs, or once the training accuracy reaches a target, or once a fr
 training points have margin at least ``gamma`` (Nagarajan and Kolter 2019 stop at "at most 1% of
 points with margin below gamma"). It returns a :class:`History` with the loss, the accuracy and any
 per-step probe the chapter passes in.
+
+:func:`train_ensemble` trains E networks of the same shape at once (a
+:class:`~gtlib.models.BatchedMLP`). Training the stack with a loss that is the *sum* of the members'
+losses gives every member exactly the gradient it would get alone, and SGD, momentum, weight decay
+and AdamW act elementwise, so it reproduces E calls of :func:`train` (same seeds, same minibatch
+order) up to floating-point rounding, while paying the Python and kernel-launch overhead once
+instead of E times. :func:`train_sequentially` is the plain PyTorch loop it is checked against.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import SEED, Device, Interval, Options, check_finite, check_int, check_labels
+from .checks import (SEED, Device, Interval, Options, Tensor, check_finite, check_int,
+                     check_labels, check_seeds)
 from .config import Config, Result, param
-from .engine import EpochBatches, StackedOptimizer, fit, member_margins
-from .models import MLP
+from .engine import EpochBatches, StackedOptimizer, fit, member_margins, stop_rule
+from .models import MLP, BatchedMLP, make_mlp
 
 OPTIMIZERS = ("sgd", "adamw")
 LOSSES = ("cross_entropy", "mse")
@@ -235,10 +243,9 @@ def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
     _check_cfg(cfg)
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    from .ensemble import BatchedMLP  # here: gtlib.ensemble builds on this module
     if isinstance(model, BatchedMLP):
         raise TypeError(f"model must be one network; a {type(model).__name__} holds a stack of "
-                        f"them: train it with gtlib.ensemble.train_ensemble")
+                        f"them: train it with gtlib.train.train_ensemble")
     if probes is not None and (not isinstance(probes, dict) or not all(
             isinstance(k, str) and callable(f) for k, f in probes.items())):
         raise TypeError("probes must map names (str) to functions of the model")
@@ -278,3 +285,193 @@ def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
 
     fit(loss, opt, total_steps(len(y), cfg), batches, check, every=cfg.check_every)
     return hist
+
+
+def ensemble_loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    r"""Per-member mean loss, shape ``(E,)``.
+
+    Member ``e``'s entry equals :func:`loss_fn` on ``logits[e]``:
+
+    .. math::
+
+        \mathrm{CE}_e = -\frac{1}{n} \sum_{i=1}^{n} \log \operatorname{softmax}(z_{e,i})_{y_{e,i}},
+        \qquad
+        \mathrm{MSE}_e = \frac{1}{n} \sum_{i=1}^{n} \lVert z_{e,i} - \mathrm{onehot}(y_{e,i})
+        \rVert_2^2,
+
+    where ``z = logits`` (MSE sums the squared error over the classes and averages over the
+    points).
+
+    Parameters
+    ----------
+    name : str
+        ``"cross_entropy"`` or ``"mse"`` (see :data:`LOSSES`).
+    logits : tensor ``(E, n, C)``
+        The members' outputs.
+    y : tensor ``(n,)`` or ``(E, n)``
+        Integer labels in ``[0, C)``, shared or one labelling per member.
+
+    Returns
+    -------
+    tensor ``(E,)``
+        Each member's mean loss.
+    """
+    Options(LOSSES).check("name", name)
+    Tensor("float", 3).check("logits", logits)
+    check_labels("y", y, logits.shape[-1], n=logits.shape[1])
+    return _ensemble_loss(name, logits, y)
+
+
+def _ensemble_loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """:func:`ensemble_loss` without the checks (the training loop checked its data once)."""
+    E, n, C = logits.shape
+    y = y.expand(E, n)
+    if name == "cross_entropy":
+        return F.cross_entropy(logits.reshape(-1, C), y.reshape(-1), reduction="none").view(E, n).mean(1)
+    if name == "mse":
+        return ((logits - F.one_hot(y, C).to(logits.dtype)) ** 2).sum(-1).mean(1)
+    raise ValueError(f"loss must be one of {LOSSES}, got {name!r}")
+
+
+def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
+                   seeds: Sequence[int] | None = None,
+                   probes: dict[str, Callable[[BatchedMLP], object]] | None = None) -> History:
+    r"""Train every member of ``model`` in place, as :func:`train` would train each alone.
+
+    Each step minimizes the sum of the members' mean losses on their own minibatches,
+
+    .. math::
+
+        L(\theta_1, \dots, \theta_E) = \sum_{e=1}^{E} \ell_e(\theta_e),
+        \qquad \nabla_{\theta_e} L = \nabla_{\theta_e} \ell_e,
+
+    so every member gets exactly the gradient it would get alone. Member ``i`` draws its
+    minibatches from a generator seeded with ``seeds[i]``. The stop rules apply per member: a
+    member that meets one is frozen at that step (later updates to it are discarded) and the
+    others go on.
+
+    Parameters
+    ----------
+    model : BatchedMLP
+        The stack to train (in place).
+    x : tensor ``(n, d)``
+        Training inputs, finite, the model's dtype.
+    y : tensor ``(n,)`` or ``(E, n)``
+        Shared labels, or one labelling per member (e.g. different corruption levels).
+    cfg : TrainConfig
+        How to train (optimizer, learning rate, batch size, length, stop rules).
+    seeds : sequence of int or None
+        One minibatch seed per member; default ``cfg.seed + i``.
+    probes : dict of str to callable or None
+        Functions of the model evaluated at every check; values in ``history.probes[name]``.
+
+    Returns
+    -------
+    History
+        Per-member values: ``loss`` and ``train_acc`` rows are ``(E,)`` tensors, and
+        ``history.probes['stop_step']`` holds each member's stopping step.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``model`` is not a :class:`~gtlib.models.BatchedMLP`, the data do not fit it, or the
+        seeds are not one per member.
+    """
+    _check_cfg(cfg)
+    if not isinstance(model, BatchedMLP):
+        raise TypeError(f"model must be a BatchedMLP, got {type(model).__name__}")
+    Tensor("float", 2).check("x", x)
+    if probes is not None and (not isinstance(probes, dict) or not all(
+            isinstance(k, str) and callable(f) for k, f in probes.items())):
+        raise TypeError("probes must map names (str) to functions of the model")
+    E = model.size
+    seeds = [cfg.seed + i for i in range(E)] if seeds is None else check_seeds("seeds", seeds)
+    if len(seeds) != E:
+        raise ValueError(f"seeds must have one entry per member ({E}), got {len(seeds)}")
+    if isinstance(x, torch.Tensor) and x.ndim != 2:
+        raise ValueError(f"x must have shape (n, d), got {tuple(x.shape)}")
+    n = x.shape[0] if isinstance(x, torch.Tensor) else 0
+    if isinstance(y, torch.Tensor) and y.shape not in ((n,), (E, n)):
+        raise ValueError(f"y must have shape ({n},) or ({E}, {n}), got {tuple(y.shape)}")
+    check_data(x, y, int(model.weights[-1].shape[1]), per_member=E)
+    y_full = y.expand(E, n)
+    probes = probes or {}
+    hist = History(probes={k: [] for k in probes})
+    opt = StackedOptimizer(model.parameters(), cfg.optimizer, cfg.lr, cfg.momentum,
+                           cfg.weight_decay, members=E)
+    # the same draws as gtlib.train.train makes for each member alone
+    batches = None if cfg.batch_size is None else EpochBatches(n, cfg.batch_size, seeds, x.device)
+
+    def loss(step: int, idx: torch.Tensor | None) -> torch.Tensor:
+        if idx is None:
+            return _ensemble_loss(cfg.loss, model._logits(x), y_full)
+        return _ensemble_loss(cfg.loss, model._logits(x[idx]), y_full.gather(1, idx))
+
+    def check(step: int, due: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            logits = model(x)
+            hist.step.append(step)
+            hist.loss.append(_ensemble_loss(cfg.loss, logits, y_full).cpu())
+            acc = accuracy(logits, y_full)
+            hist.train_acc.append(acc.cpu())
+            for name, fn in probes.items():
+                hist.probes[name].append(fn(model))
+            return stop_rule(cfg.target_train_acc, cfg.margin_gamma, cfg.margin_fraction)(
+                logits, y_full)
+
+    done = fit(loss, opt, total_steps(n, cfg), batches, check, every=cfg.check_every)
+    hist.probes["stop_step"] = done.stop_step
+    if cfg.target_train_acc is not None or cfg.margin_gamma is not None:
+        hist.stopped_by = "all members met the stop rule" if all(done.met_rule) else "epochs"
+    return hist
+
+
+def train_sequentially(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
+                       in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
+                       act: str = "relu") -> list[MLP]:
+    """The reference the engine is checked against: the loop a reader would write with PyTorch
+    alone, one model after another (``torch.optim``, ``loss.backward()``).
+
+    Model ``i`` is ``make_mlp(seeds[i], ...)`` trained for the full length of ``cfg`` on the
+    minibatches :func:`batch_indices` draws from seed ``seeds[i]``: the initialization and the
+    order :func:`train_ensemble` gives member ``i``. It shares no code with
+    :mod:`gtlib.engine`, so the two agreeing is evidence for both.
+
+    Parameters
+    ----------
+    seeds : sequence of int
+        One seed per model (initialization and minibatch order).
+    x : tensor ``(n, d)``
+        Training inputs.
+    y : tensor ``(n,)``
+        Integer labels in ``[0, out_dim)``.
+    cfg : TrainConfig
+        How to train; must not set a stop rule (the reference has a fixed length).
+    in_dim, width, depth, out_dim, bias, act
+        The models' shape, as for :func:`~gtlib.models.make_mlp`.
+
+    Returns
+    -------
+    list of MLP
+        The trained models, in the order of ``seeds``, on ``x``'s device and dtype.
+    """
+    _check_cfg(cfg)
+    out_dim = check_int("out_dim", out_dim)
+    if cfg.target_train_acc is not None or cfg.margin_gamma is not None:
+        raise ValueError("cfg must not set a stop rule (target_train_acc, margin_gamma): "
+                         "train_sequentially is the fixed-length reference")
+    check_data(x, y, out_dim)
+    models = []
+    for s in check_seeds("seeds", seeds):
+        m = make_mlp(int(s), in_dim, width, depth, out_dim, bias, act).to(x.device, x.dtype)
+        opt = make_optimizer(m.parameters(), cfg)
+        batches = batch_indices(len(y), cfg, torch.Generator().manual_seed(int(s)), x.device)
+        for _ in range(total_steps(len(y), cfg)):
+            idx = next(batches)
+            loss = F.cross_entropy(m(x[idx]), y[idx]) if cfg.loss == "cross_entropy" else \
+                ((m(x[idx]) - F.one_hot(y[idx], out_dim).to(x.dtype)) ** 2).sum(-1).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        models.append(m)
+    return models

@@ -38,13 +38,10 @@ from .checks import (SEED, Constraint, Device, InstanceOf, Interval, Options, Te
                      positive, tuple_of)
 from .config import Config, Result, param
 from .data import corrupt_labels, mnist1d
-from .engine import (ReplacementBatches, StackedOptimizer, StreamBatches, fit, member_batch,
+from .engine import (ReplacementBatches, StackedOptimizer, StreamBatches, _member_batch, fit,
                      stop_rule)
-from .ensemble import BatchedMLP, _ensemble_loss, train_ensemble
-from .train import TrainConfig, accuracy
-
-# training steps call the engine's batch gather without its boundary checks
-_member_batch = getattr(member_batch, "__wrapped__", member_batch)
+from .models import BatchedMLP
+from .train import TrainConfig, accuracy, _ensemble_loss, train_ensemble
 
 
 # ---------------------------------------------------------------------------------------------

@@ -327,7 +327,8 @@ def reader_frontend() -> bool:
     every notebook executor sends ``False``: nbclient and what builds on it (``jupyter nbconvert
     --execute``, papermill, jupyter-cache, myst-nb, hence ``jupyter-book build``) and nbval. Under
     nbclient a cell that makes widgets sometimes waits for the whole cell timeout although the
-    kernel has replied (upstream: jupyter/nbclient#312; measured by tests/widget_hang_loop.py), so
+    kernel has replied (upstream: jupyter/nbclient#312; measured by
+    book/_tools/widget_hang_loop.py), so
     :func:`live` and :func:`interact` make no widget for an executor. Outside a kernel (a script,
     the unit tests) there is no executor to stall: True.
     """

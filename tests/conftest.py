@@ -16,6 +16,6 @@ def _isolated_results(tmp_path, monkeypatch):
     monkeypatch.delenv("GTLIB_DEVICE", raising=False)
     monkeypatch.setenv("GTLIB_DEVICE", "cpu")
     # Unit tests see a failed claim as an exception (the strict mode); the non-strict behaviour a
-    # reader's build relies on is tested by clearing it (tests/test_claims.py).
+    # reader's build relies on is tested by clearing it (tests/core/test_claims.py).
     monkeypatch.setenv("GTLIB_STRICT_CLAIMS", "1")
     monkeypatch.delenv("GTLIB_SWEEP_DIR", raising=False)

@@ -110,7 +110,8 @@ def _full_record(app) -> tuple[dict | None, dict]:
 
 
 def _record_html(record: dict | None) -> str:
-    cmd = "GTLIB_DEVICE=cuda python tests/run_scale.py --scale full --out book/_data/full-scale"
+    cmd = ("GTLIB_DEVICE=cuda python book/_tools/run_scale.py --scale full "
+           "--out book/_data/full-scale")
     if record is None:
         return ("<p><strong>Full scale.</strong> No full-scale run has been recorded yet: the "
                 "<code>full</code> presets are meant for one data-centre GPU and have not been run "

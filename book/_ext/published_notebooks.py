@@ -7,11 +7,11 @@ After an HTML build, every notebook page's download (``_sources/<page>.ipynb``) 
 * in the student edition (``hide_solutions: true``) every solution is removed: the gated
   ``solution-start`` ... ``solution-end`` regions (markdown and code cells) and every
   ``{solution}`` block. The Pages workflow publishes these notebooks to the branch that the student
-  edition's launch buttons open (``tests/tools/build_config.py``), so no button of the student edition
+  edition's launch buttons open (``book/_tools/build_config.py``), so no button of the student edition
   leads to a solution.
 
 The functions are plain (notebook JSON in, notebook JSON out) and tested in
-``tests/test_published_notebooks.py``.
+``tests/book/test_published_notebooks.py``.
 """
 from __future__ import annotations
 

@@ -210,7 +210,7 @@ def assets(out: Path) -> None:
 
 
 def build(build_dir: Path, out: Path) -> list[Path]:
-    # the executions of `make book` (tests/tools/nbval_record.py keeps them, outputs and all);
+    # the executions of `make book` (book/_tools/nbval_record.py keeps them, outputs and all);
     # jupyter_execute holds the site build's copies, whose figures are written out as files
     executed = [build_dir / ".jupyter_cache-executed" / "book", build_dir / "jupyter_execute" / "book"]
     results = build_dir / "results"

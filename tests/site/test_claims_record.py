@@ -5,7 +5,7 @@ values; re-evaluating each stored rule on its stored values gives the stored out
 reproduced effect has a measured control on which its rule is false and which is not refused; every
 documented non-reproduction carries a reason rule that holds; and no notebook types an outcome by
 hand (``holds=``). Whether a FAILED claim fails `make test` is the claims gate's decision
-(``tests/tools/claims_gate.py``, run before these checks).
+(``book/_tools/claims_gate.py``, run before these checks).
 """
 import json
 import os

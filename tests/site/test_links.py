@@ -1,5 +1,4 @@
 """Every internal link and asset reference of the built site resolves (file and anchor)."""
-import re
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit

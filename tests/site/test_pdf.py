@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, SITE
+from .conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "book" / "_tools"))
 import pdf as handouts  # noqa: E402

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "tools"))
+sys.path.insert(0, str(ROOT / "book" / "_tools"))
 from build_config import STUDENT_BRANCH  # noqa: E402
 
 SOLUTION = re.compile(r"^\s*(`{3,}|:{3,})\{solution", re.M)
@@ -24,7 +24,7 @@ def _first_code(nb: dict) -> str:
 def test_student_edition_hides_every_solution(tmp_path):
     cfg = ROOT / "_config_student_test.yml"  # beside _config.yml: its relative paths stay valid
     py = Path(sys.executable)
-    subprocess.run([str(py), str(ROOT / "tests" / "tools" / "build_config.py"), "--student",
+    subprocess.run([str(py), str(ROOT / "book" / "_tools" / "build_config.py"), "--student",
                     "--execute", "off", "--output", cfg.name], check=True, cwd=ROOT)
     try:
         jb = py.with_name("jupyter-book")

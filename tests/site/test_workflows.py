@@ -70,7 +70,7 @@ def test_colab_path_runs_the_notebooks_own_install_against_this_commit():
 def test_pages_publishes_both_editions_and_the_student_notebooks():
     import sys
 
-    sys.path.insert(0, str(ROOT / "tests" / "tools"))
+    sys.path.insert(0, str(ROOT / "book" / "_tools"))
     from build_config import STUDENT_BRANCH
 
     text = (ROOT / ".github/workflows/pages.yml").read_text()
