@@ -234,7 +234,7 @@ def test_dicts_index_by_key_and_comprehension_names_stay_local():
     assert evaluate_rule("all(y > x for y in ys)", v) is False
     assert evaluate_rule("all(x > y for y in ys)", v) is True
     assert evaluate_rule("[x for x in ys] == ys and x == 5", v) is True
-    assert v["x"] == 5 and K._BUDGET not in v  # the caller's dict is not touched
+    assert v == {"d": {"train": 0.9, "test": 0.6}, "x": 5, "ys": [1, 2, 3]}  # untouched
 
 
 def test_whitespace_around_a_rule_is_ignored_and_the_rule_is_a_whole_expression():
@@ -304,7 +304,7 @@ def test_non_finite_values_are_refused_by_the_evaluator(value):
 
 # -- the evaluator's limits, at their edges ---------------------------------------------------------
 def test_the_documented_limits():
-    assert K._MAX_RULE == 500 and K._MAX_STEPS == 1_000_000 and K._MAX_BITS == 2**16
+    assert K._MAX_RULE == 500 and K._MAX_EXPONENT == 64 and K._MAX_BITS == 2**16
     assert K._MAX_DEPTH == 32
 
 
@@ -341,35 +341,6 @@ def test_repeating_lists_or_strings_is_refused(rule):
         evaluate_rule(rule, {"xs": [1]})
 
 
-def test_comprehension_step_budget_at_its_edge(monkeypatch):
-    monkeypatch.setattr(K, "_MAX_STEPS", 10)
-    assert evaluate_rule("len([x for x in xs]) == 10", {"xs": list(range(10))}) is True
-    with pytest.raises(RuleError, match="more than 10 steps"):
-        evaluate_rule("len([x for x in xs]) == 11", {"xs": list(range(11))})
-    # nested loops share one budget: 2 outer + 2 * 4 inner = 10 steps
-    assert evaluate_rule("len([1 for i in [0, 1] for j in ys]) == 8", {"ys": [1, 2, 3, 4]})
-    with pytest.raises(RuleError, match="steps"):
-        evaluate_rule("len([1 for i in [0, 1, 2] for j in ys]) == 9", {"ys": [1, 2, 3]})
-    # two comprehensions in one rule share the budget too (6 + 5 = 11)
-    with pytest.raises(RuleError, match="steps"):
-        evaluate_rule("sum(x for x in xs) + sum(y for y in ys) > 0",
-                      {"xs": list(range(6)), "ys": list(range(5))})
-    assert evaluate_rule("sum(x for x in xs) + sum(y for y in ys) > 0",
-                         {"xs": list(range(6)), "ys": list(range(4))}) is True
-    # a fresh budget for each rule
-    for _ in range(3):
-        assert evaluate_rule("len([x for x in xs]) == 10", {"xs": list(range(10))}) is True
-
-
-def test_comprehension_filtered_items_count_against_the_budget(monkeypatch):
-    monkeypatch.setattr(K, "_MAX_STEPS", 5)
-    with pytest.raises(RuleError, match="steps"):
-        evaluate_rule("[x for x in xs if x > 100] == []", {"xs": list(range(6))})
-
-
-# ================================================================================================
-# the register: outcome logic
-# ================================================================================================
 @pytest.mark.parametrize("on_values,on_control,status,holds", [
     (True, False, "reproduced", True), (True, True, "FAILED", False),
     (False, False, "FAILED", False), (False, True, "FAILED", False)])
