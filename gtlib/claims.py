@@ -95,120 +95,117 @@ def _sd(xs) -> float:
 
 _FUNCS = {"abs": abs, "min": min, "max": max, "all": all, "any": any, "len": len, "sum": sum,
           "mean": _mean, "sd": _sd}
-_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-           ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b,
-           ast.Mod: lambda a, b: a % b, ast.Pow: lambda a, b: a ** b}
 _CMPOPS = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
-           ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
-           ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+           ast.GtE: lambda a, b: a >= b}
 _MAX_RULE = 500
-_MAX_STEPS = 1_000_000  # comprehension iterations one rule may take (a rule is a check, not a job)
-_BUDGET = "<steps left>"  # env key no rule name can spell
+_MAX_EXPONENT = 64  # a rule compares measured values: it needs powers such as n ** 0.5
 _MAX_BITS = 2**16  # the largest integer a rule may build (about 20,000 digits)
+_MAX_STEPS = 1_000_000  # comprehension items one rule may visit (a rule is a check, not a job)
 _MAX_DEPTH = 32  # the deepest nesting of lists/dicts a claim's value may have
+# The Python a rule may use: arithmetic, comparisons, boolean logic, conditional expressions,
+# indexing and slicing, list/tuple literals, simple comprehensions, and calls of _FUNCS.
+_ALLOWED = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub,
+            ast.UAdd, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod,
+            ast.Pow, ast.Compare, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq, ast.In,
+            ast.NotIn, ast.IfExp, ast.Call, ast.Name, ast.Load, ast.Store, ast.Constant,
+            ast.List, ast.Tuple, ast.Subscript, ast.Slice, ast.GeneratorExp, ast.ListComp,
+            ast.comprehension)
+
+
+def _pow(a, b):
+    if isinstance(b, (int, float)) and abs(b) > _MAX_EXPONENT:
+        raise RuleError(f"exponents above {_MAX_EXPONENT} are not allowed in a rule")
+    if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a).bit_length() * b > _MAX_BITS:
+        raise RuleError(f"the rule builds a number of more than {_MAX_BITS} bits; a rule "
+                        "compares measured values, it does not compute towers of powers")
+    return a ** b
+
+
+def _mul(a, b):
+    if isinstance(a, (str, list)) or isinstance(b, (str, list)):
+        raise RuleError("repeating a list or string is not allowed in a rule")
+    return a * b
+
+
+_GUARDS = {"__pow": _pow, "__mul": _mul}  # names a rule cannot spell (it may not use "__")
+
+
+def _counted():
+    """An iterator wrapper for a rule's comprehensions that stops after _MAX_STEPS items in all
+    (nested loops over a few hundred values would otherwise run for hours)."""
+    left = [_MAX_STEPS]
+
+    def counted(items):
+        for item in items:
+            left[0] -= 1
+            if left[0] < 0:
+                raise RuleError(f"the rule's comprehensions take more than {_MAX_STEPS} steps; "
+                                "compute the value in the chapter and name it in values")
+            yield item
+
+    return counted
+
+
+class _Lists(ast.NodeTransformer):
+    """Tuples in a rule are lists (``(a, b) == [a, b]`` as a reader expects); ``**`` and ``*``
+    go through :func:`_pow` and :func:`_mul`, which refuse towers of powers and repeated lists,
+    and a comprehension's items through a counter (a rule compares values; it must not run for
+    minutes)."""
+
+    def visit_Tuple(self, node):
+        return ast.copy_location(ast.List([self.visit(e) for e in node.elts], ast.Load()), node)
+
+    def visit_comprehension(self, node):
+        node = self.generic_visit(node)
+        node.iter = ast.copy_location(ast.Call(ast.Name("__iter", ast.Load()), [node.iter], []),
+                                      node.iter)
+        return node
+
+    def visit_BinOp(self, node):
+        node = self.generic_visit(node)
+        guard = {ast.Pow: "__pow", ast.Mult: "__mul"}.get(type(node.op))
+        if guard is None:
+            return node
+        call = ast.Call(ast.Name(guard, ast.Load()), [node.left, node.right], [])
+        return ast.copy_location(call, node)
+
+
+def _validated(tree: ast.AST) -> ast.AST:
+    """Refuse anything but the small subset of Python a rule is written in (no attributes, no
+    imports, no calls but those of :data:`_FUNCS`, no constants but numbers, strings, bools and
+    None), so a rule can only compare values."""
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED):
+            raise RuleError(f"{type(node).__name__} is not allowed in a rule")
+        if isinstance(node, ast.Constant) and not (
+                node.value is None or isinstance(node.value, (bool, int, float, str))):
+            raise RuleError(f"constant {node.value!r} is not allowed in a rule")
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS:
+                name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
+                raise RuleError(f"call of {name!r} is not allowed in a rule "
+                                f"(allowed: {sorted(_FUNCS)})")
+            if node.keywords:
+                raise RuleError("keyword arguments are not allowed in a rule")
+        if isinstance(node, ast.Name) and node.id.startswith("__"):
+            raise RuleError(f"name {node.id!r} is not allowed in a rule")
+        if isinstance(node, ast.comprehension) and (
+                node.is_async or not isinstance(node.target, ast.Name)):
+            raise RuleError("only simple 'for name in values' comprehensions are allowed in a rule")
+    return _Lists().visit(tree)
 
 
 def _ev(node: ast.AST, env: dict) -> Any:
-    if isinstance(node, ast.Expression):
-        return _ev(node.body, env)
-    if isinstance(node, ast.Constant):
-        if isinstance(node.value, (bool, int, float, str)) or node.value is None:
-            return node.value
-        raise RuleError(f"constant {node.value!r} is not allowed in a rule")
-    if isinstance(node, ast.Name):
-        if node.id not in env:
-            raise RuleError(f"unknown name {node.id!r} (the rule can use only "
-                            f"{sorted(k for k in env if k != _BUDGET)})")
-        return env[node.id]
-    if isinstance(node, ast.BoolOp):
-        if isinstance(node.op, ast.And):
-            out = True
-            for v in node.values:
-                out = _ev(v, env)
-                if not out:
-                    return out
-            return out
-        out = False
-        for v in node.values:
-            out = _ev(v, env)
-            if out:
-                return out
-        return out
-    if isinstance(node, ast.UnaryOp):
-        v = _ev(node.operand, env)
-        if isinstance(node.op, ast.Not):
-            return not v
-        if isinstance(node.op, ast.USub):
-            return -v
-        if isinstance(node.op, ast.UAdd):
-            return +v
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        left, right = _ev(node.left, env), _ev(node.right, env)
-        if isinstance(node.op, ast.Pow) and isinstance(right, (int, float)) and abs(right) > 64:
-            raise RuleError("exponents above 64 are not allowed in a rule")
-        if (isinstance(node.op, ast.Pow) and isinstance(left, int) and isinstance(right, int)
-                and right > 0 and abs(left).bit_length() * right > _MAX_BITS):
-            raise RuleError(f"the rule builds a number of more than {_MAX_BITS} bits; a rule "
-                            "compares measured values, it does not compute towers of powers")
-        if isinstance(node.op, ast.Mult) and (isinstance(left, (str, list)) or isinstance(right, (str, list))):
-            raise RuleError("repeating a list or string is not allowed in a rule")
-        return _BINOPS[type(node.op)](left, right)
-    if isinstance(node, ast.Compare):
-        left = _ev(node.left, env)
-        for op, comp in zip(node.ops, node.comparators):
-            if type(op) not in _CMPOPS:
-                raise RuleError(f"comparison {type(op).__name__} is not allowed in a rule")
-            right = _ev(comp, env)
-            if not _CMPOPS[type(op)](left, right):
-                return False
-            left = right
-        return True
-    if isinstance(node, ast.IfExp):
-        return _ev(node.body, env) if _ev(node.test, env) else _ev(node.orelse, env)
-    if isinstance(node, ast.Call):
-        if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS:
-            name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
-            raise RuleError(f"call of {name!r} is not allowed in a rule (allowed: {sorted(_FUNCS)})")
-        if node.keywords:
-            raise RuleError("keyword arguments are not allowed in a rule")
-        args = [_ev(a, env) for a in node.args]
-        return _FUNCS[node.func.id](*args)
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_ev(e, env) for e in node.elts]
-    if isinstance(node, ast.Subscript):
-        container = _ev(node.value, env)
-        if isinstance(node.slice, ast.Slice):
-            s = node.slice
-            parts = [None if p is None else _ev(p, env) for p in (s.lower, s.upper, s.step)]
-            return container[slice(*parts)]
-        return container[_ev(node.slice, env)]
-    if isinstance(node, (ast.GeneratorExp, ast.ListComp)):
-        return _comprehension(node, env)
-    raise RuleError(f"{type(node).__name__} is not allowed in a rule")
-
-
-def _comprehension(node, env: dict) -> list:
-    out: list = []
-
-    def loop(i: int, scope: dict) -> None:
-        if i == len(node.generators):
-            out.append(_ev(node.elt, scope))
-            return
-        gen = node.generators[i]
-        if gen.is_async or not isinstance(gen.target, ast.Name):
-            raise RuleError("only simple 'for name in values' comprehensions are allowed in a rule")
-        for item in _ev(gen.iter, scope):
-            budget = scope[_BUDGET]
-            budget[0] -= 1
-            if budget[0] < 0:
-                raise RuleError(f"the rule's comprehensions take more than {_MAX_STEPS} steps; "
-                                "compute the value in the chapter and name it in values")
-            inner = {**scope, gen.target.id: item}
-            if all(_ev(cond, inner) for cond in gen.ifs):
-                loop(i + 1, inner)
-
-    loop(0, env)
-    return out
+    """The value of a validated rule (or part of one) on ``env``: Python's own ``eval`` with no
+    builtins but the rule functions."""
+    expr = node if isinstance(node, ast.Expression) else ast.Expression(node)
+    code = compile(ast.fix_missing_locations(expr), "<rule>", "eval")
+    scope = {**env, **_FUNCS, **_GUARDS, "__iter": _counted(), "__builtins__": {}}
+    try:
+        return eval(code, scope)  # noqa: S307 - the tree was validated by _validated
+    except NameError as exc:
+        raise RuleError(f"unknown name {exc.name!r} (the rule can use only "
+                        f"{sorted(env)})") from None
 
 
 def evaluate_rule(rule: str, values: dict) -> bool:
@@ -245,13 +242,16 @@ def evaluate_rule(rule: str, values: dict) -> bool:
     if not isinstance(values, dict):
         raise RuleError(f"values must be a dict, got {type(values).__name__}")
     for key, value in values.items():
+        if key in _FUNCS:
+            raise RuleError(f"values[{key!r}]: a value may not take the name of a rule function "
+                            f"({sorted(_FUNCS)})")
         _finite_or_raise(value, f"values[{key!r}]")
     try:
         tree = ast.parse(rule.strip(), mode="eval")
     except SyntaxError as exc:
         raise RuleError(f"rule {rule!r} is not a valid expression: {exc.msg}") from None
     try:
-        out = _ev(tree, {**values, _BUDGET: [_MAX_STEPS]})
+        out = _ev(_validated(tree), values)
     except RuleError:
         raise
     except Exception as exc:  # an error of the values (index, type, division by zero...)
@@ -474,7 +474,7 @@ def margin(rule: str, values: dict) -> tuple[float | None, str]:
         when no numeric comparison decides the rule (a bool, ``==``, ``all(...)``).
     """
     evaluate_rule(rule, values)  # validates the rule and the values
-    m, text = _margin(ast.parse(rule.strip(), mode="eval"), {**values, _BUDGET: [_MAX_STEPS]})
+    m, text = _margin(_validated(ast.parse(rule.strip(), mode="eval")), values)
     return (None, "") if math.isinf(m) else (m, text)
 
 
