@@ -8,6 +8,11 @@ which composes the engine and never writes a training step of its own.
 """
 from __future__ import annotations
 
+__all__ = [
+    "ClaimFailed", "Claims", "Config", "Result", "Settings", "by_scale", "param", "preset",
+    "seed_everything", "settings", "setup", "setup_chapter",
+]
+
 __version__ = "0.1.0"
 
 from .claims import ClaimFailed, Claims  # noqa: F401

@@ -24,6 +24,16 @@ from typing import Any, Iterable
 import numpy as np
 import torch
 
+__all__ = [
+    # constraints
+    "Boolean", "Constraint", "Device", "InstanceOf", "Interval", "Options", "Sequence", "Tensor",
+    # shorthands
+    "SEED", "count", "fraction", "nonnegative", "positive", "tuple_of",
+    # checks at a boundary
+    "boundary", "check", "check_finite", "check_fraction", "check_indices", "check_int",
+    "check_labels", "check_positive", "check_real", "check_seed", "check_seeds",
+]
+
 CLOSED = ("both", "left", "right", "neither")
 
 

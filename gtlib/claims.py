@@ -58,9 +58,14 @@ import numpy as np
 
 from .config import settings
 
-__all__ = ["Claim", "ClaimFailed", "Claims", "RuleError", "claims_table_html", "evaluate_rule",
-           "control_refusal", "failure_text", "load_results", "margin", "reevaluate",
-           "shown_status", "sweep_dir", "sweep_entries"]
+__all__ = [
+    # recording claims
+    "Claim", "ClaimFailed", "Claims", "RuleError", "evaluate_rule", "margin",
+    # reading results (the reproduction report, the claims gate)
+    "claims_table_html", "control_refusal", "failure_text", "load_results", "reevaluate",
+    "shown_status", "sweep_dir", "sweep_entries",
+]
+
 
 _ID = re.compile(r"^[a-z0-9]+(\.[a-z0-9_]+)+$")
 _SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -752,7 +757,6 @@ def _check_stored(claim: Any, where: str, keys: tuple = ("kind", "rule", "values
         if not isinstance(ctrl, dict) or not isinstance(ctrl.get("values"), dict):
             raise ValueError(f"{where} is an effect: its 'control' must be a dict with 'values', got "
                              f"{ctrl!r}")
-
 
 
 # -- a failed claim, in words ---------------------------------------------------------------------

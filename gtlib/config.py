@@ -62,6 +62,15 @@ import torch
 
 from .checks import SEED, Constraint, Interval
 
+__all__ = [
+    # configs and results
+    "Config", "Result", "by_scale", "param", "preset",
+    # run settings
+    "DEVICES", "SCALES", "Settings", "max_threads", "read_cache_dir", "read_device",
+    "read_results_dir", "read_scale", "read_seed", "read_threads", "seed_everything", "settings",
+    "setup",
+]
+
 SCALES = ("quick", "full")
 DEVICES = ("cuda", "mps", "cpu")
 SEED_MAX = 2**32 - 1  # GTLIB_SEED; chapters add offsets, seed_everything accepts up to 2**63 - 1
@@ -472,8 +481,3 @@ def preset(cls, scale: str | None = None, **overrides):
         from dataclasses import replace
         out = replace(out, **overrides)
     return out
-
-
-__all__ = ["Config", "Result", "Settings", "SCALES", "DEVICES", "by_scale", "param", "preset",
-           "seed_everything", "settings", "setup", "read_scale", "read_seed", "read_device",
-           "read_threads", "read_results_dir", "read_cache_dir", "max_threads"]

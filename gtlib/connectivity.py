@@ -54,6 +54,19 @@ from .engine import EpochBatches, StackedOptimizer, member_batch
 from .ensemble import BatchedMLP, make_mlp
 from .models import ACTIVATIONS, MLP
 
+__all__ = [
+    # configs and results
+    "ConnectivityConfig",
+    # functions
+    "accuracy", "activation_matching", "align", "apply_task_vectors", "barrier",
+    "barrier_vs_epoch", "commutativity_bound_ratio", "commutativity_residual",
+    "cross_task_experiment", "depth_sweep", "endpoint_dissimilarity", "evaluate_bezier",
+    "evaluate_path", "fit_bezier", "llfc_dissimilarity", "llfc_profile", "logit_interpolation",
+    "permute", "planted_permutation_check", "pretraining_sweep", "random_perms", "repair_path",
+    "spawn_experiment", "task_labels", "task_vector", "train_nets", "train_pairs",
+    "weak_additivity", "weight_matching",
+]
+
 # ---------------------------------------------------------------------------------------------
 # 0. Argument checks shared by the public functions (see gtlib.checks.boundary)
 # ---------------------------------------------------------------------------------------------

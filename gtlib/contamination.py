@@ -56,6 +56,16 @@ from .config import Config, Result, param
 from .engine import StackedOptimizer, fit
 from .models import ACTIVATIONS, activation
 
+__all__ = [
+    # configs and results
+    "DefaultConfig", "DistillConfig", "Mnist1dConfig", "TheoryConfig",
+    # functions
+    "activation_asymmetry", "bias_equivalence", "binary_accuracy", "init_two_layer",
+    "label_correlations", "mean_direction_components", "off_subspace_direction", "run_default",
+    "run_distillation", "run_mnist1d", "run_theory", "shift_background", "shift_sweep",
+    "signed_asymmetry", "theory_specs", "train_two_layer",
+]
+
 KINDS = ("theory", "default")
 BINARY_LOSSES = ("hinge", "logistic")
 OPTIMIZERS = ("sgd", "adamw")

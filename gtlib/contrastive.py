@@ -46,6 +46,17 @@ from .config import Config, Result, param
 from .data import long_tailed, mnist1d
 from .engine import ReplacementBatches, StackedOptimizer, fit
 
+__all__ = [
+    # configs and results
+    "ContrastiveConfig", "LongTailConfig",
+    # functions
+    "best_alignment_curves", "condition_table", "draw_alignment", "energy_ratio",
+    "feature_frequencies", "feature_summary", "infonce", "infonce_orthogonal_closed_form",
+    "learning_margin", "paired", "random_encoder_accuracy", "representations",
+    "single_feature_samples", "stage_curves", "strong_specialists", "train_encoders",
+    "train_longtail",
+]
+
 
 class _Mask(Tensor):
     """A floating-point 0/1 pruning mask (see :func:`magnitude_mask`)."""

@@ -24,6 +24,11 @@ from .checks import (Interval, check_finite, check_fraction, check_indices, chec
                      check_labels, check_seed)
 from .config import read_cache_dir, read_device
 
+__all__ = [
+    "CacheWarning", "Dataset", "corrupt_labels", "digits", "long_tail_indices", "long_tailed",
+    "mnist1d",
+]
+
 MNIST1D_LENGTH = 40         #: signal length of MNIST-1D (the generator's ``final_seq_length``)
 MNIST1D_CLASSES = 10
 MNIST1D_MAX_SAMPLES = 200_000  #: largest n_train + n_test (generation takes ~0.25 ms per signal)

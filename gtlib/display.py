@@ -9,7 +9,12 @@ import html
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["table", "table_html", "fmt"]
+__all__ = [
+    # tables
+    "table", "table_html",
+    # numbers
+    "fmt",
+]
 
 
 def fmt(value: Any, digits: int = 3) -> str:

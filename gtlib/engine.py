@@ -34,6 +34,14 @@ import torch
 from .checks import (Boolean, Device, Interval, Options, Tensor, boundary, check_int, check_labels,
                      check_seed)
 
+__all__ = [
+    # the loop
+    "Fit", "fit", "stop_rule",
+    # its building blocks
+    "EpochBatches", "ReplacementBatches", "StackedOptimizer", "StreamBatches", "member_batch",
+    "member_margins",
+]
+
 OPTIMIZERS = ("sgd", "adamw", "adam")
 
 _LR = Interval(float, 0, None, "neither")

@@ -21,6 +21,11 @@ import numpy as np
 
 from .checks import Interval, check_int, check_real
 
+__all__ = [
+    "OKABE_ITO", "label", "loglog_fit_label", "min_font_size", "small_multiples", "subplots",
+    "use_style",
+]
+
 #: The most panels a figure may have per row or column (a page cannot show more).
 MAX_PANELS = 64
 #: The largest figure side (inches) the helpers accept.

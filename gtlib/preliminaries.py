@@ -18,6 +18,10 @@ from .data import Dataset
 from .ensemble import BatchedMLP, train_ensemble, train_sequentially
 from .train import TrainConfig, accuracy
 
+__all__ = [
+    "PrelimConfig", "ensemble_vs_loop", "sample_signals", "train_models",
+]
+
 
 @dataclass
 class PrelimConfig(Config):

@@ -46,6 +46,18 @@ from .ensemble import BatchedMLP, train_ensemble
 from .models import MLP
 from .train import TrainConfig
 
+__all__ = [
+    # configs and results
+    "CompressionConfig", "GPConfig", "MLPSweepConfig", "PolyConfig", "RFConfig", "TARGETS",
+    # functions
+    "bits_at_fit", "countable_bound", "counting_bound", "double_descent_summary",
+    "effective_dimensionality", "effective_parameters", "evidence_decomposition",
+    "fit_polynomial", "interpolation_threshold", "kl_inverse", "legendre_features",
+    "order_penalty", "overfitting_taxonomy", "pac_bayes_kl_bound", "poly_log_evidence",
+    "predict_polynomial", "rf_spectrum", "run_compression", "run_gp_corruption", "run_mlp_sweep",
+    "run_polynomial", "run_random_features", "split_peak_test",
+]
+
 
 # ------------------------------------------------------------------------------------------------
 # small validation helpers

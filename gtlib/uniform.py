@@ -43,6 +43,17 @@ from .engine import (ReplacementBatches, StackedOptimizer, StreamBatches, fit, m
 from .ensemble import BatchedMLP, _ensemble_loss, train_ensemble
 from .train import TrainConfig, accuracy
 
+__all__ = [
+    # configs and results
+    "CNNRandomizationConfig", "CorruptionConfig", "LinearConstruction", "MarginSweepConfig",
+    "SpheresConfig",
+    # functions
+    "bartlett_bound", "boundary_slice", "bulge_width", "cap_fraction", "cnn_randomization",
+    "corruption_experiment", "corruption_nn_test_error", "distance_from_init", "linear_errors",
+    "linear_nn_errors", "linear_sweep", "log_ticks", "margin_sweep", "plot_slice", "slice_points",
+    "spheres_sweep",
+]
+
 # training steps call the engine's batch gather without its boundary checks
 _member_batch = getattr(member_batch, "__wrapped__", member_batch)
 

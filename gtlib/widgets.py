@@ -50,7 +50,10 @@ import itertools
 import json
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["StaticSlider", "static_slider", "live", "interact", "reader_frontend"]
+__all__ = [
+    "StaticSlider", "interact", "live", "reader_frontend", "static_slider",
+]
+
 
 #: Above this many frames a slider gets heavy (each frame is a PNG of about 20-60 kB).
 MAX_FRAMES = 24
