@@ -34,6 +34,7 @@ __all__ = [
     "check_labels", "check_positive", "check_real", "check_seed", "check_seeds",
 ]
 
+
 CLOSED = ("both", "left", "right", "neither")
 
 
@@ -109,6 +110,19 @@ class Interval(Constraint):
     ``low``/``high`` of ``None`` mean unbounded; ``closed`` says which ends belong to the interval
     (``"both"``, ``"left"``, ``"right"`` or ``"neither"``). Bools are refused; NaN and infinities are
     refused for every real interval. ``optional=True`` also accepts ``None``.
+
+    Parameters
+    ----------
+    kind : type
+        ``int`` or ``float``.
+    low : float | None, default None
+        The lower end (None: unbounded below).
+    high : float | None, default None
+        The upper end (None: unbounded above).
+    closed : str, default 'both'
+        Which ends belong to the interval: ``"both"``, ``"left"``, ``"right"`` or ``"neither"``.
+    optional : bool, default False
+        Whether ``None`` is also accepted.
     """
 
     def __init__(self, kind: type, low: float | None = None, high: float | None = None,
@@ -166,7 +180,16 @@ class Interval(Constraint):
 
 
 class Options(Constraint):
-    """One of a fixed set of values (e.g. the names of the optimizers)."""
+    """One of a fixed set of values (e.g. the names of the optimizers).
+
+    Parameters
+    ----------
+    values : Iterable
+        The accepted values (a tuple or list, at least one); a value must equal one and have its
+        type.
+    optional : bool, default False
+        Whether ``None`` is also accepted.
+    """
 
     def __init__(self, values: Iterable, optional: bool = False):
         if isinstance(values, (str, bytes)) or not isinstance(values, (tuple, list, set, frozenset)):
@@ -208,7 +231,13 @@ class Boolean(Constraint):
 
 
 class InstanceOf(Constraint):
-    """An instance of ``cls`` (e.g. a nested config, which validated itself when it was built)."""
+    """An instance of ``cls`` (e.g. a nested config, which validated itself when it was built).
+
+    Parameters
+    ----------
+    optional : bool, default False
+        Whether ``None`` is also accepted.
+    """
 
     def __init__(self, cls: type, optional: bool = False):
         if not isinstance(cls, type):
@@ -232,6 +261,17 @@ class Sequence(Constraint):
 
     ``min_len`` is the least number of items; ``increasing="strict"`` (or ``"weak"``) asks for
     sorted items, ``distinct=True`` for items without repeats.
+
+    Parameters
+    ----------
+    item : Constraint
+        The constraint every item satisfies.
+    min_len : int, default 1
+        The least number of items.
+    increasing : str | None, default None
+        ``"strict"`` (strictly increasing), ``"weak"`` (sorted) or None (any order).
+    distinct : bool, default False
+        Whether repeated items are refused.
     """
 
     def __init__(self, item: Constraint, min_len: int = 1, increasing: str | None = None,
@@ -275,35 +315,120 @@ class Sequence(Constraint):
 # -- short names for the constraints configs declare most often -----------------------------------
 
 def count(minimum: int = 1, optional: bool = False) -> Interval:
-    """An ``int`` >= ``minimum`` (sizes, steps, widths)."""
+    """An ``int`` >= ``minimum`` (sizes, steps, widths).
+
+    Parameters
+    ----------
+    minimum : int, default 1
+        The smallest accepted int.
+    optional : bool, default False
+        Whether ``None`` is also accepted.
+
+    Returns
+    -------
+    Interval
+        ``Interval(int, minimum, None)``.
+    """
     if not _is_int(minimum):
         raise TypeError(f"minimum must be an int, got {_show(minimum)}")
     return Interval(int, minimum, None, "left", optional)
 
 
 def positive(optional: bool = False) -> Interval:
-    """A finite number > 0 (learning rates, temperatures, scales)."""
+    """A finite number > 0 (learning rates, temperatures, scales).
+
+    Parameters
+    ----------
+    optional : bool, default False
+        Whether ``None`` is also accepted.
+
+    Returns
+    -------
+    Interval
+        ``Interval(float, 0, None, "neither")``.
+    """
     return Interval(float, 0, None, "neither", optional)
 
 
 def nonnegative(optional: bool = False) -> Interval:
-    """A finite number >= 0 (weight decay, noise levels)."""
+    """A finite number >= 0 (weight decay, noise levels).
+
+    Parameters
+    ----------
+    optional : bool, default False
+        Whether ``None`` is also accepted.
+
+    Returns
+    -------
+    Interval
+        ``Interval(float, 0, None, "left")``.
+    """
     return Interval(float, 0, None, "left", optional)
 
 
 def fraction(closed: str = "both", optional: bool = False) -> Interval:
-    """A number in [0, 1] (``closed`` picks which ends are allowed)."""
+    """A number in [0, 1] (``closed`` picks which ends are allowed).
+
+    Parameters
+    ----------
+    closed : str, default 'both'
+        Which of the ends 0 and 1 are accepted (see :class:`Interval`).
+    optional : bool, default False
+        Whether ``None`` is also accepted.
+
+    Returns
+    -------
+    Interval
+        ``Interval(float, 0, 1, closed)``.
+    """
     return Interval(float, 0, 1, closed, optional)
 
 
 def tuple_of(item: Constraint, min_len: int = 1, increasing: str | None = None,
              distinct: bool = False) -> Sequence:
-    """A tuple/list whose items satisfy ``item`` (see :class:`Sequence`)."""
+    """A tuple/list whose items satisfy ``item`` (see :class:`Sequence`).
+
+    Parameters
+    ----------
+    item : Constraint
+        The constraint every item satisfies.
+    min_len : int, default 1
+        The least number of items.
+    increasing : str | None, default None
+        ``"strict"``, ``"weak"`` or None (see :class:`Sequence`).
+    distinct : bool, default False
+        Whether repeated items are refused.
+
+    Returns
+    -------
+    Sequence
+        The :class:`Sequence` constraint.
+    """
     return Sequence(item, min_len, increasing, distinct)
 
 
 def check(name: str, value: Any, constraint: Constraint) -> Any:
-    """``constraint.check(name, value)``: the value unchanged, or an error naming ``name``."""
+    """``constraint.check(name, value)``: the value unchanged, or an error naming ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, shown in the error.
+    value : Any
+        The value to check.
+    constraint : Constraint
+        What the value must be.
+
+    Returns
+    -------
+    object
+        ``value`` unchanged.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``value`` does not satisfy ``constraint`` (the message names ``name``).
+    """
     if not isinstance(constraint, Constraint):
         raise TypeError(f"constraint must be a gtlib.checks Constraint (Interval, Options, ...), "
                         f"got {_show(constraint)}")
@@ -313,33 +438,131 @@ def check(name: str, value: Any, constraint: Constraint) -> Any:
 # -- shorthands for the common intervals (they also convert numpy scalars to Python numbers) ------
 
 def check_int(name: str, value, minimum: int = 1, maximum: int | None = None) -> int:
-    """``value`` as an ``int`` (bools refused), at least ``minimum`` (and at most ``maximum``)."""
+    """``value`` as an ``int`` (bools refused), at least ``minimum`` (and at most ``maximum``).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, shown in the error.
+    value : object
+        The value to check.
+    minimum : int, default 1
+        The smallest accepted value.
+    maximum : int | None, default None
+        The largest accepted value (None: no bound).
+
+    Returns
+    -------
+    int
+        ``value`` as a Python int.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``value`` is not an int in the range.
+    """
     if not _is_int(minimum):
         raise TypeError(f"minimum must be an int, got {_show(minimum)}")
     return int(Interval(int, minimum, maximum).check(name, value))
 
 
 def check_positive(name: str, value, allow_zero: bool = False) -> float:
-    """``value`` as a finite ``float`` that is > 0 (or >= 0 with ``allow_zero``)."""
+    """``value`` as a finite ``float`` that is > 0 (or >= 0 with ``allow_zero``).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, shown in the error.
+    value : object
+        The value to check.
+    allow_zero : bool, default False
+        Whether 0 is accepted.
+
+    Returns
+    -------
+    float
+        ``value`` as a float.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``value`` is not a finite real number > 0 (>= 0).
+    """
     allow_zero = _check_flag("allow_zero", allow_zero)
     return float(Interval(float, 0, None, "left" if allow_zero else "neither").check(name, value))
 
 
 def check_fraction(name: str, value, open_interval: bool = False) -> float:
-    """``value`` as a ``float`` in [0, 1] (or in (0, 1) with ``open_interval``)."""
+    """``value`` as a ``float`` in [0, 1] (or in (0, 1) with ``open_interval``).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, shown in the error.
+    value : object
+        The value to check.
+    open_interval : bool, default False
+        Whether 0 and 1 are refused.
+
+    Returns
+    -------
+    float
+        ``value`` as a float.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``value`` is not a real number in the interval.
+    """
     open_interval = _check_flag("open_interval", open_interval)
     return float(Interval(float, 0, 1, "neither" if open_interval else "both").check(name, value))
 
 
 def check_real(name: str, value) -> float:
-    """``value`` as a finite ``float`` (any sign)."""
+    """``value`` as a finite ``float`` (any sign).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, shown in the error.
+    value : object
+        The value to check.
+
+    Returns
+    -------
+    float
+        ``value`` as a float.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``value`` is not a finite real number.
+    """
     return float(Interval(float).check(name, value))
 
 
 # -- tensors and lists at a boundary ----------------------------------------------------------------
 
 def check_finite(name: str, x) -> Any:
-    """Refuse a float tensor/array holding NaN or infinities (an integer one passes)."""
+    """Refuse a float tensor/array holding NaN or infinities (an integer one passes).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, shown in the error.
+    x : object
+        A tensor or array (anything else passes).
+
+    Returns
+    -------
+    object
+        ``x`` unchanged.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` holds NaN or an infinity.
+    """
     _check_name(name)
     if isinstance(x, torch.Tensor):
         if x.is_floating_point() and x.numel() and not bool(torch.isfinite(x).all()):
@@ -356,6 +579,27 @@ def check_labels(name: str, y, num_classes: int | None = None, n: int | None = N
     """Refuse labels that are not a 1-D (or 2-D per-member) integer tensor in ``[0, num_classes)``.
 
     ``n`` is the number of rows the labels must match (the last axis of ``y``).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, shown in the error.
+    y : object
+        The labels.
+    num_classes : int | None, default None
+        The number of classes (None: not checked).
+    n : int | None, default None
+        The number of rows the labels must match (None: not checked).
+
+    Returns
+    -------
+    torch.Tensor
+        ``y`` unchanged.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``y`` is not such a tensor.
     """
     _check_name(name)
     if num_classes is not None:
@@ -381,7 +625,27 @@ def check_labels(name: str, y, num_classes: int | None = None, n: int | None = N
 
 
 def check_indices(name: str, idx, size: int) -> torch.Tensor:
-    """``idx`` as a 1-D int64 tensor of indices in ``[0, size)`` (floats and bools refused)."""
+    """``idx`` as a 1-D int64 tensor of indices in ``[0, size)`` (floats and bools refused).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, shown in the error.
+    idx : object
+        The indices (a tensor, array, list or range).
+    size : int
+        The length of what they index.
+
+    Returns
+    -------
+    torch.Tensor
+        The indices as a 1-D int64 tensor.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``idx`` is not 1-D integers in ``[0, size)``.
+    """
     _check_name(name)
     size = check_int("size", size, minimum=0)
     if idx is None:
@@ -403,16 +667,53 @@ def check_indices(name: str, idx, size: int) -> torch.Tensor:
     return t.to(torch.int64)
 
 
+#: A seed: an int in ``[0, 2**63)``, what every torch generator accepts.
 SEED = Interval(int, 0, 2**63 - 1)
 
 
 def check_seed(name: str, value) -> int:
-    """``value`` as an int seed in ``[0, 2**63)`` (what every generator of torch accepts)."""
+    """``value`` as an int seed in ``[0, 2**63)`` (what every generator of torch accepts).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, shown in the error.
+    value : object
+        The value to check.
+
+    Returns
+    -------
+    int
+        ``value`` as a Python int.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``value`` is not an int in ``[0, 2**63)``.
+    """
     return int(SEED.check(name, value))
 
 
 def check_seeds(name: str, seeds) -> list[int]:
-    """A non-empty list of non-negative int seeds (a bare int is refused: pass ``range(k)``)."""
+    """A non-empty list of non-negative int seeds (a bare int is refused: pass ``range(k)``).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, shown in the error.
+    seeds : object
+        The seeds (a list, tuple or range).
+
+    Returns
+    -------
+    list[int]
+        The seeds as a list of Python ints.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``seeds`` is empty, a bare int, or holds a bad seed.
+    """
     _check_name(name)
     if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
         raise TypeError(f"{name} must be a non-empty sequence of non-negative ints "
@@ -426,9 +727,27 @@ def check_seeds(name: str, seeds) -> list[int]:
 # -- one decorator for a public function's boundary ---------------------------------------------
 
 class Tensor(Constraint):
-    """A torch tensor (or, with ``numpy=True``, also a numpy array) that is not empty, holds only
+    """A finite, non-empty torch tensor of a given kind of dtype and number of dimensions.
+
+    A torch tensor (or, with ``numpy=True``, also a numpy array) that is not empty, holds only
     finite values (``finite``), has a floating dtype (``dtype="float"``) or an integer one
-    (``dtype="int"``), and has one of the allowed numbers of dimensions (``ndim``)."""
+    (``dtype="int"``), and has one of the allowed numbers of dimensions (``ndim``).
+
+    Parameters
+    ----------
+    dtype : str | None, default None
+        ``"float"``, ``"int"`` or None (any dtype).
+    ndim : int | tuple[int, ...] | None, default None
+        The allowed numbers of dimensions (None: any).
+    finite : bool, default True
+        Whether NaN and infinities are refused.
+    empty : bool, default False
+        Whether an empty tensor is accepted.
+    numpy : bool, default False
+        Whether a numpy array is accepted too.
+    optional : bool, default False
+        Whether ``None`` is also accepted.
+    """
 
     def __init__(self, dtype: str | None = None, ndim: int | tuple[int, ...] | None = None,
                  finite: bool = True, empty: bool = False, numpy: bool = False,
@@ -475,8 +794,11 @@ class Tensor(Constraint):
 
 
 class Device(Constraint):
-    """A torch device (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"`` or a ``torch.device``) that
-    this machine has."""
+    """A torch device that this machine has.
+
+    A torch device (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"`` or a ``torch.device``) that
+    this machine has.
+    """
 
     def describe(self) -> str:
         return "an available torch device ('cpu', 'cuda', 'cuda:<k>', 'mps' or a torch.device)"
@@ -609,6 +931,22 @@ def boundary(**declared):
         def fit_probe(x: torch.Tensor, y: torch.Tensor, ridge: float = 1e-3): ...
 
     Annotations are read at the first call (so they may name classes defined later).
+
+    Parameters
+    ----------
+    **declared
+        Argument name -> :class:`Constraint` (or None: not checked), overriding the annotation.
+
+    Returns
+    -------
+    callable
+        The decorator; the function it returns checks the arguments and then calls the original,
+        which stays reachable as ``__wrapped__``.
+
+    Raises
+    ------
+    TypeError
+        If a declared constraint is not a :class:`Constraint` or names an argument the function does not have.
     """
     for k, v in declared.items():
         if v is not None and not isinstance(v, Constraint):

@@ -67,6 +67,7 @@ __all__ = [
     "weak_additivity", "weight_matching",
 ]
 
+
 # ---------------------------------------------------------------------------------------------
 # 0. Argument checks shared by the public functions (see gtlib.checks.boundary)
 # ---------------------------------------------------------------------------------------------
@@ -414,7 +415,30 @@ _fit = fit.__wrapped__
           num_classes=count())
 def train_nets(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, width: int, depth: int,
                num_classes: int, recipe: Recipe) -> list[MLP]:
-    """Train one MLP per seed (its initialization and its SGD noise), all in one stack."""
+    """Train one MLP per seed (its initialization and its SGD noise), all in one stack.
+
+    Parameters
+    ----------
+    seeds : Sequence[int]
+        Seeds, one per model or run; a non-empty list or tuple whose items are each an int.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2 or 3-dimensional, finite).
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1 or 2-dimensional).
+    width : int
+        Hidden width; an int >= 1.
+    depth : int
+        Number of hidden layers; an int >= 0.
+    num_classes : int
+        Number of classes; an int >= 1.
+    recipe : Recipe
+        The training recipe; a Recipe.
+
+    Returns
+    -------
+    list[MLP]
+        The trained networks, one per seed.
+    """
     seeds = check_seeds("seeds", seeds)
     check_labels("y", y, num_classes, n=x.shape[-2])
     model = BatchedMLP.init(seeds, x.shape[-1], width, depth, num_classes,
@@ -509,12 +533,34 @@ def _curve(alphas, values) -> tuple[np.ndarray, np.ndarray]:
 
 @boundary(alphas=_Numbers(), values=_Numbers())
 def barrier(alphas: Sequence[float], values: Sequence[float]) -> float:
-    """Barrier of a curve above its chord (Entezari et al. 2022, loss-barrier definition).
+    r"""Barrier of a curve above its chord (Entezari et al. 2022, loss-barrier definition).
 
     ``max_alpha [v(alpha) - ((1 - alpha) v(0) + alpha v(1))]`` over the sampled
     ``alphas``, which must start at 0 and end at 1. It is 0 for a curve that never rises
     above its chord (a convex or flat curve), and negative only if the curve lies strictly
     below its chord.
+
+    .. math::
+
+       B = \max_\alpha \big[L(\alpha) - ((1 - \alpha) L(0) + \alpha L(1))\big]
+
+    Parameters
+    ----------
+    alphas : Sequence[float]
+        Interpolation points; a non-empty 1-D sequence of
+        finite numbers.
+    values : Sequence[float]
+        A non-empty 1-D sequence of finite numbers.
+
+    Returns
+    -------
+    float
+        The barrier (0 for a curve on or below its chord).
+
+    References
+    ----------
+    Entezari, Sedghi, Saukh and Neyshabur (2022), "The Role of Permutation Invariance in Linear
+    Mode Connectivity of Neural Networks".
     """
     a, v = _curve(alphas, values)
     chord = (1 - a) * v[0] + a * v[-1]
@@ -540,6 +586,25 @@ def evaluate_path(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
     """Cross-entropy loss and accuracy of the interpolated networks on ``(x, y)``.
 
     ``alphas`` is a sequence from 0 to 1 or a number of evenly spaced points (Git Re-Basin uses 25).
+
+    Parameters
+    ----------
+    a : MLP
+        A MLP.
+    b : MLP
+        A MLP.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1-dimensional).
+    alphas : Sequence[float] | int, default 25
+        Number of interpolation points; an int >= 2 (evenly spaced
+        points in [0, 1]) or a non-empty 1-D sequence of finite numbers.
+
+    Returns
+    -------
+    Path
+        Cross-entropy loss and accuracy of the interpolated networks on ``(x, y)``.
     """
     _check_same_shape(a, b)
     _check_data(a, x, y)
@@ -612,11 +677,25 @@ def _check_perms(model: MLP, perms) -> list[np.ndarray]:
 
 @boundary(perms=None)  # checked against the model's widths below
 def permute(model: MLP, perms: Sequence[np.ndarray]) -> MLP:
-    """The same function with hidden units reordered: unit ``i`` of layer ``l`` becomes ``perms[l][i]``.
+    """The same function with its hidden units reordered.
+
+    The same function with hidden units reordered: unit ``i`` of layer ``l`` becomes ``perms[l][i]``.
 
     Rows of ``W_l`` and entries of ``b_l`` are permuted by ``perms[l]``; columns of ``W_{l+1}`` by
     the same permutation, so the network computes exactly the same function (Entezari et al. 2022,
     Section 2; Git Re-Basin, Section 2).
+
+    Parameters
+    ----------
+    model : MLP
+        The network; an MLP.
+    perms : Sequence[np.ndarray]
+        One permutation per hidden layer.
+
+    Returns
+    -------
+    MLP
+        The permuted network.
     """
     perms = _check_perms(model, perms)
     ws, bs = params(model)
@@ -632,7 +711,20 @@ def permute(model: MLP, perms: Sequence[np.ndarray]) -> MLP:
 
 @boundary(seed=SEED)
 def random_perms(model: MLP, seed: int = 0) -> list[np.ndarray]:
-    """One uniformly random permutation per hidden layer of ``model``."""
+    """One uniformly random permutation per hidden layer of ``model``.
+
+    Parameters
+    ----------
+    model : MLP
+        The network; an MLP.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    list[np.ndarray]
+        One uniformly random permutation per hidden layer of ``model``.
+    """
     rng = np.random.default_rng(seed)
     return [rng.permutation(l.weight.shape[0]) for l in model.layers[:-1]]
 
@@ -653,6 +745,27 @@ def weight_matching(a: MLP, b: MLP, max_iter: int = 100,
     incoming and outgoing weights) with the others fixed, using
     :func:`scipy.optimize.linear_sum_assignment`. Stops when a pass improves nothing or
     after ``max_iter`` passes. Apply the result with ``permute(b, perms)``.
+
+    Parameters
+    ----------
+    a : MLP
+        A MLP.
+    b : MLP
+        A MLP.
+    max_iter : int, default 100
+        Most iterations; an int >= 1.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    list[np.ndarray]
+        One permutation per hidden layer.
+
+    References
+    ----------
+    Ainsworth, Hayase and Srinivasa (2023), "Git Re-Basin: Merging Models modulo Permutation
+    Symmetries", Algorithm 1.
     """
     _check_same_shape(a, b)
     _check_finite_weights("a", a)
@@ -697,6 +810,27 @@ def activation_matching(a: MLP, b: MLP, x: torch.Tensor, method: str = "cross") 
     variant is present there but commented out); ``method="pearson"`` uses the correlation
     (Entezari et al. 2022 and Li et al. 2015 match on correlations). Layers are independent
     because the features depend only on the inputs.
+
+    Parameters
+    ----------
+    a : MLP
+        A MLP.
+    b : MLP
+        A MLP.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    method : str, default 'cross'
+        One of ('cross', 'pearson').
+
+    Returns
+    -------
+    list[np.ndarray]
+        One permutation per hidden layer.
+
+    References
+    ----------
+    Ainsworth, Hayase and Srinivasa (2023), "Git Re-Basin: Merging Models modulo Permutation
+    Symmetries".
     """
     _check_same_shape(a, b)
     _check_inputs("x", x, a, min_rows=2 if method == "pearson" else 1)
@@ -755,6 +889,27 @@ def llfc_dissimilarity(a: MLP, b: MLP, x: torch.Tensor, alpha: float = 0.5) -> l
     features are (up to a positive scale) the interpolated features. The same quantity between two
     models fine-tuned on different tasks is the cross-task linearity (CTL) dissimilarity of Zhou
     et al. (2024).
+
+    Parameters
+    ----------
+    a : MLP
+        A MLP.
+    b : MLP
+        A MLP.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    alpha : float, default 0.5
+        Regularization constant of ``N_eff``; a finite number in [0, 1].
+
+    Returns
+    -------
+    list[float]
+        Per-layer LLFC dissimilarity (Zhou et al. 2023: their definition and metric).
+
+    References
+    ----------
+    Zhou, Yang, Yang, Yan and Hu (2023), "Going Beyond Linear Mode Connectivity: The Layerwise
+    Linear Feature Connectivity".
     """
     _check_same_shape(a, b)
     _check_inputs("x", x, a)
@@ -780,6 +935,25 @@ def commutativity_residual(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     weights ``W_A, W_B``: ``||W_A H_A + W_B H_B - W_A H_B - W_B H_A||_F / ||W_A H_A + W_B H_B||_F``,
     i.e. ``||(W_A - W_B)(H_A - H_B)|| / ||W_A H_A + W_B H_B||``. Commutativity (residual 0) plus
     weak additivity of ReLU implies LLFC.
+
+    Parameters
+    ----------
+    a : MLP
+        A MLP.
+    b : MLP
+        A MLP.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+
+    Returns
+    -------
+    list[float]
+        Relative commutativity residual per hidden layer (Zhou et al. 2023).
+
+    References
+    ----------
+    Zhou, Yang, Yang, Yan and Hu (2023), "Going Beyond Linear Mode Connectivity: The Layerwise
+    Linear Feature Connectivity".
     """
     out = []
     for ha, hb, A, B in _hidden_layers(a, b, x):
@@ -800,6 +974,20 @@ def commutativity_bound_ratio(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     out. It is 1 when the feature differences lie along the top right-singular vector of the
     weight difference and small when they avoid the directions that ``W_A - W_B`` amplifies (a
     layer with ``W_A = W_B`` or ``H_A = H_B`` gives 0/0, reported as 0).
+
+    Parameters
+    ----------
+    a : MLP
+        A MLP.
+    b : MLP
+        A MLP.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+
+    Returns
+    -------
+    list[float]
+        The commutativity residual per hidden layer divided by its trivial upper bound.
     """
     out = []
     for ha, hb, A, B in _hidden_layers(a, b, x):
@@ -821,6 +1009,30 @@ def logit_interpolation(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
     convex combination too. Returns the largest error along the network path (``path_error``),
     along the interpolated logits (``lerp_error``, at most ``bound`` by the argument above), the
     bound ``err_A + err_B`` and the two endpoint errors.
+
+    Parameters
+    ----------
+    a : MLP
+        A MLP.
+    b : MLP
+        A MLP.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1-dimensional).
+    alphas : Sequence[float] | int, default 25
+        Number of interpolation points; an int >= 2 (evenly spaced
+        points in [0, 1]) or a non-empty 1-D sequence of finite numbers.
+
+    Returns
+    -------
+    dict
+        The errors named above.
+
+    References
+    ----------
+    Zhou, Yang, Yang, Yan and Hu (2023), "Going Beyond Linear Mode Connectivity: The Layerwise
+    Linear Feature Connectivity".
     """
     _check_same_shape(a, b)
     _check_data(a, x, y)
@@ -844,6 +1056,20 @@ def endpoint_dissimilarity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     two networks' own features are. LLFC is informative only when the interpolated network's
     features are much closer to the interpolated features than the two endpoints are to each
     other (two networks with identical features satisfy LLFC trivially).
+
+    Parameters
+    ----------
+    a : MLP
+        A MLP.
+    b : MLP
+        A MLP.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+
+    Returns
+    -------
+    list[float]
+        Per-layer ``mean_x [1 - cos(f_l(theta_A; x), f_l(theta_B; x))]``, hidden layers and logits.
     """
     _check_same_shape(a, b)
     _check_inputs("x", x, a)
@@ -877,6 +1103,25 @@ def weak_additivity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     ``weak_additivity.py`` measures it: 0 when the two pre-activations agree in sign unit by unit
     (then the ReLU of the sum is the sum of the ReLUs), large when the networks' units switch on
     for different inputs.
+
+    Parameters
+    ----------
+    a : MLP
+        A MLP.
+    b : MLP
+        A MLP.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+
+    Returns
+    -------
+    list[float]
+        Weak-additivity dissimilarity of ReLU per hidden layer (Zhou et al. 2023, Sec. 5).
+
+    References
+    ----------
+    Zhou, Yang, Yang, Yan and Hu (2023), "Going Beyond Linear Mode Connectivity: The Layerwise
+    Linear Feature Connectivity", Section 5.
     """
     _check_same_shape(a, b)
     _check_inputs("x", x, a)
@@ -936,8 +1181,34 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
           stats_b=InstanceOf(MLP, optional=True))
 def repair_path(a: MLP, b: MLP, x_stats: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
                 alphas: Sequence[float] | int = 25, stats_b: MLP | None = None) -> Path:
-    """Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations (statistics on ``x_stats``;
-    ``stats_b`` as in :func:`repair_stack`)."""
+    """Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations.
+
+    Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations (statistics on ``x_stats``;
+    ``stats_b`` as in :func:`repair_stack`).
+
+    Parameters
+    ----------
+    a : MLP
+        A MLP.
+    b : MLP
+        A MLP.
+    x_stats : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1-dimensional).
+    alphas : Sequence[float] | int, default 25
+        Number of interpolation points; an int >= 2 (evenly spaced
+        points in [0, 1]) or a non-empty 1-D sequence of finite numbers.
+    stats_b : MLP | None, default None
+        A MLP or None.
+
+    Returns
+    -------
+    Path
+        Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations.
+    """
     _check_same_shape(a, b)
     if stats_b is not None:
         _check_same_shape(b, stats_b, names=("b", "stats_b"))
@@ -972,7 +1243,9 @@ def _bezier_params(pts, t):
 @boundary(x=INPUTS, y=LABELS, seed=SEED, samples=count())
 def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe, seed: int = 0,
                samples: int = 4) -> MLP:
-    """Train the control point of a quadratic Bezier curve from ``a`` to ``b`` (Garipov et al. 2018).
+    r"""Train the control point of a quadratic Bezier curve from ``a`` to ``b``.
+
+    Train the control point of a quadratic Bezier curve from ``a`` to ``b`` (Garipov et al. 2018).
 
     The endpoints stay fixed; the control point starts at the midpoint of the straight line and
     minimizes the training loss averaged over the curve, ``E_{t ~ U(0,1)} L(theta(t))``, with
@@ -982,6 +1255,37 @@ def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     The control point is trained by :func:`gtlib.engine.fit` with SGD as ``recipe`` says
     (momentum, weight decay, the warm-up-then-decay schedule); one generator seeded with ``seed``
     draws each epoch's minibatch order and, at every step after it, the ``samples`` values of t.
+
+    .. math::
+
+       \phi(t) = (1 - t)^2 \theta_a + 2 t (1 - t)\, m + t^2 \theta_b
+
+    Parameters
+    ----------
+    a : MLP
+        A MLP.
+    b : MLP
+        A MLP.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1-dimensional).
+    recipe : Recipe
+        The training recipe; a Recipe.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+    samples : int, default 4
+        An int >= 1.
+
+    Returns
+    -------
+    MLP
+        The control point, as an MLP.
+
+    References
+    ----------
+    Garipov, Izmailov, Podoprikhin, Vetrov and Wilson (2018), "Loss Surfaces, Mode Connectivity,
+    and Fast Ensembling of DNNs".
     """
     _check_same_shape(a, b)
     _check_data(a, x, y)
@@ -1020,7 +1324,28 @@ def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
 @boundary(x=INPUTS, y=LABELS, ts=GRID)
 def evaluate_bezier(a: MLP, m: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
                     ts: Sequence[float] | int = 25) -> Path:
-    """Loss and accuracy along the Bezier curve with control point ``m`` (``alphas`` = ``t``)."""
+    """Loss and accuracy along the Bezier curve with control point ``m`` (``alphas`` = ``t``).
+
+    Parameters
+    ----------
+    a : MLP
+        A MLP.
+    m : MLP
+        A MLP.
+    b : MLP
+        A MLP.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1-dimensional).
+    ts : Sequence[float] | int, default 25
+        An int >= 2 (evenly spaced points in [0, 1]) or a non-empty 1-D sequence of finite numbers.
+
+    Returns
+    -------
+    Path
+        Loss and accuracy along the Bezier curve with control point ``m`` (``alphas`` = ``t``).
+    """
     _check_same_shape(a, m, names=("a", "m"))
     _check_same_shape(a, b)
     _check_data(a, x, y)
@@ -1051,6 +1376,22 @@ def task_vector(pretrained: MLP, finetuned: MLP) -> list[torch.Tensor]:
 
     The output layer is not part of the vector: each task keeps its own head. The list holds
     ``W_1, b_1, W_2, b_2, ...`` for the hidden layers (weights only without biases).
+
+    Parameters
+    ----------
+    pretrained : MLP
+        A MLP.
+    finetuned : MLP
+        A MLP.
+
+    Returns
+    -------
+    list[torch.Tensor]
+        ``theta_ft - theta_pre`` for every hidden layer's weights and biases (Ilharco et al. 2023).
+
+    References
+    ----------
+    Ilharco et al. (2023), "Editing Models with Task Arithmetic".
     """
     _check_same_shape(pretrained, finetuned, body_only=True, names=("pretrained", "finetuned"))
     out = []
@@ -1064,7 +1405,29 @@ def task_vector(pretrained: MLP, finetuned: MLP) -> list[torch.Tensor]:
 @boundary()
 def apply_task_vectors(pretrained: MLP, vectors: Sequence[Sequence[torch.Tensor]], scale: float,
                        head: MLP) -> MLP:
-    """``theta_pre + scale * sum_t tau_t`` on the hidden layers, with the output layer of ``head``."""
+    """``theta_pre + scale * sum_t tau_t`` on the hidden layers, with the output layer of ``head``.
+
+    Parameters
+    ----------
+    pretrained : MLP
+        A MLP.
+    vectors : Sequence[Sequence[torch.Tensor]]
+        A non-empty list or tuple whose items are each a non-empty list or tuple whose items are
+        each a torch.Tensor (non-empty, finite).
+    scale : float
+        A finite number.
+    head : MLP
+        A MLP.
+
+    Returns
+    -------
+    MLP
+        The edited network.
+
+    References
+    ----------
+    Ilharco et al. (2023), "Editing Models with Task Arithmetic".
+    """
     _check_same_shape(pretrained, head, body_only=True, names=("pretrained", "head"))
     ws, bs = params(pretrained)
     ws, bs = [w.clone() for w in ws], None if bs is None else [b.clone() for b in bs]
@@ -1109,7 +1472,22 @@ def with_head(body: MLP, head_weight: torch.Tensor, head_bias: torch.Tensor | No
 @boundary(x=INPUTS, y=LABELS)
 @torch.no_grad()
 def accuracy(model: MLP, x: torch.Tensor, y: torch.Tensor) -> float:
-    """Test accuracy of one MLP."""
+    """Test accuracy of one MLP.
+
+    Parameters
+    ----------
+    model : MLP
+        The network; an MLP.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1-dimensional).
+
+    Returns
+    -------
+    float
+        Test accuracy of one MLP.
+    """
     _check_data(model, x, y)
     return float((model(x).argmax(-1) == y).float().mean())
 
@@ -1131,6 +1509,57 @@ class ConnectivityConfig(Config):
     split, 3 hidden layers). ``FULL`` is closer to the papers (for a GPU): more data, twice the
     epochs, widths up to 2048 (Git Re-Basin's MNIST MLP shape, three hidden layers of 512, and
     beyond).
+
+    Parameters
+    ----------
+    n_train : int, default 4000
+        Number of training examples; an int >= 1.
+    n_test : int, default 1000
+        Number of test examples; an int >= 1.
+    depth : int, default 3
+        Number of hidden layers; an int >= 1.
+    widths : tuple[int, ...], default (32, 64, 128, 256, 512)
+        Hidden widths; a tuple (at least 2 items, sorted) of items each an int >= 1.
+    alphas : int, default 25
+        Number of interpolation points; an int >= 1.
+    max_iter : int, default 100
+        Most iterations; an int >= 1.
+    recipe : Recipe, optional
+        The training recipe; a Recipe.
+    spawn_width : int, default 128
+        An int >= 1.
+    spawn_fractions : tuple[float, ...], optional
+        A tuple (at least 1 item) of items each a finite number in [0, 1).
+    spawn_pairs : int, default 2
+        An int >= 1.
+    spawn_recipe : Recipe, optional
+        A Recipe.
+    ctl_width : int, default 256
+        An int >= 1.
+    probe_recipe : Recipe, optional
+        A Recipe.
+    ft_recipe : Recipe, optional
+        A Recipe.
+    lambdas : tuple[float, ...], optional
+        A tuple (at least 1 item) of items each a finite number.
+    n_pretrain : int, default 4000
+        An int >= 1.
+    epoch_width : int, default 256
+        An int >= 1.
+    epoch_snapshots : tuple[float, ...], default (0, 1, 2, 4, 8, 15)
+        A tuple (at least 1 item) of items each a finite number >= 0.
+    depths : tuple[int, ...], default (1, 2, 4, 6)
+        Numbers of hidden layers; a tuple (at least 1 item) of items each an int >= 1.
+    depth_width : int, default 128
+        An int >= 1.
+    bezier_width : int, default 128
+        An int >= 1.
+    bezier_recipe : Recipe, optional
+        A Recipe.
+    pretrain_epochs : tuple[float, ...], default (0, 3, 30)
+        A tuple (at least 2 items, strictly increasing) of items each a finite number >= 0.
+    ft_runs : int, default 3
+        An int >= 2.
     """
 
     FULL = dict(n_train=16000, n_test=4000, widths=(32, 64, 128, 256, 512, 1024, 2048),
@@ -1189,6 +1618,24 @@ def train_pairs(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed:
 
     If ``snapshots`` is a dict, it receives the pair of width ``cfg.epoch_width`` at the epochs
     ``cfg.epoch_snapshots`` (``{global step: [net A, net B]}``), taken during the same training.
+
+    Parameters
+    ----------
+    cfg : ConnectivityConfig
+        The experiment's settings; a ConnectivityConfig.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1-dimensional).
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223344366820].
+    snapshots : dict | None, default None
+        Epochs at which the networks are recorded; a dict or None.
+
+    Returns
+    -------
+    dict[int, tuple[MLP, MLP]]
+        Width -> the two trained networks.
     """
     C = _check_train_labels("y", y, len(x))
     out = {}
@@ -1225,7 +1672,41 @@ class Alignment(Result):
           seed=SEED)
 def align(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor,
           y_test: torch.Tensor, alphas: int = 25, max_iter: int = 100, seed: int = 0) -> Alignment:
-    """Weight-match ``b`` to ``a`` and evaluate the naive and the matched paths (Git Re-Basin, Fig. 2)."""
+    """Weight-match ``b`` to ``a`` and evaluate the naive and the matched paths.
+
+    Weight-match ``b`` to ``a`` and evaluate the naive and the matched paths (Git Re-Basin, Fig. 2).
+
+    Parameters
+    ----------
+    a : MLP
+        A MLP.
+    b : MLP
+        A MLP.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1-dimensional).
+    x_test : torch.Tensor
+        Test inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y_test : torch.Tensor
+        Test labels; a torch.Tensor (non-empty, integer, 1-dimensional).
+    alphas : int, default 25
+        Number of interpolation points; an int >= 2.
+    max_iter : int, default 100
+        Most iterations; an int >= 1.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    Alignment
+        Both paths and the permutations.
+
+    References
+    ----------
+    Ainsworth, Hayase and Srinivasa (2023), "Git Re-Basin: Merging Models modulo Permutation
+    Symmetries", Figure 2.
+    """
     _check_same_shape(a, b)
     _check_data(a, x, y)
     _check_data(a, x_test, y_test, "x_test", "y_test")
@@ -1292,6 +1773,37 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     trained to the last spawn step, ``spawn_pairs`` children are spawned from it there, and each
     is paired with the first child of a pair of the main parent spawned at the same step (same
     step, same schedule, nothing shared), in a separate stack, so the main results do not change.
+
+    Parameters
+    ----------
+    cfg : ConnectivityConfig
+        The experiment's settings; a ConnectivityConfig.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1-dimensional).
+    x_test : torch.Tensor
+        Test inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y_test : torch.Tensor
+        Test labels; a torch.Tensor (non-empty, integer, 1-dimensional).
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223344366820].
+    recipe : Recipe | None, default None
+        The training recipe; a Recipe or None.
+    control : bool, default True
+        A bool.
+    unshared : bool, default False
+        A bool.
+
+    Returns
+    -------
+    Spawning
+        The barriers by spawn step.
+
+    References
+    ----------
+    Frankle, Dziugaite, Roy and Carbin (2020), "Linear Mode Connectivity and the Lottery Ticket
+    Hypothesis".
     """
     C = _check_train_labels("y", y, len(x))
     if x_test.shape[1] != x.shape[1] or x_test.dtype != x.dtype:
@@ -1364,6 +1876,33 @@ def barrier_vs_epoch(snapshots: dict[int, list[MLP]], steps_per_epoch: int, x: t
 
     ``snapshots`` maps a global step to the two runs' networks at that step (as returned by
     :func:`fit` with ``snapshot_steps``); each point is labelled by its epoch.
+
+    Parameters
+    ----------
+    snapshots : dict[int, list[MLP]]
+        Epochs at which the networks are recorded; a dict.
+    steps_per_epoch : int
+        An int >= 1.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1-dimensional).
+    alphas : int, default 25
+        Number of interpolation points; an int >= 2.
+    max_iter : int, default 100
+        Most iterations; an int >= 1.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    list[SweepPoint]
+        One point per snapshot.
+
+    References
+    ----------
+    Ainsworth, Hayase and Srinivasa (2023), "Git Re-Basin: Merging Models modulo Permutation
+    Symmetries", Figure 5.
     """
     if not snapshots:
         raise ValueError("snapshots must hold at least one step, got {}")
@@ -1392,6 +1931,22 @@ def depth_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed:
 
     Width ``cfg.depth_width``, recipe ``cfg.recipe``: Entezari et al. (2022) vary depth at a
     fixed width and find the barrier grows with depth, where width shrinks it.
+
+    Parameters
+    ----------
+    cfg : ConnectivityConfig
+        The experiment's settings; a ConnectivityConfig.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1-dimensional).
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223344366820].
+
+    Returns
+    -------
+    list[SweepPoint]
+        One point per depth.
     """
     C = _check_train_labels("y", y, len(x))
     out = []
@@ -1412,6 +1967,19 @@ def task_labels(y: torch.Tensor, task: int | str) -> torch.Tensor:
     (``y % 5``: 0 and 5 share a label, 1 and 6, ...); task ``1``: the digit pair (``y // 2``: 0 and
     1 share a label, 2 and 3, ...). Both need finer digit features than the pretext task teaches,
     and they group the digits differently.
+
+    Parameters
+    ----------
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1-dimensional).
+    task : int | str
+        The task's name.
+
+    Returns
+    -------
+    torch.Tensor
+        Labels of the chapter's cross-task experiment, all five-way except the two-way pretext
+        task.
     """
     check_labels("y", y, 10)  # MNIST-1D's digits
     if isinstance(task, str) and task == "pretrain":
@@ -1552,6 +2120,37 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
     pretrained model, probes and first two fine-tuning runs per task are used instead of being
     trained again (the pretraining is the same run; the fine-tuning runs differ only in their
     minibatch seeds).
+
+    Parameters
+    ----------
+    cfg : ConnectivityConfig
+        The experiment's settings; a ConnectivityConfig.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1-dimensional).
+    x_test : torch.Tensor
+        Test inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y_test : torch.Tensor
+        Test labels; a torch.Tensor (non-empty, integer, 1-dimensional).
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223344366820].
+    x_pre : torch.Tensor | None, default None
+        Pretraining inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y_pre : torch.Tensor | None, default None
+        Pretraining labels; a torch.Tensor (non-empty, integer, 1-dimensional).
+    sweep : 'PretrainingSweep | None', default None
+        Whether to add the sweep over ``lambdas``.
+
+    Returns
+    -------
+    CrossTask
+        The accuracies of the experiment.
+
+    References
+    ----------
+    Zhou, Chen, Chen, Zhang and Yan (2024), "On the Emergence of Cross-Task Linearity in the
+    Pretraining-Finetuning Paradigm".
     """
     width, d = cfg.ctl_width, x.shape[1]
     if sweep is not None and not isinstance(sweep, PretrainingSweep):
@@ -1704,6 +2303,35 @@ def pretraining_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     :func:`disagreement_ratio` of every pair of runs of one task, and the same ratio for run ``r``
     from the fully pretrained model and run ``r`` from the second pretrained model (nothing
     shared, same budget).
+
+    Parameters
+    ----------
+    cfg : ConnectivityConfig
+        The experiment's settings; a ConnectivityConfig.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1-dimensional).
+    x_test : torch.Tensor
+        Test inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y_test : torch.Tensor
+        Test labels; a torch.Tensor (non-empty, integer, 1-dimensional).
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223344366820].
+    x_pre : torch.Tensor | None, default None
+        Pretraining inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y_pre : torch.Tensor | None, default None
+        Pretraining labels; a torch.Tensor (non-empty, integer, 1-dimensional).
+
+    Returns
+    -------
+    PretrainingSweep
+        The arms' accuracies and dissimilarities.
+
+    References
+    ----------
+    Zhou, Chen, Chen, Zhang and Yan (2024), "On the Emergence of Cross-Task Linearity in the
+    Pretraining-Finetuning Paradigm", Section 6.
     """
     d, R = x.shape[1], cfg.ft_runs
     x_pre, y_pre, k_pre = _ctl_data(x, y, x_test, y_test, x_pre, y_pre)
@@ -1796,6 +2424,26 @@ def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed
     (``path``, ``unaligned_path``). With ``noise > 0`` the shuffled copy also gets Gaussian
     weight noise of that relative size (:func:`add_noise`), so that matching has to find the
     permutation among near-ties instead of reading off an exact copy.
+
+    Parameters
+    ----------
+    model : MLP
+        The network; an MLP.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y : torch.Tensor
+        A torch.Tensor (non-empty, integer, 1-dimensional).
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223372036854775806].
+    max_iter : int, default 100
+        Most iterations; an int >= 1.
+    noise : float, default 0.0
+        Noise level; a finite number >= 0.
+
+    Returns
+    -------
+    dict
+        The measurements named above.
     """
     _check_data(model, x, y)
     planted = random_perms(model, seed)
@@ -1818,6 +2466,24 @@ def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed
 
 @boundary(x=INPUTS, alphas=_Numbers(0, 1))
 def llfc_profile(a: MLP, b: MLP, x: torch.Tensor, alphas: Sequence[float]) -> np.ndarray:
-    """LLFC dissimilarity of every hidden layer (columns) at every ``alpha`` (rows)."""
+    """LLFC dissimilarity of every hidden layer (columns) at every ``alpha`` (rows).
+
+    Parameters
+    ----------
+    a : MLP
+        A MLP.
+    b : MLP
+        A MLP.
+    x : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    alphas : Sequence[float]
+        Interpolation points; a non-empty 1-D sequence of
+        finite numbers in [0, 1].
+
+    Returns
+    -------
+    np.ndarray
+        LLFC dissimilarity of every hidden layer (columns) at every ``alpha`` (rows).
+    """
     alphas = _alpha_grid(alphas)
     return np.array([llfc_dissimilarity(a, b, x, float(al))[:-1] for al in alphas])

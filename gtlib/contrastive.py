@@ -118,6 +118,64 @@ class ContrastiveConfig(Config):
     :func:`learning_margin` is ``mu = 10 / ratio``: ``mu > 1`` for every quick ratio, yet the
     chapter measures that the minority features are learned only up to about ratio 3 (``mu > 1``
     is necessary, not sufficient).
+
+    Parameters
+    ----------
+    dim : int, default 48
+        An int >= 1.
+    n_features : int, default 12
+        An int >= 1.
+    n_minority : int, default 6
+        Number of minority (rare) features; an int >= 1.
+    base_freq : float, default 0.15
+        A finite number in (0, 1).
+    n_tokens : int, default 4
+        An int >= 1.
+    n_signal : int, default 2
+        An int >= 1.
+    noise : float, default 1.0
+        Noise level; a finite number > 0.
+    neurons : int, default 144
+        An int >= 1.
+    init_scale : float, default 0.1
+        A finite number > 0.
+    batch : int, default 128
+        Minibatch size; an int >= 1.
+    steps : int, default 1200
+        Number of optimizer steps; an int >= 1.
+    lr : float, default 0.1
+        Learning rate; a finite number > 0.
+    weight_decay : float, default 0.02
+        Weight decay; a finite number >= 0.
+    tau : float, default 3.0
+        Temperature of the InfoNCE loss; a finite number > 0.
+    bias_max : float, default 0.3
+        A finite number >= 0.
+    bias_ramp : int, default 600
+        An int >= 0.
+    prune_fraction : float, default 0.5
+        Fraction of neurons pruned; a finite number in [0, 1].
+    prune_every : int, default 50
+        Steps between two prunings; an int >= 1.
+    ratios : tuple, default (1.0, 2.0, 3.0, 4.0, 5.0)
+        Imbalance ratios; a tuple (at least 1 item) of items each a finite number >= 1.
+    replicates : int, default 6
+        Independent repetitions; an int >= 1.
+    edge_replicates : int, default 3
+        An int >= 1.
+    specialist_ratio : float, default 2.0
+        A finite number >= 1.
+    strong_floor : float, default 0.25
+        A finite number in [0, 1].
+    log_every : int, default 50
+        An int >= 1.
+    probe_samples : int, default 1200
+        An int >= 1.
+
+    References
+    ----------
+    Liao, Zhou, Zhang, Wang and Zhang (2026), "Theoretical Analysis of Contrastive Learning
+    under Imbalanced Data: From Training Dynamics to a Pruning Solution".
     """
 
     FULL = dict(dim=128, n_features=32, n_minority=16, base_freq=0.06, n_tokens=8, n_signal=3,
@@ -195,8 +253,26 @@ def feature_dictionary(dim: int, n_features: int, seed: int = 0) -> torch.Tensor
           ratio=Interval(float, 1))
 def feature_frequencies(n_features: int, n_minority: int, base_freq: float,
                         ratio: float) -> torch.Tensor:
-    """Activation probabilities ``p_k``: ``base_freq`` for majority features and ``base_freq / ratio``
+    """Activation probabilities ``p_k`` of the majority and minority features.
+
+    Activation probabilities ``p_k``: ``base_freq`` for majority features and ``base_freq / ratio``
     for the last ``n_minority`` (minority) features.
+
+    Parameters
+    ----------
+    n_features : int
+        An int >= 2.
+    n_minority : int
+        Number of minority (rare) features; an int >= 1.
+    base_freq : float
+        A finite number in (0, 1).
+    ratio : float
+        Imbalance ratio; a finite number >= 1.
+
+    Returns
+    -------
+    torch.Tensor
+        The probabilities, one per feature.
 
     Raises
     ------
@@ -259,6 +335,26 @@ def single_feature_samples(M: torch.Tensor, n: int, n_tokens: int, n_signal: int
     """Balanced probe data: each sample carries exactly one feature (uniform over K, sign +1).
 
     Returns ``(X, y)`` with ``X`` of shape ``(n, L, d)`` and ``y`` the feature index.
+
+    Parameters
+    ----------
+    M : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    n : int
+        An int >= 1.
+    n_tokens : int
+        An int >= 1.
+    n_signal : int
+        An int >= 1.
+    noise : float
+        Noise level; a finite number >= 0.
+    generator : torch.Generator
+        A Generator.
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        ``(X, y)`` as described above.
     """
     if n_signal > n_tokens:
         raise ValueError(f"n_signal must lie in [1, n_tokens = {n_tokens}], got {n_signal}")
@@ -339,16 +435,41 @@ def encode(X: torch.Tensor, W: torch.Tensor, A: torch.Tensor, beta: float,
 
 @boundary(f=Tensor("float", (2, 3)), f_target=Tensor("float", (2, 3)), tau=positive())
 def infonce(f: torch.Tensor, f_target: torch.Tensor, tau: float) -> torch.Tensor:
-    """InfoNCE with the second branch under stop-gradient, averaged over the batch.
+    r"""InfoNCE with the second branch under stop-gradient, averaged over the batch.
 
     ``L = -(1/n) sum_i log( exp(<f_i, sg(g_i)>/tau) / sum_j exp(<f_i, sg(g_j)>/tau) )`` for
     representations ``f`` (online view) and ``g = f_target`` (other view), of shape ``(n, m)`` or
     ``(E, n, m)`` (then one loss per model, shape ``(E,)``).
 
+    .. math::
+
+       \mathcal L = -\frac1n \sum_i \log \frac{\exp(\langle f_i, \mathrm{sg}(f'_i)\rangle / \tau)}{\sum_j \exp(\langle f_i, \mathrm{sg}(f'_j)\rangle / \tau)}
+
+    Parameters
+    ----------
+    f : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2 or 3-dimensional, finite).
+    f_target : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2 or 3-dimensional, finite).
+    tau : float
+        Temperature of the InfoNCE loss; a finite number > 0.
+
+    Returns
+    -------
+    torch.Tensor
+        The loss, one per model.
+
     Raises
     ------
     ValueError
         If the shapes differ or ``tau <= 0``.
+
+    References
+    ----------
+    Chen, Kornblith, Norouzi and Hinton (2020), "A Simple Framework for Contrastive Learning of
+    Visual Representations".
+    Liao, Zhou, Zhang, Wang and Zhang (2026), "Theoretical Analysis of Contrastive Learning
+    under Imbalanced Data: From Training Dynamics to a Pruning Solution".
     """
     if f.shape != f_target.shape or f.ndim not in (2, 3) or f.dtype != f_target.dtype:
         raise ValueError(f"f and f_target must have the same shape (n, m) or (E, n, m) and dtype, "
@@ -360,8 +481,25 @@ def infonce(f: torch.Tensor, f_target: torch.Tensor, tau: float) -> torch.Tensor
 
 @boundary(sq_norm=nonnegative(), n=count(), tau=positive())
 def infonce_orthogonal_closed_form(sq_norm: float, n: int, tau: float) -> float:
-    """InfoNCE when both views are identical and the n representations are mutually orthogonal
-    with squared norm ``sq_norm``: ``log(1 + (n - 1) exp(-sq_norm / tau))``."""
+    """InfoNCE of identical views with mutually orthogonal representations.
+
+    InfoNCE when both views are identical and the n representations are mutually orthogonal
+    with squared norm ``sq_norm``: ``log(1 + (n - 1) exp(-sq_norm / tau))``.
+
+    Parameters
+    ----------
+    sq_norm : float
+        A finite number >= 0.
+    n : int
+        An int >= 1.
+    tau : float
+        Temperature of the InfoNCE loss; a finite number > 0.
+
+    Returns
+    -------
+    float
+        ``log(1 + (n - 1) exp(-sq_norm / tau))``.
+    """
     return math.log1p((n - 1) * math.exp(-sq_norm / tau))
 
 
@@ -462,10 +600,13 @@ def strong_specialists(W: torch.Tensor, M: torch.Tensor, ratio: float = 2.0,
 
     Parameters
     ----------
-    W : ``(..., m, d)`` neuron weights; M : ``(d, K)`` orthonormal features.
-    ratio : float
+    W : torch.Tensor
+        Neuron weights, ``(..., m, d)``.
+    M : torch.Tensor
+        Orthonormal features, ``(d, K)``.
+    ratio : float, default 2.0
         The top/second threshold (>= 1).
-    floor : float
+    floor : float, default 0.25
         The magnitude floor, relative to the model's largest projection (in [0, 1]).
 
     Returns
@@ -491,6 +632,20 @@ def energy_ratio(W: torch.Tensor, M: torch.Tensor, n_minority: int) -> torch.Ten
     ``n_minority`` columns of ``M``. It is 1 when both groups carry the same energy per
     feature, and it is minority-specific: a change that scales every weight (pruning
     inflates all norms a little) leaves it unchanged.
+
+    Parameters
+    ----------
+    W : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2 or 3-dimensional, finite).
+    M : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    n_minority : int
+        Number of minority (rare) features; an int >= 1.
+
+    Returns
+    -------
+    torch.Tensor
+        The ratio, shape ``(...)``.
     """
     K = M.shape[1]
     if not 0 < n_minority < K:
@@ -512,6 +667,23 @@ def learning_margin(cfg: ContrastiveConfig, ratio: float) -> float:
     ``lr (L_s^2 / tau) p_k`` per step, while weight decay shrinks it by ``lr lambda``; the
     minority features (``p_min = q / ratio``) grow out of the initialization only if
     ``mu > 1``.
+
+    Parameters
+    ----------
+    cfg : ContrastiveConfig
+        The experiment's settings; a ContrastiveConfig.
+    ratio : float
+        Imbalance ratio; a finite number >= 1.
+
+    Returns
+    -------
+    float
+        ``mu``.
+
+    References
+    ----------
+    Liao, Zhou, Zhang, Wang and Zhang (2026), "Theoretical Analysis of Contrastive Learning
+    under Imbalanced Data: From Training Dynamics to a Pruning Solution".
     """
     if not cfg.weight_decay > 0:
         raise ValueError("the margin needs weight_decay > 0")
@@ -537,6 +709,24 @@ def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
       if strong neurons mix features.
     * ``mean_purity``: the mean over *all* neurons, weak ones included, of the purity
       ``top^2 / sum_k proj^2`` (:func:`alignment`); 1 when every neuron serves one feature.
+
+    Parameters
+    ----------
+    W : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 3-dimensional, finite).
+    M : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    n_minority : int
+        Number of minority (rare) features; an int >= 1.
+    specialist_ratio : float, default 2.0
+        A finite number >= 1.
+    strong_floor : float, default 0.25
+        A finite number in [0, 1].
+
+    Returns
+    -------
+    dict
+        The statistics, by name.
     """
     K = M.shape[1]
     if not 0 < n_minority < K:
@@ -631,6 +821,33 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     mask: "random" masks the same count of neurons drawn at random every ``prune_every`` steps
     (:func:`random_mask`, from a generator of its own, so the sample stream is unchanged): the
     control that tells what magnitude pruning adds to masking as such.
+
+    Parameters
+    ----------
+    cfg : ContrastiveConfig
+        The experiment's settings; a ContrastiveConfig.
+    ratios : array_like
+        Imbalance ratios; a tuple (at least 1 item) of items each a finite number >= 1.
+    fractions : array_like
+        A tuple (at least 1 item) of items each a finite number in [0, 1].
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223372036854774].
+    replicates : int | None, default None
+        Independent repetitions; an int in [1, 999] or None.
+    hard_mask : bool, default False
+        A bool.
+    masks : object, default None
+        One entry per condition, ``"magnitude"`` or ``"random"`` (default: all ``"magnitude"``).
+
+    Returns
+    -------
+    EncoderRun
+        The run: the trained weights and their history.
+
+    References
+    ----------
+    Liao, Zhou, Zhang, Wang and Zhang (2026), "Theoretical Analysis of Contrastive Learning
+    under Imbalanced Data: From Training Dynamics to a Pruning Solution".
     """
     cfg.validate()
     ratios, fractions = list(ratios), list(fractions)
@@ -730,7 +947,20 @@ def stage_boundaries(step, top, ratio, level: float = 0.9) -> tuple[int, int]:
 
 @boundary(X=Tensor("float", 3))
 def representations(run: EncoderRun, X: torch.Tensor) -> torch.Tensor:
-    """Unpruned representations of tokens ``X`` ``(n, L, d)`` under every model: ``(E, n, m)``."""
+    """Unpruned representations of tokens ``X`` ``(n, L, d)`` under every model: ``(E, n, m)``.
+
+    Parameters
+    ----------
+    run : EncoderRun
+        A training run, as returned by the chapter's training function; an EncoderRun.
+    X : torch.Tensor
+        A torch.Tensor (non-empty, floating-point, 3-dimensional, finite).
+
+    Returns
+    -------
+    torch.Tensor
+        The representations, ``(E, n, m)``.
+    """
     E, d = run.W.shape[0], run.W.shape[-1]
     if X.shape[-1] != d or X.dtype != run.W.dtype:
         raise ValueError(f"X must be (n, L, d = {d}) tokens of {run.W.dtype}, got "
@@ -795,6 +1025,16 @@ def best_alignment_curves(run: EncoderRun) -> dict:
     ``growth`` ``(E,)``, the minority curve's last value over its first. A minority feature is
     *learned* when ``growth > 1``: it ends above its initialization, where weight decay alone
     would shrink it by ``(1 - lr * weight_decay) ** steps``.
+
+    Parameters
+    ----------
+    run : EncoderRun
+        The training run.
+
+    Returns
+    -------
+    dict
+        ``major``, ``minor`` and ``growth``, as described above.
     """
     if not isinstance(run, EncoderRun):
         raise TypeError(f"run must be an EncoderRun, got {type(run).__name__}")
@@ -812,6 +1052,24 @@ def paired(run: EncoderRun, values, ratio: float, fraction: float,
     ``values`` is a per-model array ``(E, ...)``; the result is ``(unpruned, pruned)``, each
     ``(R, ...)``, where row ``j`` of both comes from the same initialization and the same
     samples, so ``pruned - unpruned`` is the effect of pruning alone.
+
+    Parameters
+    ----------
+    run : EncoderRun
+        The training run.
+    values : object
+        A per-model array ``(E, ...)``.
+    ratio : float
+        Imbalance ratio; a finite number >= 1.
+    fraction : float
+        Fraction; a finite number in [0, 1].
+    mask : str, default 'magnitude'
+        A str.
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        The unpruned and the pruned values, replicate by replicate.
 
     Raises
     ------
@@ -855,7 +1113,47 @@ def _condition_keys(run: EncoderRun) -> list:
 
 @dataclass(frozen=True)
 class LongTailConfig(Config):
-    """Contrastive pretraining on long-tailed MNIST-1D, then a linear probe on balanced data."""
+    """Contrastive pretraining on long-tailed MNIST-1D, then a linear probe on balanced data.
+
+    Parameters
+    ----------
+    n_train : int, default 4000
+        Number of training examples; an int >= 1.
+    n_test : int, default 1000
+        Number of test examples; an int >= 1.
+    imbalance : float, default 20.0
+        A finite number >= 1.
+    width : int, default 256
+        Hidden width; an int >= 1.
+    out_dim : int, default 64
+        An int >= 1.
+    batch : int, default 256
+        Minibatch size; an int >= 2.
+    steps : int, default 4000
+        Number of optimizer steps; an int >= 1.
+    lr : float, default 0.05
+        Learning rate; a finite number > 0.
+    momentum : float, default 0.9
+        SGD momentum; a finite number in [0, 1).
+    weight_decay : float, default 0.0005
+        Weight decay; a finite number >= 0.
+    tau : float, default 0.2
+        Temperature of the InfoNCE loss; a finite number > 0.
+    prune_fraction : float, default 0.5
+        Fraction of neurons pruned; a finite number in [0, 1].
+    prune_every : int, default 50
+        Steps between two prunings; an int >= 1.
+    shift : int, default 8
+        An int >= 0.
+    scale : float, default 0.15
+        A finite number in [0, 1).
+    jitter : float, default 0.2
+        A finite number >= 0.
+    head_classes : int, default 3
+        An int >= 1.
+    tail_classes : int, default 3
+        An int >= 1.
+    """
 
     FULL = dict(n_train=10000, n_test=4000, width=1024, out_dim=128, steps=8000, batch=512)
 
@@ -945,7 +1243,9 @@ def random_encoder_accuracy(cfg: LongTailConfig, seed: int = 0) -> np.ndarray:
 @boundary(prune_fractions=_Numbers(fraction()), seed=SEED, balanced=InstanceOf(bool))
 def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 0,
                    balanced: bool = False, masks=None) -> dict:
-    """Contrastive pretraining of MLP encoders (one per pruning fraction, batched, same init and
+    """Contrastive pretraining on long-tailed MNIST-1D, then per-class linear probes.
+
+    Contrastive pretraining of MLP encoders (one per pruning fraction, batched, same init and
     same minibatches) on long-tailed MNIST-1D; then per-class linear-probe test accuracy.
 
     The probe (ridge, :func:`ridge_probe`) is fit on the *balanced* training split and scored on the
@@ -963,6 +1263,31 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     ``seed``), and everything else is unchanged. ``masks`` (one entry per pruning fraction,
     default all "magnitude") puts a :func:`random_mask` of the same size in place of the
     magnitude mask, redrawn as often, from a generator of its own.
+
+    Parameters
+    ----------
+    cfg : LongTailConfig
+        The experiment's settings; a LongTailConfig.
+    prune_fractions : array_like, default (0.0, 0.5)
+        A tuple (at least 1 item) of items each a finite number in [0, 1].
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+    balanced : bool, default False
+        A bool.
+    masks : object, default None
+        One entry per pruning fraction, ``"magnitude"`` or ``"random"`` (default: all
+        ``"magnitude"``).
+
+    Returns
+    -------
+    dict
+        ``acc``, ``acc_random``, ``counts`` and ``fractions``, as described above.
+
+    References
+    ----------
+    Liao, Zhou, Zhang, Wang and Zhang (2026), "Theoretical Analysis of Contrastive Learning
+    under Imbalanced Data: From Training Dynamics to a Pruning Solution".
+    Jiang, Chen, Mortazavi and Wang (2021), "Self-Damaging Contrastive Learning".
     """
     kinds = ["magnitude"] * len(prune_fractions) if masks is None else list(masks)
     if len(kinds) != len(prune_fractions) or any(k not in MASKS for k in kinds):
@@ -1043,6 +1368,18 @@ def condition_table(run: EncoderRun, seed: int = 0) -> dict:
 
     Names: those of :func:`feature_summary`, plus ``probe_major`` / ``probe_minor`` (mean linear-probe
     accuracy on single-feature samples of majority / minority features, :func:`feature_probe_accuracy`).
+
+    Parameters
+    ----------
+    run : EncoderRun
+        A training run, as returned by the chapter's training function; an EncoderRun.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223372036854765807].
+
+    Returns
+    -------
+    dict
+        ``{(ratio, fraction): {name: value}}``.
     """
     cfg = run.config
     summ = feature_summary.__wrapped__(run.W, run.M, cfg.n_minority, cfg.specialist_ratio,
@@ -1065,6 +1402,23 @@ def stage_curves(run: EncoderRun, fraction: float = 0.0) -> dict:
     Returns ``step``, ``noise``, ``top``, ``second``, ``ratio`` (each ``(T,)``), the stage ends
     ``t1``, ``t2`` from :func:`stage_boundaries`, and ``noise_at_t1_rel`` (noise norm at ``t1``
     over its initial value) with ``ratio_init`` / ``ratio_final`` (min and max over those models).
+
+    Parameters
+    ----------
+    run : EncoderRun
+        A training run, as returned by the chapter's training function; an EncoderRun.
+    fraction : float, default 0.0
+        Fraction; a finite number in [0, 1].
+
+    Returns
+    -------
+    dict
+        The keys listed above.
+
+    References
+    ----------
+    Liao, Zhou, Zhang, Wang and Zhang (2026), "Theoretical Analysis of Contrastive Learning
+    under Imbalanced Data: From Training Dynamics to a Pruning Solution".
     """
     idx = [i for i, f in enumerate(run.fractions) if f == fraction]
     if not idx:
@@ -1091,6 +1445,24 @@ def draw_alignment(ax, proj, n_minority: int, title: str | None = None, vmax: fl
     """Heatmap of ``|<w_r, M_k>|`` (neurons x features), neurons sorted by dominant feature.
 
     Minority features (the last ``n_minority`` columns) sit right of a dashed line.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The matplotlib axes to draw on; a matplotlib Axes.
+    proj : torch.Tensor
+        A torch.Tensor or numpy array (non-empty, floating-point, 2-dimensional, finite).
+    n_minority : int
+        Number of minority (rare) features; an int >= 0.
+    title : str | None, default None
+        Title of the axes; a str or None.
+    vmax : float | None, default None
+        A finite number > 0 or None.
+
+    Returns
+    -------
+    matplotlib.image.AxesImage
+        The heatmap (for a colour bar).
     """
     proj = proj.detach().cpu().numpy() if isinstance(proj, torch.Tensor) else proj
     if n_minority >= proj.shape[1]:
