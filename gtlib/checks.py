@@ -42,9 +42,37 @@ class Constraint:
     """What a value must be; :meth:`check` returns it unchanged or raises naming ``name``."""
 
     def describe(self) -> str:  # "a finite number > 0", "one of ('sgd', 'adamw')", ...
+        """What an accepted value is, as the end of "x must be ...".
+
+        Returns
+        -------
+        str
+            The description, e.g. ``"a finite number > 0"``.
+        """
         raise NotImplementedError
 
     def check(self, name: str, value: Any) -> Any:
+        """Return ``value`` unchanged if it is accepted; raise naming ``name`` otherwise.
+
+        Parameters
+        ----------
+        name : str
+            The argument's name, shown in the error.
+        value : object
+            The value to check.
+
+        Returns
+        -------
+        object
+            ``value``.
+
+        Raises
+        ------
+        TypeError
+            If ``value`` has the wrong type.
+        ValueError
+            If ``value`` has the right type but a refused value.
+        """
         raise NotImplementedError
 
     def _fail(self, name: str, value: Any, error: type = ValueError):

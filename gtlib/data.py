@@ -25,8 +25,10 @@ from .checks import (Interval, check_finite, check_fraction, check_indices, chec
 from .config import read_cache_dir, read_device
 
 __all__ = [
-    "CacheWarning", "Dataset", "corrupt_labels", "digits", "long_tail_indices", "long_tailed",
-    "mnist1d",
+    # datasets
+    "CacheWarning", "Dataset", "MNIST1D_MAX_SAMPLES", "digits", "mnist1d",
+    # what the chapters do to them
+    "corrupt_labels", "long_tail_indices", "long_tailed",
 ]
 
 
