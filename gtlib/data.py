@@ -360,7 +360,7 @@ def corrupt_labels(y: torch.Tensor, fraction: float, num_classes: int, seed: int
     References
     ----------
     Zhang, Bengio, Hardt, Recht and Vinyals (2017), "Understanding deep learning requires rethinking
-    generalization", Section 2 (randomization tests).
+    generalization" (its randomization tests).
     """
     if not isinstance(y, torch.Tensor) or y.ndim != 1 or y.is_floating_point():
         raise TypeError("y must be a 1-D integer torch.Tensor")

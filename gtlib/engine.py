@@ -535,7 +535,7 @@ def stop_rule(target_train_acc: float | None = None, margin_gamma: float | None 
     References
     ----------
     Nagarajan and Kolter (2019), "Uniform convergence may be unable to explain generalization in deep
-    learning", Section 3 (the stopping criterion).
+    learning" (its stopping criterion).
     """
     if target_train_acc is not None:
         target_train_acc = Interval(float, 0, 1).check("target_train_acc", target_train_acc)
