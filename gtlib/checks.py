@@ -11,6 +11,12 @@ function) and its :meth:`Constraint.check` raises with a message built from its 
     Interval(float, 0, None, closed="neither").check("lr", float("inf"))
     # ValueError: lr must be a finite number > 0, got inf
 
+Each constraint can also propose values: :meth:`Constraint.valid_value` one it accepts and
+:meth:`Constraint.invalid_values` those it refuses (in the spirit of scikit-learn's
+``generate_invalid_param_val``), from which tests/core/test_public_functions.py generates a
+bad-input test for every public function; :func:`boundary` exposes the constraints it checks as
+``func.__gtlib_constraints__``.
+
 The functions :func:`check_int`, :func:`check_positive` and :func:`check_fraction` are shorthands
 for the three most common intervals; :func:`check_labels`, :func:`check_finite`,
 :func:`check_indices` and :func:`check_seeds` check tensors and lists at a boundary.
@@ -77,6 +83,74 @@ class Constraint:
 
     def _fail(self, name: str, value: Any, error: type = ValueError):
         raise error(f"{name} must be {self.describe()}, got {_show(value)}")
+
+    # -- examples for generated tests (scikit-learn's generate_invalid_param_val in spirit) -------
+    def refuses(self, value: Any) -> bool:
+        """Whether :meth:`check` raises ``TypeError`` or ``ValueError`` for ``value``.
+
+        Parameters
+        ----------
+        value : object
+            The value to try.
+
+        Returns
+        -------
+        bool
+            True if the constraint refuses ``value``.
+        """
+        try:
+            self.check("value", value)
+        except (TypeError, ValueError):
+            return True
+        return False
+
+    def _invalid_candidates(self) -> list:
+        """Values a subclass expects to be refused (filtered by :meth:`refuses`)."""
+        return []
+
+    def invalid_values(self) -> list:
+        """Values this constraint refuses, one for each way a value can be wrong.
+
+        The values a subclass proposes (out of range, wrong type, NaN, None...) and a stock of
+        common wrong values are each kept only if :meth:`check` does refuse them, so the list is
+        right for any constraint, including ones defined outside this module. The generated
+        bad-input test passes each of them to every public function.
+
+        Returns
+        -------
+        list
+            The refused values (no two of the same type and repr).
+        """
+        out, seen = [], set()
+        for v in self._invalid_candidates() + _stock_invalid():
+            key = (type(v).__name__, _show(v))
+            if key not in seen and self.refuses(v):
+                seen.add(key)
+                out.append(v)
+        return out
+
+    def _valid_candidates(self) -> list:
+        """Values a subclass expects to be accepted (filtered by :meth:`refuses`)."""
+        return []
+
+    def valid_value(self) -> Any:
+        """A value this constraint accepts, for building a valid call in a generated test.
+
+        Returns
+        -------
+        object
+            The first accepted value among those the constraint proposes and a stock of common
+            values.
+
+        Raises
+        ------
+        LookupError
+            If none of them is accepted (the test then needs an example of its own).
+        """
+        for v in self._valid_candidates() + _stock_valid():
+            if not self.refuses(v):
+                return v
+        raise LookupError(f"no stock value is {self.describe()}")
 
 
 def _check_name(name: Any) -> str:
@@ -207,6 +281,35 @@ class Interval(Constraint):
         return value
 
 
+    def _invalid_candidates(self) -> list:
+        out = ["1", True, 1.5 if self.kind is int else float("nan"), float("inf")]
+        if not self.optional:
+            out.append(None)
+        step = 1 if self.kind is int else 1e-3
+        if self.low is not None:
+            out.append(self.low if self.closed in ("right", "neither") else self.low - step)
+            out.append(self.kind(self.low - 1))
+        if self.high is not None:
+            out.append(self.high if self.closed in ("left", "neither") else self.high + step)
+            out.append(self.kind(self.high + 1))
+        return out
+
+    def _valid_candidates(self, k: int = 1) -> list:
+        """``k`` increasing values inside the interval (fewer if it is too narrow)."""
+        if self.low is not None and self.high is not None:
+            if self.kind is int:
+                grid = [self.low + i for i in range(min(k, int(self.high - self.low) + 1))]
+            else:
+                grid = [self.low + (self.high - self.low) * (i + 1) / (k + 1) for i in range(k)]
+        elif self.low is not None:
+            grid = [self.low + i for i in range(k + 1)]
+        elif self.high is not None:
+            grid = [self.high - k - 1 + i for i in range(k + 1)]
+        else:
+            grid = list(range(k))
+        grid = [self.kind(v) for v in grid]
+        return [v for v in grid if self.contains(v)][:k]
+
 class Options(Constraint):
     """One of a fixed set of values (e.g. the names of the optimizers).
 
@@ -245,6 +348,12 @@ class Options(Constraint):
         return value
 
 
+    def _invalid_candidates(self) -> list:
+        return ["not one of the options", 12345, b"bytes"] + ([] if self.optional else [None])
+
+    def _valid_candidates(self) -> list:
+        return list(self.values)
+
 class Boolean(Constraint):
     """A ``bool`` (numpy bools too)."""
 
@@ -257,6 +366,12 @@ class Boolean(Constraint):
             self._fail(name, value, TypeError)
         return value
 
+
+    def _invalid_candidates(self) -> list:
+        return [1, 0, "true", None, np.array([True])]
+
+    def _valid_candidates(self) -> list:
+        return [True, False]
 
 class InstanceOf(Constraint):
     """An instance of ``cls`` (e.g. a nested config, which validated itself when it was built).
@@ -283,6 +398,15 @@ class InstanceOf(Constraint):
             self._fail(name, value, TypeError)
         return value
 
+
+    def _invalid_candidates(self) -> list:
+        return [object(), "x", 1] + ([] if self.optional else [None])
+
+    def _valid_candidates(self) -> list:
+        try:
+            return [self.cls()]  # e.g. a config's quick preset
+        except Exception:
+            return []
 
 class Sequence(Constraint):
     """A tuple or list whose items all satisfy ``item``.
@@ -339,6 +463,28 @@ class Sequence(Constraint):
             self._fail(name, value)
         return value
 
+
+    def _invalid_candidates(self) -> list:
+        out = ["abc", None, 1, {1: 2}]
+        try:
+            good = self._valid_candidates()[0]
+        except (IndexError, LookupError):
+            return out
+        if self.min_len > 0:
+            out.append(type(good)(good[:self.min_len - 1]))
+        for bad in self.item.invalid_values()[:3]:
+            out.append(type(good)([bad] + list(good[1:])))
+        if len(good) > 1 and (self.increasing or self.distinct):
+            out.append(type(good)([good[1], good[0]] + list(good[2:])))
+        return out
+
+    def _valid_candidates(self) -> list:
+        k = max(self.min_len, 1)
+        if isinstance(self.item, Interval):
+            items = self.item._valid_candidates(k)
+        else:
+            items = [self.item.valid_value()] * k
+        return [tuple(items)] if len(items) == k else []
 
 # -- short names for the constraints configs declare most often -----------------------------------
 
@@ -821,6 +967,33 @@ class Tensor(Constraint):
         return value
 
 
+    def _shape(self) -> tuple:
+        return (3,) * (1 if self.ndim is None else self.ndim[0])
+
+    def _valid_candidates(self) -> list:
+        if self.dtype == "int":
+            return [torch.ones(self._shape(), dtype=torch.int64)]
+        return [torch.rand(self._shape(), dtype=torch.float32)]
+
+    def _invalid_candidates(self) -> list:
+        shape = self._shape()
+        good = self._valid_candidates()[0]
+        out = [good.tolist(), "tensor", 1.0]
+        if not self.optional:
+            out.append(None)
+        if self.dtype == "float":
+            out.append(torch.ones(shape, dtype=torch.int64))
+        elif self.dtype == "int":
+            out.append(torch.rand(shape))
+        if self.ndim is not None:
+            out.append(torch.ones((3,) * (max(self.ndim) + 1), dtype=good.dtype))
+        if not self.empty:
+            out.append(torch.ones((0,) * len(shape), dtype=good.dtype))
+        if self.finite and good.is_floating_point():
+            out.append(torch.full(shape, float("nan")))
+            out.append(torch.full(shape, float("inf")))
+        return out
+
 class Device(Constraint):
     """A torch device that this machine has.
 
@@ -850,6 +1023,26 @@ class Device(Constraint):
         elif dev.type != "cpu":
             self._fail(name, value)
         return value
+
+
+    def _valid_candidates(self) -> list:
+        return ["cpu", torch.device("cpu")]
+
+    def _invalid_candidates(self) -> list:
+        return ["tpu", "not a device", 3, None, "cuda:99"]
+
+def _stock_invalid() -> list:
+    """Wrong values that most constraints refuse: wrong types, None, non-finite numbers, empties."""
+    return [None, "not a value", True, 1.5, -1, float("nan"), float("inf"), [], (), {}, object(),
+            torch.empty(0), torch.tensor([float("nan")]), np.array([]), [float("nan")]]
+
+
+def _stock_valid() -> list:
+    """Common right values, tried in turn when a constraint proposes none of its own."""
+    return [1, 0.5, True, "cpu", [0.1, 0.5, 0.9], np.array([0.1, 0.5, 0.9]), torch.rand(4, 3),
+            torch.rand(4), torch.zeros(4, dtype=torch.int64), torch.tensor([1.0, -1.0, 1.0, -1.0]),
+            (1, 2), (0.1, 0.5), "magnitude",
+            lambda *args, **kwargs: None]
 
 
 def _from_annotation(hint) -> Constraint | None:
@@ -958,7 +1151,10 @@ def boundary(**declared):
         @boundary(x=Tensor("float", 2), y=Tensor("int", 1))
         def fit_probe(x: torch.Tensor, y: torch.Tensor, ridge: float = 1e-3): ...
 
-    Annotations are read at the first call (so they may name classes defined later).
+    Annotations are read at the first call (so they may name classes defined later). The
+    wrapped function exposes what it checks as ``__gtlib_constraints__``, a mapping from argument
+    name to :class:`Constraint` that is resolved the same way, once, when it is first read or
+    the function first called.
 
     Parameters
     ----------
@@ -991,8 +1187,6 @@ def boundary(**declared):
         if unknown:
             raise TypeError(f"boundary({', '.join(sorted(unknown))}): {func.__qualname__} has no "
                             "such argument")
-        plan: list | None = None
-
         def constraints() -> list:
             hints = typing.get_type_hints(func)
             out = []
@@ -1005,17 +1199,16 @@ def boundary(**declared):
                     out.append((name, c, p.default))
             return out
 
+        plan = _Plan(constraints)
+
         @functools.wraps(func)
         def checked(*args, **kwargs):
-            nonlocal plan
-            if plan is None:
-                plan = constraints()
             try:
                 bound = sig.bind(*args, **kwargs)
             except TypeError as e:
                 raise TypeError(f"{func.__qualname__}(): {e}") from None
             values = bound.arguments
-            for name, c, default in plan:
+            for name, c, default in plan.resolve():
                 if name in values:
                     v = values[name]
                     if v is default and default is not inspect.Parameter.empty:
@@ -1027,6 +1220,36 @@ def boundary(**declared):
             return func(*args, **kwargs)
 
         checked.__wrapped__ = func
+        checked.__gtlib_constraints__ = plan
         return checked
 
     return wrap
+
+
+class _Plan(collections_abc.Mapping):
+    """The constraints :func:`boundary` checks, by argument name, resolved at first use.
+
+    The wrapper resolves them at its first call (annotations may name classes defined later);
+    reading ``func.__gtlib_constraints__`` resolves them the same way, once, for both.
+    """
+
+    def __init__(self, resolve):
+        self._resolve, self._plan = resolve, None
+
+    def resolve(self) -> list:
+        """``(name, constraint, default)`` for every checked argument, in signature order."""
+        if self._plan is None:
+            self._plan = self._resolve()
+        return self._plan
+
+    def __getitem__(self, name: str) -> Constraint:
+        for n, c, _ in self.resolve():
+            if n == name:
+                return c
+        raise KeyError(name)
+
+    def __iter__(self):
+        return iter([n for n, _, _ in self.resolve()])
+
+    def __len__(self) -> int:
+        return len(self.resolve())
