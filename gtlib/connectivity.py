@@ -1527,39 +1527,44 @@ class ConnectivityConfig(Config):
     recipe : Recipe, optional
         The training recipe; a Recipe.
     spawn_width : int, default 128
-        An int >= 1.
+        Width of the networks of the spawning experiment; an int >= 1.
     spawn_fractions : tuple[float, ...], optional
-        A tuple (at least 1 item) of items each a finite number in [0, 1).
+        Fractions of training after which children are spawned; a tuple (at least 1 item) of items
+        each a finite number in [0, 1).
     spawn_pairs : int, default 2
-        An int >= 1.
+        Pairs of children spawned at each point; an int >= 1.
     spawn_recipe : Recipe, optional
-        A Recipe.
+        Training recipe of the spawning experiment (also of the CTL pretraining and its controls);
+        a Recipe.
     ctl_width : int, default 256
-        An int >= 1.
+        Width of the cross-task linearity networks; an int >= 1.
     probe_recipe : Recipe, optional
-        A Recipe.
+        Recipe of the linear probes (frozen body); a Recipe.
     ft_recipe : Recipe, optional
-        A Recipe.
+        Recipe of the fine-tunings; a Recipe.
     lambdas : tuple[float, ...], optional
-        A tuple (at least 1 item) of items each a finite number.
+        Task-vector scales of the task-arithmetic sweep; a tuple (at least 1 item) of items each a
+        finite number.
     n_pretrain : int, default 4000
-        An int >= 1.
+        Pretraining examples; an int >= 1.
     epoch_width : int, default 256
-        An int >= 1.
+        Width of the pair whose snapshots are taken during training; an int >= 1.
     epoch_snapshots : tuple[float, ...], default (0, 1, 2, 4, 8, 15)
-        A tuple (at least 1 item) of items each a finite number >= 0.
+        Epochs at which that pair is recorded; a tuple (at least 1 item) of items each a finite
+        number >= 0.
     depths : tuple[int, ...], default (1, 2, 4, 6)
         Numbers of hidden layers; a tuple (at least 1 item) of items each an int >= 1.
     depth_width : int, default 128
-        An int >= 1.
+        Width of the depth sweep's networks; an int >= 1.
     bezier_width : int, default 128
-        An int >= 1.
+        Width of the networks joined by a Bezier curve; an int >= 1.
     bezier_recipe : Recipe, optional
-        A Recipe.
+        Recipe of the Bezier control point's training; a Recipe.
     pretrain_epochs : tuple[float, ...], default (0, 3, 30)
-        A tuple (at least 2 items, strictly increasing) of items each a finite number >= 0.
+        Pretraining lengths compared, in epochs (the last is the full run); a tuple (at least 2
+        items, strictly increasing) of items each a finite number >= 0.
     ft_runs : int, default 3
-        An int >= 2.
+        Fine-tunings per task; an int >= 2.
     """
 
     FULL = dict(n_train=16000, n_test=4000, widths=(32, 64, 128, 256, 512, 1024, 2048),

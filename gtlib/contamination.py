@@ -1122,19 +1122,19 @@ class TheoryConfig(ToyConfig):
     Parameters
     ----------
     n : int, default 1000
-        An int >= 1.
+        Training points; an int >= 1.
     d_core : int, default 32
-        An int >= 1.
+        Label-carrying core coordinates; an int >= 1.
     d_background : int, default 32
-        An int >= 1.
+        Background coordinates (independent of the label); an int >= 1.
     dim : int, default 256
-        An int >= 1.
+        Ambient dimension (``d_core + d_background <= dim``); an int >= 1.
     width : int, default 256
         Hidden width; an int >= 1.
     weight_decay : float, default 0.001
         Weight decay; a finite number >= 0.
     centred : bool, default False
-        A bool.
+        Whether the background is drawn from ``U[-1/2, 1/2]`` instead of ``U[0, 1]``; a bool.
     n_test : int, default 1000
         Number of test examples; an int >= 1.
     steps : int, default 400
@@ -1142,17 +1142,18 @@ class TheoryConfig(ToyConfig):
     lr : float, default 0.05
         Learning rate; a finite number > 0.
     adamw_lr : float, default 0.0025
-        A finite number > 0.
+        Learning rate of the AdamW variants (their steps are normalized); a finite number > 0.
     momentum : float, default 0.9
         SGD momentum; a finite number in [0, 1).
     bias : bool, default True
-        A bool.
+        Whether the first layer has biases; a bool.
     seeds_per_variant : int, default 1
-        An int >= 1.
+        Networks trained per variant; an int >= 1.
     record_every : int, default 10
         Steps between two recorded measurements; an int >= 1.
     variants : tuple[str, ...], optional
-        A tuple (at least 0 items, without repeats) of items each a str.
+        The variants trained next to the ReLU and linear networks (see :func:`theory_specs`); a
+        tuple (at least 0 items, without repeats) of items each a str.
 
     References
     ----------
@@ -1318,19 +1319,19 @@ class DefaultConfig(ToyConfig):
     Parameters
     ----------
     n : int, default 1000
-        An int >= 1.
+        Training points; an int >= 1.
     d_core : int, default 32
-        An int >= 1.
+        Label-carrying core coordinates; an int >= 1.
     d_background : int, default 32
-        An int >= 1.
+        Background coordinates (independent of the label); an int >= 1.
     dim : int, default 256
-        An int >= 1.
+        Ambient dimension (``d_core + d_background <= dim``); an int >= 1.
     width : int, default 256
         Hidden width; an int >= 1.
     weight_decay : float, default 0.001
         Weight decay; a finite number >= 0.
     centred : bool, default False
-        A bool.
+        Whether the background is drawn from ``U[-1/2, 1/2]`` instead of ``U[0, 1]``; a bool.
     steps : int, default 1000
         Number of optimizer steps; an int >= 1.
     lr : float, default 0.001
@@ -1340,8 +1341,8 @@ class DefaultConfig(ToyConfig):
     record_every : int, default 20
         Steps between two recorded measurements; an int >= 1.
     activations : tuple[str, ...], default ('relu',)
-        A tuple (at least 1 item) of items each one of ('relu', 'gelu', 'silu', 'tanh', 'sigmoid',
-        'leaky_relu', 'identity').
+        The activations, one group of networks each; a tuple (at least 1 item) of items each one of
+        ('relu', 'gelu', 'silu', 'tanh', 'sigmoid', 'leaky_relu', 'identity').
     """
 
     FULL = dict(steps=20_000, replicates=16, record_every=250)
@@ -1439,31 +1440,32 @@ class DistillConfig(ToyConfig):
     Parameters
     ----------
     n : int, default 1000
-        An int >= 1.
+        Training points; an int >= 1.
     d_core : int, default 32
-        An int >= 1.
+        Label-carrying core coordinates; an int >= 1.
     d_background : int, default 32
-        An int >= 1.
+        Background coordinates (independent of the label); an int >= 1.
     dim : int, default 256
-        An int >= 1.
+        Ambient dimension (``d_core + d_background <= dim``); an int >= 1.
     width : int, default 256
         Hidden width; an int >= 1.
     weight_decay : float, default 0.001
         Weight decay; a finite number >= 0.
     centred : bool, default False
-        A bool.
+        Whether the background is drawn from ``U[-1/2, 1/2]`` instead of ``U[0, 1]``; a bool.
     n_test : int, default 1000
         Number of test examples; an int >= 1.
     teacher_steps : int, default 1000
-        An int >= 1.
+        Training steps of the teacher; an int >= 1.
     student_steps : int, default 1000
-        An int >= 1.
+        Distillation steps of the student; an int >= 1.
     lr : float, default 0.001
         Learning rate; a finite number > 0.
     record_every : int, default 25
         Steps between two recorded measurements; an int >= 1.
     target : str, default 'hidden'
-        One of ('hidden', 'preactivation').
+        What the student matches: the teacher's ``"hidden"`` representation or its
+        ``"preactivation"``; one of ('hidden', 'preactivation').
 
     References
     ----------
@@ -1614,7 +1616,7 @@ class Mnist1dConfig(Config):
     n_test : int, default 2000
         Number of test examples; an int >= 1.
     n_background : int, default 40
-        An int >= 1.
+        Appended background coordinates; an int >= 1.
     width : int, default 256
         Hidden width; an int >= 1.
     depth : int, default 2
@@ -1628,13 +1630,13 @@ class Mnist1dConfig(Config):
     weight_decay : float, default 0.01
         Weight decay; a finite number >= 0.
     magnitudes : tuple[float, ...], default (0.0, 0.25, 0.5, 0.75, 1.0)
-        A tuple (at least 1 item) of items each a finite number.
+        Background shifts at test time; a tuple (at least 1 item) of items each a finite number.
     centred_mlp : bool, default False
-        A bool.
+        Whether to add the MLP trained and tested with a centred background (the control); a bool.
     centred_linear : bool, default False
-        A bool.
+        Whether to add the same control for the linear classifier; a bool.
     constant : bool, default False
-        A bool.
+        Whether to add the constant-padding variant; a bool.
     """
 
     FULL = dict(width=1024, epochs=100)

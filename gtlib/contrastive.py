@@ -122,55 +122,58 @@ class ContrastiveConfig(Config):
     Parameters
     ----------
     dim : int, default 48
-        An int >= 1.
+        Ambient dimension d; an int >= 1.
     n_features : int, default 12
-        An int >= 1.
+        Dictionary size K; an int >= 1.
     n_minority : int, default 6
-        Number of minority (rare) features; an int >= 1.
+        The last n_minority features are the minority ones; an int >= 1.
     base_freq : float, default 0.15
-        A finite number in (0, 1).
+        Probability q that a majority feature is active in a sample; a finite number in (0, 1).
     n_tokens : int, default 4
-        An int >= 1.
+        Tokens per sample L; an int >= 1.
     n_signal : int, default 2
-        An int >= 1.
+        Tokens that carry the sparse signal M z; an int >= 1.
     noise : float, default 1.0
-        Noise level; a finite number > 0.
+        Expected norm of each token's Gaussian noise; a finite number > 0.
     neurons : int, default 144
-        An int >= 1.
+        MLP neurons m; an int >= 1.
     init_scale : float, default 0.1
-        A finite number > 0.
+        Std of the initial neuron weights; a finite number > 0.
     batch : int, default 128
-        Minibatch size; an int >= 1.
+        Fresh samples per step (population training); an int >= 1.
     steps : int, default 1200
-        Number of optimizer steps; an int >= 1.
+        SGD steps; an int >= 1.
     lr : float, default 0.1
-        Learning rate; a finite number > 0.
+        Learning rate of the neurons and the attention matrix; a finite number > 0.
     weight_decay : float, default 0.02
-        Weight decay; a finite number >= 0.
+        Weight decay on all parameters; a finite number >= 0.
     tau : float, default 3.0
-        Temperature of the InfoNCE loss; a finite number > 0.
+        InfoNCE temperature; a finite number > 0.
     bias_max : float, default 0.3
-        A finite number >= 0.
+        BReLU threshold, relative to the neuron's weight norm; a finite number >= 0.
     bias_ramp : int, default 600
-        An int >= 0.
+        Steps over which the threshold rises linearly from 0 (half the run); an int >= 0.
     prune_fraction : float, default 0.5
-        Fraction of neurons pruned; a finite number in [0, 1].
+        Fraction of neurons masked by magnitude pruning; a finite number in [0, 1].
     prune_every : int, default 50
-        Steps between two prunings; an int >= 1.
+        How often the pruning mask is recomputed ("each epoch"); an int >= 1.
     ratios : tuple, default (1.0, 2.0, 3.0, 4.0, 5.0)
-        Imbalance ratios; a tuple (at least 1 item) of items each a finite number >= 1.
+        Imbalance ratios p_majority / p_minority; a tuple (at least 1 item) of items each a finite
+        number >= 1.
     replicates : int, default 6
-        Independent repetitions; an int >= 1.
+        Independent initializations per condition (paired runs) of the main experiment; an int >=
+        1.
     edge_replicates : int, default 3
-        An int >= 1.
+        Initializations per condition of the runs that only locate the learnable edge; an int >= 1.
     specialist_ratio : float, default 2.0
-        A finite number >= 1.
+        A neuron is a single-feature specialist if top/second >= this; a finite number >= 1.
     strong_floor : float, default 0.25
-        A finite number in [0, 1].
+        ... and a strong one if its top is >= this x the model's largest; a finite number in [0,
+        1].
     log_every : int, default 50
-        An int >= 1.
+        How often the neuron metrics are recorded; an int >= 1.
     probe_samples : int, default 1200
-        An int >= 1.
+        Single-feature samples per probe split; an int >= 1.
 
     References
     ----------
@@ -1122,11 +1125,11 @@ class LongTailConfig(Config):
     n_test : int, default 1000
         Number of test examples; an int >= 1.
     imbalance : float, default 20.0
-        A finite number >= 1.
+        Long-tail ratio (class 0 head, class 9 tail); a finite number >= 1.
     width : int, default 256
-        Hidden width; an int >= 1.
+        Hidden neurons of the MLP encoder (the representation); an int >= 1.
     out_dim : int, default 64
-        An int >= 1.
+        Projection dimension fed to InfoNCE; an int >= 1.
     batch : int, default 256
         Minibatch size; an int >= 2.
     steps : int, default 4000
@@ -1144,15 +1147,15 @@ class LongTailConfig(Config):
     prune_every : int, default 50
         Steps between two prunings; an int >= 1.
     shift : int, default 8
-        An int >= 0.
+        Augmentation: random circular shift of up to +-shift samples; an int >= 0.
     scale : float, default 0.15
-        A finite number in [0, 1).
+        Augmentation: amplitude scaled by 1 +- scale; a finite number in [0, 1).
     jitter : float, default 0.2
-        A finite number >= 0.
+        Augmentation: added Gaussian noise std; a finite number >= 0.
     head_classes : int, default 3
-        An int >= 1.
+        Classes counted as the head; an int >= 1.
     tail_classes : int, default 3
-        An int >= 1.
+        Classes counted as the tail; an int >= 1.
     """
 
     FULL = dict(n_train=10000, n_test=4000, width=1024, out_dim=128, steps=8000, batch=512)

@@ -33,27 +33,27 @@ class PrelimConfig(Config):
     Parameters
     ----------
     n_train : int, default 4000
-        An int >= 1.
+        Training examples; an int >= 1.
     n_test : int, default 1000
-        An int >= 1.
+        Test examples; an int >= 1.
     width : int, default 100
-        An int >= 1.
+        Hidden width (the MNIST-1D README's MLP: 100); an int >= 1.
     depth : int, default 2
-        An int >= 0.
+        Hidden layers; an int >= 0.
     seeds : int, default 3
-        An int >= 1.
+        Independent runs of each model, trained as one batched ensemble; an int >= 1.
     epochs : int, default 60
-        An int >= 1.
+        Training epochs; an int >= 1.
     batch_size : int, default 100
-        An int >= 1.
+        Minibatch size; an int >= 1.
     lr : float, default 0.01
-        A finite number > 0.
+        AdamW learning rate; a finite number > 0.
     weight_decay : float, default 0.0
-        A finite number >= 0.
+        AdamW weight decay; a finite number >= 0.
     ensemble_members : int, default 8
-        An int >= 1.
+        Members of the batched-vs-loop comparison; an int >= 1.
     ensemble_steps : int, default 250
-        An int >= 1.
+        Training steps of that comparison; an int >= 1.
     """
 
     FULL = dict(seeds=10, epochs=200, ensemble_members=32, ensemble_steps=1000)

@@ -423,7 +423,7 @@ class PolyConfig(Config):
     Parameters
     ----------
     n : int, default 100
-        An int >= 2.
+        Training points; an int >= 2.
     noise : float, default 0.2
         Noise level; a finite number >= 0.
     degree : int, default 150
@@ -437,13 +437,13 @@ class PolyConfig(Config):
     prior_vars : tuple, optional
         Grid of prior variances; a tuple (at least 1 item) of items each a finite number > 0.
     interpolate_noise_var : float, default 1e-06
-        A finite number > 0.
+        Noise variance of the near-exact fit; a finite number > 0.
     interpolate_gamma : float, default 1.1
-        A finite number >= 1.
+        Order-penalty base of the interpolating fit; a finite number >= 1.
     max_ls_degree : int | None, default None
-        An int >= 0 or None.
+        Largest degree of the least-squares fits (None: ``n - 1``); an int >= 0 or None.
     restricted_degree : int, default 20
-        An int >= 0.
+        Degree of the hard-restricted hypothesis space; an int >= 0.
     """
 
     FULL = dict(n_test=20000, gammas=tuple(np.round(np.linspace(1.02, 3.0, 34), 3)),
@@ -757,9 +757,10 @@ class GPConfig(Config):
         Fractions of corrupted labels; a tuple (at least 1 item) of items each a finite number in
         [0, 1].
     noise_ratio : float, default 0.001
-        A finite number > 0.
+        Observation noise relative to the kernel's scale; a finite number > 0.
     lengthscale_factors : tuple, default (0.35, 0.5, 0.7, 1.0, 1.4)
-        A tuple (at least 1 item) of items each a finite number > 0.
+        Kernel lengthscales, as multiples of the median pairwise distance; a tuple (at least 1
+        item) of items each a finite number > 0.
     """
 
     FULL = dict(n_train=6000, n_test=2000, corruptions=tuple(np.round(np.linspace(0, 1, 11), 2)),
@@ -935,9 +936,9 @@ class RFConfig(Config):
     Parameters
     ----------
     n : int, default 200
-        An int >= 1.
+        Training points; an int >= 1.
     dim : int, default 3
-        An int >= 2.
+        Input dimension; an int >= 2.
     noise : float, default 0.1
         Noise level; a finite number >= 0.
     n_test : int, default 2000
@@ -945,13 +946,15 @@ class RFConfig(Config):
     n_val : int, default 1000
         Number of validation examples; an int >= 1.
     ps : tuple, optional
-        A tuple (at least 1 item, strictly increasing) of items each an int >= 1.
+        Numbers of random features; a tuple (at least 1 item, strictly increasing) of items each an
+        int >= 1.
     n_draws : int, default 5
-        An int >= 1.
+        Draws of the random features; an int >= 1.
     alpha : float, default 1e-05
         Regularization constant of ``N_eff``; a finite number > 0.
     ridges : tuple, optional
-        A tuple (at least 1 item) of items each a finite number > 0.
+        Ridge strengths tried by the tuned fit; a tuple (at least 1 item) of items each a finite
+        number > 0.
     """
 
     FULL = dict(n_draws=30, n_test=10000)
@@ -1170,8 +1173,8 @@ class MLPSweepConfig(Config):
     label_noise : float, default 0.15
         Fraction of training labels replaced by random ones; a finite number in [0, 1].
     width_groups : tuple, optional
-        A tuple (at least 1 item) of items each a tuple (at least 1 item) of items each an int >=
-        1.
+        Widths trained together in one batched stack; a tuple (at least 1 item) of items each a
+        tuple (at least 1 item) of items each an int >= 1.
     epochs : int, default 300
         Number of training epochs; an int >= 1.
     lr : float, default 0.01
@@ -1183,7 +1186,7 @@ class MLPSweepConfig(Config):
     replicates : int, default 8
         Independent repetitions; an int >= 1.
     check_epochs : int, default 10
-        An int >= 0.
+        Epochs between two recordings of the errors (0: at the end only); an int >= 0.
     """
 
     FULL = dict(n_train=4000, epochs=500, replicates=16,
@@ -2110,19 +2113,19 @@ class CompressionConfig(Config):
     n_train : int, default 8000
         Number of training examples; an int >= 1.
     channels : int, default 16
-        An int >= 1.
+        Channels of the network of the random-label control; an int >= 1.
     sizes : tuple, default (8, 16)
-        A tuple (at least 1 item) of items each an int >= 1.
+        Channels of the size sweep; a tuple (at least 1 item) of items each an int >= 1.
     dim : int, default 1000
-        An int >= 1.
+        Dimension of the training subspace; an int >= 1.
     levels : tuple, default (3, 5, 7, 11, 15)
-        A tuple (at least 1 item) of items each an int >= 2.
+        Quantization levels tried; a tuple (at least 1 item) of items each an int >= 2.
     steps : int, default 1500
         Number of optimizer steps; an int >= 1.
     batch_size : int, default 256
         Minibatch size; an int >= 1.
     tune_steps : int, default 30
-        An int >= 0.
+        Steps of tuning the quantization centres; an int >= 0.
     lr : float, default 0.02
         Learning rate; a finite number > 0.
     delta : float, default 0.05

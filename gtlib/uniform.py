@@ -129,7 +129,8 @@ class CorruptionConfig(Config):
     n_test : int, default 4000
         Number of test examples; an int >= 1.
     levels : tuple, default (0.0, 0.5, 1.0)
-        A tuple (at least 2 items, strictly increasing) of items each a finite number in [0, 1].
+        Fractions of corrupted labels, one network each; a tuple (at least 2 items, strictly
+        increasing) of items each a finite number in [0, 1].
     width : int, default 512
         Hidden width; an int >= 1.
     depth : int, default 1
@@ -325,9 +326,9 @@ class CNNRandomizationConfig(Config):
     n_test : int, default 4000
         Number of test examples; an int >= 1.
     channels : int, default 32
-        An int >= 1.
+        Convolution channels; an int >= 1.
     hidden : int, default 256
-        An int >= 1.
+        Hidden units of the dense layer; an int >= 1.
     lr : float, default 0.1
         Learning rate; a finite number > 0.
     batch_size : int, default 64
@@ -339,9 +340,9 @@ class CNNRandomizationConfig(Config):
     check_every : int, default 50
         Steps between two checks of the stop rule; an int >= 1.
     true_runs : int, default 4
-        An int >= 2.
+        Runs on the true labels; an int >= 2.
     random_runs : int, default 2
-        An int >= 1.
+        Runs on random labels; an int >= 1.
     """
 
     FULL = dict(n_train=8000, channels=64, max_steps=200_000)
@@ -972,7 +973,8 @@ class MarginSweepConfig(Config):
     Parameters
     ----------
     sizes : tuple, default (500, 1000, 2000, 4000, 8000)
-        A tuple (at least 2 items, strictly increasing) of items each an int >= 1.
+        Training-set sizes; a tuple (at least 2 items, strictly increasing) of items each an int >=
+        1.
     n_test : int, default 4000
         Number of test examples; an int >= 1.
     width : int, default 256
@@ -988,7 +990,7 @@ class MarginSweepConfig(Config):
     margin_fraction : float, default 0.99
         Fraction of training points that must reach the margin; a finite number in [0, 1].
     check_every_epochs : float, default 1.0
-        A finite number > 0.
+        Epochs between two checks of the margin; a finite number > 0.
     max_epochs : float, default 2000.0
         Most training epochs; a finite number > 0.
 
@@ -1124,15 +1126,15 @@ class LinearConstruction(Config):
     Parameters
     ----------
     K : int, default 1
-        An int >= 1.
+        Dimension of ``x1``, the signal; an int >= 1.
     D : int, default 20000
-        An int >= 1.
+        Dimension of ``x2``, the noise; an int >= 1.
     m : int, default 64
-        An int >= 1.
+        Training-set size; an int >= 1.
     noise_var : float, default 32.0
         Noise variance; a finite number > 0.
     signal : float, default 2.0
-        A finite number > 0.
+        Scale of the signal: ``x1 = signal * y * u``; a finite number > 0.
 
     References
     ----------
@@ -1426,12 +1428,13 @@ class SpheresConfig(Config):
     Parameters
     ----------
     d : int, default 200
-        An int >= 2.
+        Input dimension; an int >= 2.
     radii : tuple, default (1.0, 1.2)
         (inner, outer). a tuple (at least 2 items, strictly increasing) of items each a finite
         number > 0.
     sizes : tuple, default (256, 512, 1024, 2048)
-        A tuple (at least 2 items, strictly increasing) of items each an int >= 1.
+        Training-set sizes; a tuple (at least 2 items, strictly increasing) of items each an int >=
+        1.
     n_test : int, default 4000
         Number of test examples; an int >= 1.
     width : int, default 2000
