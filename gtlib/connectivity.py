@@ -422,9 +422,10 @@ def train_nets(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, width: in
     seeds : Sequence[int]
         Seeds, one per model or run; a non-empty list or tuple whose items are each an int.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2 or 3-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2 or 3-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1 or 2-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1 or 2-dimensional).
     width : int
         Hidden width; an int >= 1.
     depth : int
@@ -550,7 +551,7 @@ def barrier(alphas: Sequence[float], values: Sequence[float]) -> float:
         Interpolation points; a non-empty 1-D sequence of
         finite numbers.
     values : Sequence[float]
-        A non-empty 1-D sequence of finite numbers.
+        The curve's values at evenly spaced points; a non-empty 1-D sequence of finite numbers.
 
     Returns
     -------
@@ -590,13 +591,14 @@ def evaluate_path(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
     Parameters
     ----------
     a : MLP
-        A MLP.
+        The first network (the path starts here); an MLP.
     b : MLP
-        A MLP.
+        The second network (the path ends here); an MLP.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     alphas : Sequence[float] | int, default 25
         Number of interpolation points; an int >= 2 (evenly spaced
         points in [0, 1]) or a non-empty 1-D sequence of finite numbers.
@@ -749,9 +751,9 @@ def weight_matching(a: MLP, b: MLP, max_iter: int = 100,
     Parameters
     ----------
     a : MLP
-        A MLP.
+        The first network (the path starts here); an MLP.
     b : MLP
-        A MLP.
+        The second network (the path ends here); an MLP.
     max_iter : int, default 100
         Most iterations; an int >= 1.
     seed : int, default 0
@@ -814,13 +816,15 @@ def activation_matching(a: MLP, b: MLP, x: torch.Tensor, method: str = "cross") 
     Parameters
     ----------
     a : MLP
-        A MLP.
+        The first network (the path starts here); an MLP.
     b : MLP
-        A MLP.
+        The second network (the path ends here); an MLP.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     method : str, default 'cross'
-        One of ('cross', 'pearson').
+        ``"cross"`` (raw cross moment of the activations) or ``"pearson"`` (their correlation); one
+        of ('cross', 'pearson').
 
     Returns
     -------
@@ -893,11 +897,12 @@ def llfc_dissimilarity(a: MLP, b: MLP, x: torch.Tensor, alpha: float = 0.5) -> l
     Parameters
     ----------
     a : MLP
-        A MLP.
+        The first network (the path starts here); an MLP.
     b : MLP
-        A MLP.
+        The second network (the path ends here); an MLP.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     alpha : float, default 0.5
         Regularization constant of ``N_eff``; a finite number in [0, 1].
 
@@ -939,11 +944,12 @@ def commutativity_residual(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     Parameters
     ----------
     a : MLP
-        A MLP.
+        The first network (the path starts here); an MLP.
     b : MLP
-        A MLP.
+        The second network (the path ends here); an MLP.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
 
     Returns
     -------
@@ -978,11 +984,12 @@ def commutativity_bound_ratio(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     Parameters
     ----------
     a : MLP
-        A MLP.
+        The first network (the path starts here); an MLP.
     b : MLP
-        A MLP.
+        The second network (the path ends here); an MLP.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
 
     Returns
     -------
@@ -1013,13 +1020,14 @@ def logit_interpolation(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
     Parameters
     ----------
     a : MLP
-        A MLP.
+        The first network (the path starts here); an MLP.
     b : MLP
-        A MLP.
+        The second network (the path ends here); an MLP.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     alphas : Sequence[float] | int, default 25
         Number of interpolation points; an int >= 2 (evenly spaced
         points in [0, 1]) or a non-empty 1-D sequence of finite numbers.
@@ -1060,11 +1068,12 @@ def endpoint_dissimilarity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     Parameters
     ----------
     a : MLP
-        A MLP.
+        The first network (the path starts here); an MLP.
     b : MLP
-        A MLP.
+        The second network (the path ends here); an MLP.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
 
     Returns
     -------
@@ -1107,11 +1116,12 @@ def weak_additivity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     Parameters
     ----------
     a : MLP
-        A MLP.
+        The first network (the path starts here); an MLP.
     b : MLP
-        A MLP.
+        The second network (the path ends here); an MLP.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
 
     Returns
     -------
@@ -1189,20 +1199,23 @@ def repair_path(a: MLP, b: MLP, x_stats: torch.Tensor, x: torch.Tensor, y: torch
     Parameters
     ----------
     a : MLP
-        A MLP.
+        The first network (the path starts here); an MLP.
     b : MLP
-        A MLP.
+        The second network (the path ends here); an MLP.
     x_stats : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs on which REPAIR measures the activation statistics; a torch.Tensor (non-empty,
+        floating-point, 2-dimensional, finite).
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     alphas : Sequence[float] | int, default 25
         Number of interpolation points; an int >= 2 (evenly spaced
         points in [0, 1]) or a non-empty 1-D sequence of finite numbers.
     stats_b : MLP | None, default None
-        A MLP or None.
+        The network whose unit statistics stand in for ``b``'s (default ``b``; see
+        :func:`repair_stack`); an MLP or None.
 
     Returns
     -------
@@ -1263,19 +1276,20 @@ def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     Parameters
     ----------
     a : MLP
-        A MLP.
+        The first network (the path starts here); an MLP.
     b : MLP
-        A MLP.
+        The second network (the path ends here); an MLP.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     recipe : Recipe
         The training recipe; a Recipe.
     seed : int, default 0
         Seed of the run's random draws; an int in [0, 2**63 - 1].
     samples : int, default 4
-        An int >= 1.
+        Curve points sampled per training step; an int >= 1.
 
     Returns
     -------
@@ -1329,17 +1343,19 @@ def evaluate_bezier(a: MLP, m: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
     Parameters
     ----------
     a : MLP
-        A MLP.
+        The first network (the path starts here); an MLP.
     m : MLP
-        A MLP.
+        The Bezier control point, as a network; an MLP.
     b : MLP
-        A MLP.
+        The second network (the path ends here); an MLP.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     ts : Sequence[float] | int, default 25
-        An int >= 2 (evenly spaced points in [0, 1]) or a non-empty 1-D sequence of finite numbers.
+        Curve parameters in [0, 1]; an int >= 2 (evenly spaced points in [0, 1]) or a non-empty 1-D
+        sequence of finite numbers.
 
     Returns
     -------
@@ -1380,9 +1396,9 @@ def task_vector(pretrained: MLP, finetuned: MLP) -> list[torch.Tensor]:
     Parameters
     ----------
     pretrained : MLP
-        A MLP.
+        The pretrained network; an MLP.
     finetuned : MLP
-        A MLP.
+        The fine-tuned network; an MLP.
 
     Returns
     -------
@@ -1410,14 +1426,14 @@ def apply_task_vectors(pretrained: MLP, vectors: Sequence[Sequence[torch.Tensor]
     Parameters
     ----------
     pretrained : MLP
-        A MLP.
+        The pretrained network; an MLP.
     vectors : Sequence[Sequence[torch.Tensor]]
-        A non-empty list or tuple whose items are each a non-empty list or tuple whose items are
-        each a torch.Tensor (non-empty, finite).
+        Task vectors, as :func:`task_vector` returns them; a non-empty list or tuple whose items
+        are each a non-empty list or tuple whose items are each a torch.Tensor (non-empty, finite).
     scale : float
-        A finite number.
+        Scale of the summed task vectors; a finite number.
     head : MLP
-        A MLP.
+        The network whose output layer the result uses; an MLP.
 
     Returns
     -------
@@ -1479,9 +1495,10 @@ def accuracy(model: MLP, x: torch.Tensor, y: torch.Tensor) -> float:
     model : MLP
         The network; an MLP.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
 
     Returns
     -------
@@ -1629,9 +1646,10 @@ def train_pairs(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed:
     cfg : ConnectivityConfig
         The experiment's settings; a ConnectivityConfig.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     seed : int, default 0
         Seed of the run's random draws; an int in [0, 9223344366820].
     snapshots : dict | None, default None
@@ -1684,13 +1702,14 @@ def align(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor
     Parameters
     ----------
     a : MLP
-        A MLP.
+        The first network (the path starts here); an MLP.
     b : MLP
-        A MLP.
+        The second network (the path ends here); an MLP.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     x_test : torch.Tensor
         Test inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
     y_test : torch.Tensor
@@ -1784,9 +1803,10 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     cfg : ConnectivityConfig
         The experiment's settings; a ConnectivityConfig.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     x_test : torch.Tensor
         Test inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
     y_test : torch.Tensor
@@ -1796,9 +1816,11 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     recipe : Recipe | None, default None
         The training recipe; a Recipe or None.
     control : bool, default True
-        A bool.
+        Whether to also train two independently initialized networks in the same stack (the
+        control); a bool.
     unshared : bool, default False
-        A bool.
+        Whether to add the measured null of spawning: a second parent from another initialization;
+        a bool.
 
     Returns
     -------
@@ -1887,11 +1909,12 @@ def barrier_vs_epoch(snapshots: dict[int, list[MLP]], steps_per_epoch: int, x: t
     snapshots : dict[int, list[MLP]]
         Epochs at which the networks are recorded; a dict.
     steps_per_epoch : int
-        An int >= 1.
+        Optimizer steps per epoch of the runs; an int >= 1.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     alphas : int, default 25
         Number of interpolation points; an int >= 2.
     max_iter : int, default 100
@@ -1942,9 +1965,10 @@ def depth_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed:
     cfg : ConnectivityConfig
         The experiment's settings; a ConnectivityConfig.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     seed : int, default 0
         Seed of the run's random draws; an int in [0, 9223344366820].
 
@@ -1976,7 +2000,7 @@ def task_labels(y: torch.Tensor, task: int | str) -> torch.Tensor:
     Parameters
     ----------
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     task : int | str
         The task's name.
 
@@ -2131,9 +2155,10 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
     cfg : ConnectivityConfig
         The experiment's settings; a ConnectivityConfig.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     x_test : torch.Tensor
         Test inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
     y_test : torch.Tensor
@@ -2314,9 +2339,10 @@ def pretraining_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     cfg : ConnectivityConfig
         The experiment's settings; a ConnectivityConfig.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     x_test : torch.Tensor
         Test inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
     y_test : torch.Tensor
@@ -2435,9 +2461,10 @@ def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed
     model : MLP
         The network; an MLP.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     seed : int, default 0
         Seed of the run's random draws; an int in [0, 9223372036854775806].
     max_iter : int, default 100
@@ -2476,11 +2503,12 @@ def llfc_profile(a: MLP, b: MLP, x: torch.Tensor, alphas: Sequence[float]) -> np
     Parameters
     ----------
     a : MLP
-        A MLP.
+        The first network (the path starts here); an MLP.
     b : MLP
-        A MLP.
+        The second network (the path ends here); an MLP.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
     alphas : Sequence[float]
         Interpolation points; a non-empty 1-D sequence of
         finite numbers in [0, 1].

@@ -298,11 +298,12 @@ def shift_background(x: torch.Tensor, emb: Embedding,
     Parameters
     ----------
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2 or 3-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2 or 3-dimensional,
+        finite).
     emb : Embedding
         The embedding of core and background features; a Embedding.
     magnitude : float, default 1.0
-        A finite number.
+        The shift subtracted from every background coordinate; a finite number.
 
     Returns
     -------
@@ -363,9 +364,11 @@ def label_correlations(features: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     Parameters
     ----------
     features : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Features, one column each, ``(n, k)``; a torch.Tensor (non-empty, floating-point,
+        2-dimensional, finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 1-dimensional, finite) of labels -1.0 and +1.0.
+        Labels, -1.0 or +1.0; a torch.Tensor (non-empty, floating-point, 1-dimensional, finite) of
+        labels -1.0 and +1.0.
 
     Returns
     -------
@@ -524,19 +527,19 @@ def init_two_layer(acts: Sequence[str], dim: int, width: int, seeds: Sequence[in
     Parameters
     ----------
     acts : Sequence[str]
-        A tuple (at least 1 item) of items each one of ('relu', 'gelu', 'silu', 'tanh', 'sigmoid',
-        'leaky_relu', 'identity').
+        One activation per member; a tuple (at least 1 item) of items each one of ('relu', 'gelu',
+        'silu', 'tanh', 'sigmoid', 'leaky_relu', 'identity').
     dim : int
-        An int >= 1.
+        Input dimension; an int >= 1.
     width : int
         Hidden width; an int >= 1.
     seeds : Sequence[int]
         Seeds, one per model or run; a tuple (at least 1 item) of items each an int in [0, 2**63 -
         1].
     frozen_output : bool, default True
-        A bool.
+        Whether the output layer is frozen; a bool.
     bias : bool, default False
-        A bool.
+        Whether the first layer has biases; a bool.
 
     Returns
     -------
@@ -607,10 +610,10 @@ def binary_accuracy(f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     Parameters
     ----------
     f : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, finite).
+        The networks' outputs; a torch.Tensor (non-empty, floating-point, finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 1 or 2-dimensional, finite) of labels -1.0 and
-        +1.0.
+        Labels, -1.0 or +1.0; a torch.Tensor (non-empty, floating-point, 1 or 2-dimensional,
+        finite) of labels -1.0 and +1.0.
 
     Returns
     -------
@@ -656,7 +659,8 @@ def mean_direction_components(W: torch.Tensor,
     Parameters
     ----------
     W : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2 or 3-dimensional, finite).
+        First-layer weights; a torch.Tensor (non-empty, floating-point, 2 or 3-dimensional,
+        finite).
     emb : Embedding
         The embedding of core and background features; a Embedding.
 
@@ -743,9 +747,11 @@ def activation_asymmetry(pre: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     Parameters
     ----------
     pre : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2 or 3-dimensional, finite).
+        Pre-activations of the first layer, ``(..., n, width)``; a torch.Tensor (non-empty,
+        floating-point, 2 or 3-dimensional, finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 1-dimensional, finite) of labels -1.0 and +1.0.
+        Labels, -1.0 or +1.0; a torch.Tensor (non-empty, floating-point, 1-dimensional, finite) of
+        labels -1.0 and +1.0.
 
     Returns
     -------
@@ -781,13 +787,17 @@ def signed_asymmetry(pre: torch.Tensor, y: torch.Tensor, a: torch.Tensor,
     Parameters
     ----------
     pre : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2 or 3-dimensional, finite).
+        Pre-activations of the first layer, ``(..., n, width)``; a torch.Tensor (non-empty,
+        floating-point, 2 or 3-dimensional, finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 1-dimensional, finite) of labels -1.0 and +1.0.
+        Labels, -1.0 or +1.0; a torch.Tensor (non-empty, floating-point, 1-dimensional, finite) of
+        labels -1.0 and +1.0.
     a : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 1 or 2-dimensional, finite).
+        Output weights, one per neuron; a torch.Tensor (non-empty, floating-point, 1 or
+        2-dimensional, finite).
     act : str, default 'relu'
-        One of ('relu', 'gelu', 'silu', 'tanh', 'sigmoid', 'leaky_relu', 'identity').
+        The activation; one of ('relu', 'gelu', 'silu', 'tanh', 'sigmoid', 'leaky_relu',
+        'identity').
 
     Returns
     -------
@@ -925,10 +935,11 @@ def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor
     specs : Sequence[NetSpec]
         One spec per network; a non-empty list or tuple whose items are each a NetSpec.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2 or 3-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2 or 3-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 1 or 2-dimensional, finite) of labels -1.0 and
-        +1.0.
+        Labels, -1.0 or +1.0; a torch.Tensor (non-empty, floating-point, 1 or 2-dimensional,
+        finite) of labels -1.0 and +1.0.
     steps : int
         Number of optimizer steps; an int >= 0.
     emb : Embedding
@@ -939,7 +950,7 @@ def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor
         Test labels; a torch.Tensor (non-empty, floating-point, 1 or 2-dimensional, finite) of
         labels -1.0 and +1.0.
     shift : float, default 1.0
-        A finite number.
+        The background shift applied to the test inputs; a finite number.
     record_every : int, default 25
         Steps between two recorded measurements; an int >= 1.
 
@@ -1007,10 +1018,11 @@ def shift_sweep(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor, y:
     specs : Sequence[NetSpec]
         One spec per network; a non-empty list or tuple whose items are each a NetSpec.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2 or 3-dimensional, finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2 or 3-dimensional,
+        finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 1 or 2-dimensional, finite) of labels -1.0 and
-        +1.0.
+        Labels, -1.0 or +1.0; a torch.Tensor (non-empty, floating-point, 1 or 2-dimensional,
+        finite) of labels -1.0 and +1.0.
     emb : Embedding
         The embedding of core and background features; a Embedding.
     magnitudes : Sequence[float]

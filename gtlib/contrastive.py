@@ -264,11 +264,11 @@ def feature_frequencies(n_features: int, n_minority: int, base_freq: float,
     Parameters
     ----------
     n_features : int
-        An int >= 2.
+        Dictionary size K; an int >= 2.
     n_minority : int
         Number of minority (rare) features; an int >= 1.
     base_freq : float
-        A finite number in (0, 1).
+        Probability that a majority feature is active; a finite number in (0, 1).
     ratio : float
         Imbalance ratio; a finite number >= 1.
 
@@ -342,17 +342,18 @@ def single_feature_samples(M: torch.Tensor, n: int, n_tokens: int, n_signal: int
     Parameters
     ----------
     M : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Orthonormal feature dictionary, ``(d, K)``; a torch.Tensor (non-empty, floating-point,
+        2-dimensional, finite).
     n : int
-        An int >= 1.
+        Number of samples; an int >= 1.
     n_tokens : int
-        An int >= 1.
+        Tokens per sample; an int >= 1.
     n_signal : int
-        An int >= 1.
+        Tokens that carry the signal; an int >= 1.
     noise : float
         Noise level; a finite number >= 0.
     generator : torch.Generator
-        A Generator.
+        The random generator of the draws; a Generator.
 
     Returns
     -------
@@ -451,9 +452,11 @@ def infonce(f: torch.Tensor, f_target: torch.Tensor, tau: float) -> torch.Tensor
     Parameters
     ----------
     f : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2 or 3-dimensional, finite).
+        Representations of the first view (the online branch); a torch.Tensor (non-empty,
+        floating-point, 2 or 3-dimensional, finite).
     f_target : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2 or 3-dimensional, finite).
+        Representations of the second view (under stop-gradient); a torch.Tensor (non-empty,
+        floating-point, 2 or 3-dimensional, finite).
     tau : float
         Temperature of the InfoNCE loss; a finite number > 0.
 
@@ -492,9 +495,9 @@ def infonce_orthogonal_closed_form(sq_norm: float, n: int, tau: float) -> float:
     Parameters
     ----------
     sq_norm : float
-        A finite number >= 0.
+        Squared norm of every representation; a finite number >= 0.
     n : int
-        An int >= 1.
+        Number of samples; an int >= 1.
     tau : float
         Temperature of the InfoNCE loss; a finite number > 0.
 
@@ -639,9 +642,11 @@ def energy_ratio(W: torch.Tensor, M: torch.Tensor, n_minority: int) -> torch.Ten
     Parameters
     ----------
     W : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2 or 3-dimensional, finite).
+        Neuron weights, ``(..., m, d)``; a torch.Tensor (non-empty, floating-point, 2 or
+        3-dimensional, finite).
     M : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Orthonormal feature dictionary, ``(d, K)``; a torch.Tensor (non-empty, floating-point,
+        2-dimensional, finite).
     n_minority : int
         Number of minority (rare) features; an int >= 1.
 
@@ -716,15 +721,18 @@ def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
     Parameters
     ----------
     W : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 3-dimensional, finite).
+        Neuron weights, ``(..., m, d)``; a torch.Tensor (non-empty, floating-point, 3-dimensional,
+        finite).
     M : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Orthonormal feature dictionary, ``(d, K)``; a torch.Tensor (non-empty, floating-point,
+        2-dimensional, finite).
     n_minority : int
         Number of minority (rare) features; an int >= 1.
     specialist_ratio : float, default 2.0
-        A finite number >= 1.
+        Top/second projection ratio of a specialist; a finite number >= 1.
     strong_floor : float, default 0.25
-        A finite number in [0, 1].
+        Magnitude floor of a strong specialist, relative to the model's largest projection; a
+        finite number in [0, 1].
 
     Returns
     -------
@@ -832,13 +840,14 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     ratios : array_like
         Imbalance ratios; a tuple (at least 1 item) of items each a finite number >= 1.
     fractions : array_like
-        A tuple (at least 1 item) of items each a finite number in [0, 1].
+        Pruning fraction of each model; a tuple (at least 1 item) of items each a finite number in
+        [0, 1].
     seed : int, default 0
         Seed of the run's random draws; an int in [0, 9223372036854774].
     replicates : int | None, default None
         Independent repetitions; an int in [1, 999] or None.
     hard_mask : bool, default False
-        A bool.
+        Whether to mask both branches without the straight-through rule (the ablation); a bool.
     masks : object, default None
         One entry per condition, ``"magnitude"`` or ``"random"`` (default: all ``"magnitude"``).
 
@@ -955,9 +964,10 @@ def representations(run: EncoderRun, X: torch.Tensor) -> torch.Tensor:
     Parameters
     ----------
     run : EncoderRun
-        A training run, as returned by the chapter's training function; an EncoderRun.
+        The training run (:func:`train_encoders`); a training run, as returned by the chapter's
+        training function; an EncoderRun.
     X : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 3-dimensional, finite).
+        Tokens, ``(n, L, d)``; a torch.Tensor (non-empty, floating-point, 3-dimensional, finite).
 
     Returns
     -------
@@ -1067,7 +1077,7 @@ def paired(run: EncoderRun, values, ratio: float, fraction: float,
     fraction : float
         Fraction; a finite number in [0, 1].
     mask : str, default 'magnitude'
-        A str.
+        The pruned models' mask (``"magnitude"`` or ``"random"``); a str.
 
     Returns
     -------
@@ -1272,11 +1282,12 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     cfg : LongTailConfig
         The experiment's settings; a LongTailConfig.
     prune_fractions : array_like, default (0.0, 0.5)
-        A tuple (at least 1 item) of items each a finite number in [0, 1].
+        Pruning fraction of each model; a tuple (at least 1 item) of items each a finite number in
+        [0, 1].
     seed : int, default 0
         Seed of the run's random draws; an int in [0, 2**63 - 1].
     balanced : bool, default False
-        A bool.
+        Whether to pretrain on a balanced subsample instead (the reference); a bool.
     masks : object, default None
         One entry per pruning fraction, ``"magnitude"`` or ``"random"`` (default: all
         ``"magnitude"``).
@@ -1375,7 +1386,8 @@ def condition_table(run: EncoderRun, seed: int = 0) -> dict:
     Parameters
     ----------
     run : EncoderRun
-        A training run, as returned by the chapter's training function; an EncoderRun.
+        The training run (:func:`train_encoders`); a training run, as returned by the chapter's
+        training function; an EncoderRun.
     seed : int, default 0
         Seed of the run's random draws; an int in [0, 9223372036854765807].
 
@@ -1409,7 +1421,8 @@ def stage_curves(run: EncoderRun, fraction: float = 0.0) -> dict:
     Parameters
     ----------
     run : EncoderRun
-        A training run, as returned by the chapter's training function; an EncoderRun.
+        The training run (:func:`train_encoders`); a training run, as returned by the chapter's
+        training function; an EncoderRun.
     fraction : float, default 0.0
         Fraction; a finite number in [0, 1].
 
@@ -1454,13 +1467,14 @@ def draw_alignment(ax, proj, n_minority: int, title: str | None = None, vmax: fl
     ax : matplotlib.axes.Axes
         The matplotlib axes to draw on; a matplotlib Axes.
     proj : torch.Tensor
-        A torch.Tensor or numpy array (non-empty, floating-point, 2-dimensional, finite).
+        Projections ``|<w_r, M_k>|``, ``(m, K)``; a torch.Tensor or numpy array (non-empty,
+        floating-point, 2-dimensional, finite).
     n_minority : int
         Number of minority (rare) features; an int >= 0.
     title : str | None, default None
         Title of the axes; a str or None.
     vmax : float | None, default None
-        A finite number > 0 or None.
+        Top of the colour scale (default: the largest projection); a finite number > 0 or None.
 
     Returns
     -------

@@ -151,7 +151,7 @@ def legendre_features(x, degree: int) -> np.ndarray:
     Parameters
     ----------
     x : array_like
-        A non-empty 1-D array (list or numpy array) of finite numbers.
+        Inputs, in [-1, 1]; a non-empty 1-D array (list or numpy array) of finite numbers.
     degree : int
         Polynomial degree; an int >= 0.
 
@@ -192,7 +192,7 @@ def order_penalty(degree: int, gamma: float, scale: float = 1.0) -> np.ndarray:
     gamma : float
         Order-penalty base: coefficient ``j`` costs ``gamma**j``; a finite number >= 1.
     scale : float, default 1.0
-        A finite number >= 0.
+        Overall scale of the penalty; a finite number >= 0.
 
     Returns
     -------
@@ -226,13 +226,14 @@ def fit_polynomial(x, y, degree: int, penalty=None) -> np.ndarray:
     Parameters
     ----------
     x : array_like
-        A non-empty 1-D array (list or numpy array) of finite numbers.
+        Inputs, in [-1, 1]; a non-empty 1-D array (list or numpy array) of finite numbers.
     y : array_like
-        A non-empty 1-D array (list or numpy array) of finite numbers.
+        Targets, one per input; a non-empty 1-D array (list or numpy array) of finite numbers.
     degree : int
         Polynomial degree; an int >= 0.
     penalty : array_like, default None
-        A non-empty 1-D array (list or numpy array) of finite numbers or None.
+        Per-coefficient penalty weights (None: unregularized least squares); a non-empty 1-D array
+        (list or numpy array) of finite numbers or None.
 
     Returns
     -------
@@ -263,9 +264,9 @@ def predict_polynomial(w, x) -> np.ndarray:
     Parameters
     ----------
     w : array_like
-        A non-empty 1-D array (list or numpy array) of finite numbers.
+        Legendre coefficients; a non-empty 1-D array (list or numpy array) of finite numbers.
     x : array_like
-        A non-empty 1-D array (list or numpy array) of finite numbers.
+        Inputs, in [-1, 1]; a non-empty 1-D array (list or numpy array) of finite numbers.
 
     Returns
     -------
@@ -288,9 +289,9 @@ def poly_log_evidence(x, y, degree: int, gamma: float, noise_vars, prior_vars) -
     Parameters
     ----------
     x : array_like
-        A non-empty 1-D array (list or numpy array) of finite numbers.
+        Inputs, in [-1, 1]; a non-empty 1-D array (list or numpy array) of finite numbers.
     y : array_like
-        A non-empty 1-D array (list or numpy array) of finite numbers.
+        Targets, one per input; a non-empty 1-D array (list or numpy array) of finite numbers.
     degree : int
         Polynomial degree; an int >= 0.
     gamma : float
@@ -361,9 +362,9 @@ def evidence_decomposition(x, y, degree: int, gamma: float, noise_var: float,
     Parameters
     ----------
     x : array_like
-        A non-empty 1-D array (list or numpy array) of finite numbers.
+        Inputs, in [-1, 1]; a non-empty 1-D array (list or numpy array) of finite numbers.
     y : array_like
-        A non-empty 1-D array (list or numpy array) of finite numbers.
+        Targets, one per input; a non-empty 1-D array (list or numpy array) of finite numbers.
     degree : int
         Polynomial degree; an int >= 0.
     gamma : float
@@ -628,15 +629,15 @@ def overfitting_taxonomy(n: int = 200, noise: float = 0.5, seed: int = 0,
     Parameters
     ----------
     n : int, default 200
-        An int >= 2.
+        Number of training points; an int >= 2.
     noise : float, default 0.5
         Noise level; a finite number > 0.
     seed : int, default 0
         Seed of the run's random draws; an int in [0, 2**63 - 1].
     tail_dim : int, default 20000
-        An int >= 1.
+        Dimension of the spectrum's tail; an int >= 1.
     tail_var : float, default 0.001
-        A finite number > 0.
+        Variance of each tail coordinate; a finite number > 0.
 
     Returns
     -------
@@ -859,7 +860,7 @@ def effective_dimensionality(eigs, alpha: float) -> float:
     Parameters
     ----------
     eigs : array_like
-        A non-empty 1-D array (list or numpy array) of finite numbers.
+        Eigenvalues of the Hessian; a non-empty 1-D array (list or numpy array) of finite numbers.
     alpha : float
         Regularization constant of ``N_eff``; a finite number > 0.
 
@@ -1092,11 +1093,11 @@ def double_descent_summary(ps, mse, n: int) -> dict:
     Parameters
     ----------
     ps : array_like
-        A non-empty 1-D array (list or numpy array) of integers.
+        Numbers of parameters (features); a non-empty 1-D array (list or numpy array) of integers.
     mse : array_like
-        A non-empty 1-D array (list or numpy array) of finite numbers.
+        Test error at each ``p``; a non-empty 1-D array (list or numpy array) of finite numbers.
     n : int
-        An int >= 1.
+        Number of training points; an int >= 1.
 
     Returns
     -------
@@ -1135,7 +1136,7 @@ def rf_spectrum(cfg: RFConfig, p: int, seed: int = 0) -> dict:
     cfg : RFConfig
         The experiment's settings; a RFConfig.
     p : int
-        An int >= 1.
+        Number of random features; an int >= 1.
     seed : int, default 0
         Seed of the run's random draws; an int in [0, 2**63 - 1].
 
@@ -1295,7 +1296,7 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds: Dataset, seed: int = 0) -> MLPSweepRe
     Parameters
     ----------
     cfg : MLPSweepConfig
-        The experiment's settings; a MLPSweepConfig.
+        The experiment's settings; an MLPSweepConfig.
     ds : Dataset
         The dataset; a Dataset.
     seed : int, default 0
@@ -1425,9 +1426,10 @@ def split_peak_test(widths, err_reps, threshold: float | None = None) -> dict:
     widths : array_like
         Hidden widths; a non-empty 1-D array (list or numpy array) of finite numbers.
     err_reps : array_like
-        A non-empty 2-D array (list or numpy array) of finite numbers.
+        Test errors, replicates by widths; a non-empty 2-D array (list or numpy array) of finite
+        numbers.
     threshold : float | None, default None
-        A finite number > 0 or None.
+        The error level that selects the candidate widths (see above); a finite number > 0 or None.
 
     Returns
     -------
@@ -1459,7 +1461,8 @@ def interpolation_threshold(widths, train_err, tol: float = 0.01):
     widths : array_like
         Hidden widths; a non-empty 1-D array (list or numpy array) of finite numbers.
     train_err : array_like
-        A non-empty 1-D array (list or numpy array) of finite numbers.
+        Training error at each width; a non-empty 1-D array (list or numpy array) of finite
+        numbers.
     tol : float, default 0.01
         Tolerance; a finite number >= 0.
 
@@ -1609,21 +1612,21 @@ def effective_parameters(model: torch.nn.Module, x: torch.Tensor, y: torch.Tenso
     model : torch.nn.Module
         The network; a Module.
     x : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+        Training inputs of the network; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
     y : torch.Tensor
-        A torch.Tensor (non-empty, integer, 1-dimensional).
+        Their integer labels; a torch.Tensor (non-empty, integer, 1-dimensional).
     alpha : float
         Regularization constant of ``N_eff``; a finite number > 0.
     k : int, default 32
-        An int >= 1.
+        Eigenvalues computed; an int >= 1.
     max_k : int, default 256
-        An int >= 1.
+        Most eigenvalues computed; an int >= 1.
     weight_tol : float, default 0.05
-        A finite number in (0, 1).
+        Tolerance of the coverage check; a finite number in (0, 1).
     seed : int, default 0
         Seed of the run's random draws; an int in [0, 2**63 - 1].
     probes : int, default 0
-        An int >= 0.
+        Probe vectors for the trace of the tail; an int >= 0.
 
     Returns
     -------
@@ -1887,9 +1890,9 @@ def countable_bound(train_error: float, bits: float, n: int, delta: float = 0.05
     train_error : float
         Training error of the hypothesis; a finite number in [0, 1].
     bits : float
-        A finite number >= 0.
+        Code length of the hypothesis in bits; a finite number >= 0.
     n : int
-        An int >= 1.
+        Number of training points; an int >= 1.
     delta : float, default 0.05
         Confidence parameter: the bound holds with probability at least ``1 - delta``; a finite
         number in (0, 1).
@@ -1922,9 +1925,9 @@ def counting_bound(train_error: float, n_params: int, n: int, bits_per_param: in
     n_params : int
         Number of parameters; an int >= 1.
     n : int
-        An int >= 1.
+        Number of training points; an int >= 1.
     bits_per_param : int, default 32
-        An int >= 1.
+        Bits counted per parameter; an int >= 1.
     delta : float, default 0.05
         Confidence parameter: the bound holds with probability at least ``1 - delta``; a finite
         number in (0, 1).
@@ -1962,9 +1965,9 @@ def kl_inverse(q: float, c: float, tol: float = 1e-12) -> float:
     Parameters
     ----------
     q : float
-        A finite number in [0, 1].
+        Empirical error; a finite number in [0, 1].
     c : float
-        A finite number >= 0.
+        The bound on ``kl(q || p)``; a finite number >= 0.
     tol : float, default 1e-12
         Tolerance; a finite number > 0.
 
@@ -1998,9 +2001,9 @@ def pac_bayes_kl_bound(train_error: float, kl: float, n: int, delta: float = 0.0
     train_error : float
         Training error of the hypothesis; a finite number in [0, 1].
     kl : float
-        A finite number >= 0.
+        KL divergence of the posterior from the prior, in nats; a finite number >= 0.
     n : int
-        An int >= 1.
+        Number of training points; an int >= 1.
     delta : float, default 0.05
         Confidence parameter: the bound holds with probability at least ``1 - delta``; a finite
         number in (0, 1).
@@ -2262,7 +2265,7 @@ def bits_at_fit(curve, target: float) -> float | None:
     curve : object
         ``(levels, bits, quantized training error)`` triples (``CompressionResult.curve``).
     target : float
-        A finite number in [0, 1].
+        The training error to reach; a finite number in [0, 1].
 
     Returns
     -------
@@ -2330,11 +2333,11 @@ def run_compression(cfg: CompressionConfig, ds: Dataset, labels: str, seed: int 
     ds : Dataset
         The dataset; a Dataset.
     labels : str
-        One of ('true', 'random').
+        ``"true"`` or ``"random"`` labels; one of ('true', 'random').
     seed : int, default 0
         Seed of the run's random draws; an int in [0, 2**63 - 1].
     channels : int | None, default None
-        An int >= 1 or None.
+        Channels of the network; an int >= 1 or None.
 
     Returns
     -------

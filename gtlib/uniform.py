@@ -217,7 +217,8 @@ def corruption_experiment(cfg: CorruptionConfig, seed: int = 0, device: str | No
         Torch device of the run (default: ``GTLIB_DEVICE``); an available torch device ('cpu',
         'cuda', 'cuda:<k>', 'mps' or a torch.device) or None.
     replicate : bool, default True
-        A bool.
+        Whether to add a network trained on the true labels from another initialization (the
+        replicate); a bool.
 
     Returns
     -------
@@ -581,9 +582,11 @@ def distance_from_init(weights: Sequence[torch.Tensor], init: Sequence[torch.Ten
     Parameters
     ----------
     weights : Sequence[torch.Tensor]
-        A non-empty list or tuple whose items are each a torch.Tensor (non-empty, finite).
+        Weight matrices, one per layer; a non-empty list or tuple whose items are each a
+        torch.Tensor (non-empty, finite).
     init : Sequence[torch.Tensor]
-        A non-empty list or tuple whose items are each a torch.Tensor (non-empty, finite).
+        The weights at initialization; a non-empty list or tuple whose items are each a
+        torch.Tensor (non-empty, finite).
 
     Returns
     -------
@@ -642,17 +645,20 @@ def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor]
     Parameters
     ----------
     weights : Sequence[torch.Tensor]
-        A non-empty list or tuple whose items are each a torch.Tensor (non-empty, finite).
+        Weight matrices, one per layer; a non-empty list or tuple whose items are each a
+        torch.Tensor (non-empty, finite).
     init : Sequence[torch.Tensor]
-        A non-empty list or tuple whose items are each a torch.Tensor (non-empty, finite).
+        The weights at initialization; a non-empty list or tuple whose items are each a
+        torch.Tensor (non-empty, finite).
     data_norm : float
-        A finite number > 0.
+        Frobenius norm of the data matrix; a finite number > 0.
     gamma : float
         The margin; a finite number > 0.
     n : int
-        An int >= 1.
+        Number of training points; an int >= 1.
     spectral : Sequence[float] | None, default None
-        A non-empty list or tuple whose items are each a finite number or None.
+        Spectral norms of the layers (None: computed); a non-empty list or tuple whose items are
+        each a finite number or None.
 
     Returns
     -------
@@ -1068,7 +1074,7 @@ def margin_sweep(cfg: MarginSweepConfig, seed: int = 0, device: str | None = Non
         Torch device of the run (default: ``GTLIB_DEVICE``); an available torch device ('cpu',
         'cuda', 'cuda:<k>', 'mps' or a torch.device) or None.
     fixed_size : bool, default False
-        A bool.
+        Whether to run the chapter's null for the growth with n (see above); a bool.
 
     Returns
     -------
@@ -1330,13 +1336,13 @@ def linear_sweep(m: int, Ds: Sequence[int], seeds: Sequence[int], K: int = 1,
     Parameters
     ----------
     m : int
-        An int >= 1.
+        Training points; an int >= 1.
     Ds : Sequence[int]
         The input dimensions.
     seeds : Sequence[int]
         One seed per repetition.
     K : int, default 1
-        An int >= 1.
+        Dimension of the signal; an int >= 1.
     noise_var : float, default 32.0
         Noise variance; a finite number > 0.
 
@@ -1571,16 +1577,17 @@ def boundary_slice(model: BatchedMLP, member: int, point: torch.Tensor, radii: t
     model : BatchedMLP
         The stack of networks; a BatchedMLP.
     member : int
-        An int >= 0.
+        Which member of the stack; an int >= 0.
     point : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 1-dimensional, finite).
+        The point the slice goes through; a torch.Tensor (non-empty, floating-point, 1-dimensional,
+        finite).
     radii : tuple, default (1.0, 1.2)
         Radii of the two spheres; a tuple (at least 2 items, strictly increasing) of items each a
         finite number > 0.
     half_width : float, default 0.6
-        A finite number > 0.
+        Half-width of the slice; a finite number > 0.
     resolution : int, default 161
-        An int >= 2.
+        Grid points per axis; an int >= 2.
     seed : int, default 0
         Seed of the run's random draws; an int in [0, 2**63 - 1].
 
@@ -1634,16 +1641,16 @@ def slice_points(res: SpheresResult, member: int, radii: tuple = (1.0, 1.2), see
     Parameters
     ----------
     res : SpheresResult
-        A SpheresResult.
+        The result of :func:`spheres_sweep`; a SpheresResult.
     member : int
-        An int >= 0.
+        Which member of the stack; an int >= 0.
     radii : tuple, default (1.0, 1.2)
         Radii of the two spheres; a tuple (at least 2 items, strictly increasing) of items each a
         finite number > 0.
     seed : int, default 0
         Seed of the run's random draws; an int in [0, 2**63 - 1].
     candidates : int, default 200
-        An int >= 1.
+        Training points tried, in order; an int >= 1.
 
     Returns
     -------
@@ -1686,18 +1693,19 @@ def bulge_width(model: BatchedMLP, member: int, point: torch.Tensor, label: int,
     model : BatchedMLP
         The stack of networks; a BatchedMLP.
     member : int
-        An int >= 0.
+        Which member of the stack; an int >= 0.
     point : torch.Tensor
-        A torch.Tensor (non-empty, floating-point, 1-dimensional, finite).
+        The point the slice goes through; a torch.Tensor (non-empty, floating-point, 1-dimensional,
+        finite).
     label : int
-        An int >= 0.
+        The point's label; an int >= 0.
     radii : tuple, default (1.0, 1.2)
         Radii of the two spheres; a tuple (at least 2 items, strictly increasing) of items each a
         finite number > 0.
     seed : int, default 0
         Seed of the run's random draws; an int in [0, 2**63 - 1].
     resolution : int, default 721
-        An int >= 3.
+        Grid points per axis; an int >= 3.
 
     Returns
     -------
@@ -1746,9 +1754,9 @@ def cap_fraction(d: int, half_angle_deg: float) -> float:
     Parameters
     ----------
     d : int
-        An int >= 2.
+        Dimension; an int >= 2.
     half_angle_deg : float
-        A finite number in [0, 90].
+        Half-angle of the cap, in degrees; a finite number in [0, 90].
 
     Returns
     -------
@@ -1777,16 +1785,19 @@ def plot_slice(ax, a, b, f, radii: tuple, point_radius: float, colors=("#56B4E9"
     ax : matplotlib.axes.Axes
         The matplotlib axes to draw on; a matplotlib Axes.
     a : torch.Tensor
-        A torch.Tensor or numpy array (non-empty, floating-point, 1-dimensional, finite).
+        Slice coordinates along the first axis; a torch.Tensor or numpy array (non-empty,
+        floating-point, 1-dimensional, finite).
     b : torch.Tensor
-        A torch.Tensor or numpy array (non-empty, floating-point, 1-dimensional, finite).
+        Slice coordinates along the second axis; a torch.Tensor or numpy array (non-empty,
+        floating-point, 1-dimensional, finite).
     f : torch.Tensor
-        A torch.Tensor or numpy array (non-empty, floating-point, 2-dimensional, finite).
+        The decision function on the grid; a torch.Tensor or numpy array (non-empty,
+        floating-point, 2-dimensional, finite).
     radii : tuple
         Radii of the two spheres; a tuple (at least 2 items, strictly increasing) of items each a
         finite number > 0.
     point_radius : float
-        A finite number > 0.
+        Radius of the drawn point; a finite number > 0.
     colors : object, default ('#56B4E9', '#E69F00')
         Colours of the two classes.
     """
@@ -1816,7 +1827,7 @@ def log_ticks(ax, values, axis: str = "x") -> None:
     values : object
         The tick positions.
     axis : str, default 'x'
-        One of ('x', 'y').
+        The log axis, ``"x"`` or ``"y"``; one of ('x', 'y').
     """
     from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
