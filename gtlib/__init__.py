@@ -9,6 +9,12 @@ which composes the engine and never writes a training step of its own.
 """
 from __future__ import annotations
 
+__all__ = [
+    "ClaimFailed", "Claims", "Config", "Result", "Settings", "by_scale", "param", "preset",
+    "seed_everything", "settings", "setup", "setup_chapter",
+]
+
+
 __version__ = "0.1.0"
 
 from .claims import ClaimFailed, Claims  # noqa: F401
@@ -20,6 +26,16 @@ def setup_chapter(seed_offset: int = 0) -> Settings:
     """Start a chapter: apply the run settings (threads, seeds) and the house plotting style.
 
     Returns the :class:`~gtlib.config.Settings` in force, which the first cell displays.
+
+    Parameters
+    ----------
+    seed_offset : int, default 0
+        Added to the base seed ``GTLIB_SEED`` (see :func:`gtlib.config.setup`).
+
+    Returns
+    -------
+    Settings
+        The settings in force, which the first cell displays.
     """
     from .plotting import use_style
 

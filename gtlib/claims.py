@@ -58,9 +58,14 @@ import numpy as np
 
 from .config import settings
 
-__all__ = ["Claim", "ClaimFailed", "Claims", "RuleError", "claims_table_html", "evaluate_rule",
-           "control_refusal", "failure_text", "load_results", "margin", "reevaluate",
-           "shown_status", "sweep_dir", "sweep_entries"]
+__all__ = [
+    # recording claims
+    "Claim", "ClaimFailed", "Claims", "RuleError", "evaluate_rule", "margin",
+    # reading results (the reproduction report, the claims gate)
+    "claims_table_html", "control_refusal", "failure_text", "load_results", "reevaluate",
+    "shown_status", "sweep_dir", "sweep_entries",
+]
+
 
 _ID = re.compile(r"^[a-z0-9]+(\.[a-z0-9_]+)+$")
 _SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -481,7 +486,39 @@ def margin(rule: str, values: dict) -> tuple[float | None, str]:
 # -- the register ---------------------------------------------------------------------------------
 @dataclass
 class Claim:
-    """One checked claim (the fields of the results JSON)."""
+    """One checked claim (the fields of the results JSON).
+
+    Parameters
+    ----------
+    id : str
+        The claim's id, ``<chapter>.<name>``.
+    kind : str
+        ``"effect"`` (a finding of a paper) or ``"sanity"`` (a check of the implementation).
+    statement : str
+        The claim in words.
+    paper : str
+        The source of the claim (author, year, figure or section).
+    rule : str
+        The rule, a Python expression over ``values``.
+    values : dict
+        The measured values the rule reads.
+    control : dict | None
+        For an effect: the control's name, rule and values (the rule must fail on them).
+    holds : bool
+        Whether the rule held on ``values``.
+    control_holds : bool | None
+        Whether the rule held on the control's values (None for a sanity check).
+    status : str
+        One of ``STATUSES``.
+    explanation : str, default ''
+        Why a documented non-reproduction does not reproduce.
+    given : dict, optional
+        Settings of the run (scale, seed, versions).
+    reason : dict | None, default None
+        For a documented non-reproduction: the rule that explains it and its values.
+    refused : str, default ''
+        Why the control was refused, if it was.
+    """
 
     id: str
     kind: str
@@ -716,6 +753,11 @@ class Claims:
 def reevaluate(claim: dict) -> tuple[bool, bool | None]:
     """Re-evaluate a stored claim (a dict from a results JSON) from its rule and values alone.
 
+    Parameters
+    ----------
+    claim : dict
+        A claim dict from a results JSON.
+
     Returns
     -------
     (holds, control_holds)
@@ -754,10 +796,24 @@ def _check_stored(claim: Any, where: str, keys: tuple = ("kind", "rule", "values
                              f"{ctrl!r}")
 
 
-
 # -- a failed claim, in words ---------------------------------------------------------------------
 def failure_text(claim: dict, seed: int | None = None, scale: str | None = None) -> str:
-    """One paragraph saying what was expected, what was measured, the control, and where."""
+    """One paragraph saying what was expected, what was measured, the control, and where.
+
+    Parameters
+    ----------
+    claim : dict
+        The claim, a dict as in the results JSON.
+    seed : int | None, default None
+        The seed of the run (shown if given).
+    scale : str | None, default None
+        The scale of the run (shown if given).
+
+    Returns
+    -------
+    str
+        The paragraph.
+    """
     names = _rule_names(claim["rule"])
     shown = lambda vals: "; ".join(f"{k} = {_fmt(v)}" for k, v in vals.items()  # noqa: E731
                                    if k in names) or "(none named by the rule)"
@@ -844,6 +900,18 @@ def shown_status(claim: dict, swept: dict | None = None) -> tuple[str, str]:
     An effect reproduced in this run is shown as reproduced only if the committed seed sweep
     (``swept``: the claim's entry of the sweep record) saw it hold at every seed; one that held
     at fewer is *not robust*, not a reproduction.
+
+    Parameters
+    ----------
+    claim : dict
+        The claim, a dict as in the results JSON.
+    swept : dict | None, default None
+        The claim's entry of the sweep record, if any.
+
+    Returns
+    -------
+    tuple of str
+        ``(status, css_class)``.
     """
     status = claim["status"]
     if status == "FAILED":
@@ -961,6 +1029,22 @@ def claims_table_html(claims: list[dict], chapter_col: bool = False,
     ``sweep`` (claim id -> the claim's entry of the committed seed-sweep record) adds the number
     of seeds at which the claim held and its worst margin, and an effect that held at fewer than
     all of them is shown as not robust.
+
+    Parameters
+    ----------
+    claims : list[dict]
+        Claims as dicts, as in the results JSON.
+    chapter_col : bool, default False
+        Whether to add a column with each claim's chapter.
+    full : dict | None, default None
+        Claim id -> claim dict of a recorded full-scale run (adds a column).
+    sweep : dict | None, default None
+        Claim id -> the claim's entry of the seed-sweep record (adds a column).
+
+    Returns
+    -------
+    str
+        The HTML of the tables.
     """
     if not isinstance(claims, list):
         raise TypeError(f"claims must be a list of claim dicts, got {type(claims).__name__}")
@@ -990,16 +1074,39 @@ def claims_table_html(claims: list[dict], chapter_col: bool = False,
 
 
 def sweep_dir() -> Path:
-    """Where the committed seed-sweep records are: ``GTLIB_SWEEP_DIR``, else ``book/_data/sweep``
-    of the checkout gtlib is imported from."""
+    """Where the committed seed-sweep records are.
+
+    Where the committed seed-sweep records are: ``GTLIB_SWEEP_DIR``, else ``book/_data/sweep``
+    of the checkout gtlib is imported from.
+
+    Returns
+    -------
+    Path
+        The folder.
+    """
     env = os.environ.get("GTLIB_SWEEP_DIR", "").strip()
     return Path(env) if env else Path(__file__).resolve().parents[1] / "book" / "_data" / "sweep"
 
 
 def sweep_entries(chapter: str, claims: list[dict] | None = None) -> dict | None:
-    """The committed sweep record's entries of ``chapter`` (claim id -> entry), or ``None`` when
+    """The committed sweep record's entries of ``chapter``.
+
+    The committed sweep record's entries of ``chapter`` (claim id -> entry), or ``None`` when
     there is no record. With ``claims``, an entry is kept only if its rule and statement are the
-    claim's own (a stale entry says nothing about the claim as it now stands)."""
+    claim's own (a stale entry says nothing about the claim as it now stands).
+
+    Parameters
+    ----------
+    chapter : str
+        The chapter's slug.
+    claims : list[dict] | None, default None
+        The chapter's claims (dicts); entries whose rule or statement differ are dropped.
+
+    Returns
+    -------
+    dict or None
+        Claim id -> entry, or None when there is no record.
+    """
     path = sweep_dir() / f"{chapter}.json"
     if not path.is_file():
         return None
@@ -1014,7 +1121,18 @@ def sweep_entries(chapter: str, claims: list[dict] | None = None) -> dict | None
 
 
 def load_results(results_dir: str | Path | None = None) -> list[dict]:
-    """Every ``<chapter>.json`` in ``results_dir`` (default ``GTLIB_RESULTS_DIR``), sorted by name."""
+    """Every ``<chapter>.json`` in ``results_dir`` (default ``GTLIB_RESULTS_DIR``), sorted by name.
+
+    Parameters
+    ----------
+    results_dir : str | Path | None, default None
+        The folder (default ``GTLIB_RESULTS_DIR``).
+
+    Returns
+    -------
+    list[dict]
+        One dict per chapter file.
+    """
     if results_dir is not None and (not isinstance(results_dir, (str, os.PathLike))
                                     or not str(results_dir).strip()):
         raise TypeError(f"results_dir must be a folder path (str or pathlib.Path) or None, got "

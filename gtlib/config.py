@@ -62,7 +62,19 @@ import torch
 
 from .checks import SEED, Constraint, Interval
 
+__all__ = [
+    # configs and results
+    "Config", "Result", "by_scale", "param", "preset",
+    # run settings
+    "DEVICES", "SCALES", "Settings", "max_threads", "read_cache_dir", "read_device",
+    "read_results_dir", "read_scale", "read_seed", "read_threads", "seed_everything", "settings",
+    "setup",
+]
+
+
+#: The scales of a run (``GTLIB_SCALE``): ``quick`` for a laptop, ``full`` for a GPU.
 SCALES = ("quick", "full")
+#: The device types ``GTLIB_DEVICE`` may name.
 DEVICES = ("cuda", "mps", "cpu")
 SEED_MAX = 2**32 - 1  # GTLIB_SEED; chapters add offsets, seed_everything accepts up to 2**63 - 1
 
@@ -109,7 +121,23 @@ def _short_path(path: Path) -> str:
 
 @dataclass(frozen=True)
 class Settings:
-    """The settings in force for one run (read from the environment by :func:`settings`)."""
+    """The settings in force for one run (read from the environment by :func:`settings`).
+
+    Parameters
+    ----------
+    scale : str
+        ``"quick"`` or ``"full"`` (``GTLIB_SCALE``).
+    seed : int
+        The base seed (``GTLIB_SEED``).
+    results_dir : Path
+        Where claims are written (``GTLIB_RESULTS_DIR``).
+    device : str
+        The torch device (``GTLIB_DEVICE``).
+    threads : int
+        Torch's CPU threads (``GTLIB_THREADS``).
+    cache_dir : Path
+        Where generated datasets are cached (``GTLIB_CACHE_DIR``).
+    """
 
     scale: str
     seed: int
@@ -168,7 +196,13 @@ def _env_dir(name: str, default: Path) -> Path:
 
 
 def read_scale() -> str:
-    """``GTLIB_SCALE`` (``quick`` or ``full``)."""
+    """``GTLIB_SCALE`` (``quick`` or ``full``).
+
+    Returns
+    -------
+    str
+        ``"quick"`` or ``"full"``.
+    """
     scale = os.environ.get("GTLIB_SCALE", "quick").strip().lower() or "quick"
     if scale not in SCALES:
         raise ValueError(f"GTLIB_SCALE must be one of {SCALES}, got {scale!r}")
@@ -176,22 +210,46 @@ def read_scale() -> str:
 
 
 def read_seed() -> int:
-    """``GTLIB_SEED``, an integer in ``[0, 2**32)``."""
+    """``GTLIB_SEED``, an integer in ``[0, 2**32)``.
+
+    Returns
+    -------
+    int
+        The base seed.
+    """
     return _env_int("GTLIB_SEED", 0, 0, SEED_MAX)
 
 
 def max_threads() -> int:
-    """The largest ``GTLIB_THREADS`` accepted: four times the CPU cores."""
+    """The largest ``GTLIB_THREADS`` accepted: four times the CPU cores.
+
+    Returns
+    -------
+    int
+        Four times the number of CPU cores.
+    """
     return 4 * max(1, os.cpu_count() or 1)
 
 
 def read_threads() -> int:
-    """``GTLIB_THREADS``, an integer in ``[1, 4 * cores]``."""
+    """``GTLIB_THREADS``, an integer in ``[1, 4 * cores]``.
+
+    Returns
+    -------
+    int
+        The number of torch threads.
+    """
     return _env_int("GTLIB_THREADS", 1, 1, max_threads())
 
 
 def read_device() -> str:
-    """``GTLIB_DEVICE``, or the best available device; an unavailable device is refused."""
+    """``GTLIB_DEVICE``, or the best available device; an unavailable device is refused.
+
+    Returns
+    -------
+    str
+        ``"cuda"``, ``"mps"`` or ``"cpu"`` (or an indexed device such as ``"cuda:1"``).
+    """
     raw = os.environ.get("GTLIB_DEVICE", "").strip().lower()
     if not raw:
         return _auto_device()
@@ -205,19 +263,36 @@ def read_device() -> str:
 
 
 def read_results_dir() -> Path:
-    """``GTLIB_RESULTS_DIR`` (default ``_build/results`` at the repository root)."""
+    """``GTLIB_RESULTS_DIR`` (default ``_build/results`` at the repository root).
+
+    Returns
+    -------
+    Path
+        The results folder.
+    """
     root = _repo_root()
     return _env_dir("GTLIB_RESULTS_DIR",
                     (root if root is not None else Path.cwd()) / "_build" / "results")
 
 
 def read_cache_dir() -> Path:
-    """``GTLIB_CACHE_DIR`` (default ``~/.cache/gtlib``)."""
+    """``GTLIB_CACHE_DIR`` (default ``~/.cache/gtlib``).
+
+    Returns
+    -------
+    Path
+        The cache folder.
+    """
     return _env_dir("GTLIB_CACHE_DIR", Path.home() / ".cache" / "gtlib")
 
 
 def settings() -> Settings:
     """Read the run settings from the environment (see the module docstring).
+
+    Returns
+    -------
+    Settings
+        The settings in force.
 
     Raises
     ------
@@ -236,6 +311,16 @@ def setup(seed_offset: int = 0) -> Settings:
 
     Call once at the top of a chapter. ``seed_offset`` lets a chapter derive distinct but
     reproducible streams from the base seed.
+
+    Parameters
+    ----------
+    seed_offset : int, default 0
+        Added to the base seed, so that a chapter has streams of its own.
+
+    Returns
+    -------
+    Settings
+        The settings in force.
     """
     Interval(int, 0, SEED_MAX).check("seed_offset", seed_offset)
     s = settings()
@@ -245,7 +330,13 @@ def setup(seed_offset: int = 0) -> Settings:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python's, NumPy's and torch's global generators (``seed`` in ``[0, 2**63)``)."""
+    """Seed Python's, NumPy's and torch's global generators (``seed`` in ``[0, 2**63)``).
+
+    Parameters
+    ----------
+    seed : int
+        The seed, in ``[0, 2**63)``.
+    """
     seed = int(SEED.check("seed", seed))
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -261,7 +352,22 @@ def _scale(scale: str | None) -> str:
 
 
 def by_scale(quick: Any, full: Any, scale: str | None = None) -> Any:
-    """Return ``quick`` or ``full`` according to ``scale`` (default: the ``GTLIB_SCALE`` in force)."""
+    """Return ``quick`` or ``full`` according to ``scale`` (default: the ``GTLIB_SCALE`` in force).
+
+    Parameters
+    ----------
+    quick : Any
+        The value at the ``quick`` scale.
+    full : Any
+        The value at the ``full`` scale.
+    scale : str | None, default None
+        ``"quick"``, ``"full"`` or None (the ``GTLIB_SCALE`` in force).
+
+    Returns
+    -------
+    object
+        ``quick`` or ``full``.
+    """
     return quick if _scale(scale) == "quick" else full
 
 
@@ -274,6 +380,27 @@ def param(default: Any = MISSING, constraint: Constraint | None = None, *, facto
     """A config field with its constraint (and an optional one-line ``doc``).
 
     ``factory`` builds a mutable default (e.g. a nested config) instead of ``default``.
+
+    Parameters
+    ----------
+    default : Any, optional
+        The default value (the ``quick`` preset's).
+    constraint : Constraint | None, default None
+        What the field must be; required.
+    factory : object, default None
+        Builds a mutable default (e.g. a nested config) instead of ``default``.
+    doc : str, default ''
+        A one-line description, shown as a tooltip of the config's table.
+
+    Returns
+    -------
+    dataclasses.Field
+        The field, carrying the constraint and ``doc`` in its metadata.
+
+    Raises
+    ------
+    TypeError
+        If ``constraint`` is missing or not a :class:`~gtlib.checks.Constraint`, ``doc`` is not a str or ``factory`` not callable.
     """
     if constraint is None or not isinstance(constraint, Constraint):
         raise TypeError("param needs a constraint from gtlib.checks (Interval, Options, ...), got "
@@ -326,8 +453,9 @@ def _short(value: Any) -> str:
 
 
 class Config:
-    """Base of every experiment config (derive with ``@dataclass`` and declare fields with
-    :func:`param`).
+    """Base of every experiment config.
+
+    Derive with ``@dataclass`` and declare fields with :func:`param`.
 
     * Construction validates every field against its constraint, then the cross-field rules of
       :meth:`_check_together`; assigning a field later re-validates it, and assigning a name that
@@ -460,6 +588,23 @@ def preset(cls, scale: str | None = None, **overrides):
     defaults, then (for ``full``) the class's ``FULL`` mapping, then ``overrides``, validated once.
     Other classes with ``quick()``/``full()`` classmethods get ``dataclasses.replace`` for
     ``overrides``.
+
+    Parameters
+    ----------
+    scale : str | None, default None
+        ``"quick"``, ``"full"`` or None (``GTLIB_SCALE``).
+    **overrides
+        Field values that replace the preset's.
+
+    Returns
+    -------
+    object
+        The config.
+
+    Raises
+    ------
+    TypeError
+        If ``cls`` has no ``quick()``/``full()``, or an override names no field.
     """
     scale = _scale(scale)
     if isinstance(cls, type) and issubclass(cls, Config):
@@ -472,8 +617,3 @@ def preset(cls, scale: str | None = None, **overrides):
         from dataclasses import replace
         out = replace(out, **overrides)
     return out
-
-
-__all__ = ["Config", "Result", "Settings", "SCALES", "DEVICES", "by_scale", "param", "preset",
-           "seed_everything", "settings", "setup", "read_scale", "read_seed", "read_device",
-           "read_threads", "read_results_dir", "read_cache_dir", "max_threads"]

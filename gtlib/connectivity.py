@@ -53,6 +53,20 @@ from . import engine
 from .engine import EpochBatches, StackedOptimizer, member_batch
 from .models import ACTIVATIONS, BatchedMLP, MLP, make_mlp
 
+__all__ = [
+    # configs and results
+    "ConnectivityConfig",
+    # functions
+    "accuracy", "activation_matching", "align", "apply_task_vectors", "barrier",
+    "barrier_vs_epoch", "commutativity_bound_ratio", "commutativity_residual",
+    "cross_task_experiment", "depth_sweep", "endpoint_dissimilarity", "evaluate_bezier",
+    "evaluate_path", "fit_bezier", "llfc_dissimilarity", "llfc_profile", "logit_interpolation",
+    "permute", "planted_permutation_check", "pretraining_sweep", "random_perms", "repair_path",
+    "spawn_experiment", "task_labels", "task_vector", "train_nets", "train_pairs",
+    "weak_additivity", "weight_matching",
+]
+
+
 # ---------------------------------------------------------------------------------------------
 # 0. Argument checks shared by the public functions (see gtlib.checks.boundary)
 # ---------------------------------------------------------------------------------------------
@@ -407,7 +421,31 @@ def _fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
           num_classes=count())
 def train_nets(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, width: int, depth: int,
                num_classes: int, recipe: Recipe) -> list[MLP]:
-    """Train one MLP per seed (its initialization and its SGD noise), all in one stack."""
+    """Train one MLP per seed (its initialization and its SGD noise), all in one stack.
+
+    Parameters
+    ----------
+    seeds : Sequence[int]
+        Seeds, one per model or run; a non-empty list or tuple whose items are each an int.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2 or 3-dimensional,
+        finite).
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1 or 2-dimensional).
+    width : int
+        Hidden width; an int >= 1.
+    depth : int
+        Number of hidden layers; an int >= 0.
+    num_classes : int
+        Number of classes; an int >= 1.
+    recipe : Recipe
+        The training recipe; a Recipe.
+
+    Returns
+    -------
+    list[MLP]
+        The trained networks, one per seed.
+    """
     seeds = check_seeds("seeds", seeds)
     check_labels("y", y, num_classes, n=x.shape[-2])
     model = BatchedMLP.init(seeds, x.shape[-1], width, depth, num_classes,
@@ -502,12 +540,34 @@ def _curve(alphas, values) -> tuple[np.ndarray, np.ndarray]:
 
 @boundary(alphas=_Numbers(), values=_Numbers())
 def barrier(alphas: Sequence[float], values: Sequence[float]) -> float:
-    """Barrier of a curve above its chord (Entezari et al. 2022, loss-barrier definition).
+    r"""Barrier of a curve above its chord (Entezari et al. 2022, loss-barrier definition).
 
     ``max_alpha [v(alpha) - ((1 - alpha) v(0) + alpha v(1))]`` over the sampled
     ``alphas``, which must start at 0 and end at 1. It is 0 for a curve that never rises
     above its chord (a convex or flat curve), and negative only if the curve lies strictly
     below its chord.
+
+    .. math::
+
+       B = \max_\alpha \big[L(\alpha) - ((1 - \alpha) L(0) + \alpha L(1))\big]
+
+    Parameters
+    ----------
+    alphas : Sequence[float]
+        Interpolation points; a non-empty 1-D sequence of
+        finite numbers.
+    values : Sequence[float]
+        The curve's values at evenly spaced points; a non-empty 1-D sequence of finite numbers.
+
+    Returns
+    -------
+    float
+        The barrier (0 for a curve on or below its chord).
+
+    References
+    ----------
+    Entezari, Sedghi, Saukh and Neyshabur (2022), "The Role of Permutation Invariance in Linear
+    Mode Connectivity of Neural Networks".
     """
     a, v = _curve(alphas, values)
     chord = (1 - a) * v[0] + a * v[-1]
@@ -533,6 +593,26 @@ def evaluate_path(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
     """Cross-entropy loss and accuracy of the interpolated networks on ``(x, y)``.
 
     ``alphas`` is a sequence from 0 to 1 or a number of evenly spaced points (Git Re-Basin uses 25).
+
+    Parameters
+    ----------
+    a : MLP
+        The first network (the path starts here); an MLP.
+    b : MLP
+        The second network (the path ends here); an MLP.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
+    alphas : Sequence[float] | int, default 25
+        Number of interpolation points; an int >= 2 (evenly spaced
+        points in [0, 1]) or a non-empty 1-D sequence of finite numbers.
+
+    Returns
+    -------
+    Path
+        Cross-entropy loss and accuracy of the interpolated networks on ``(x, y)``.
     """
     _check_same_shape(a, b)
     _check_data(a, x, y)
@@ -605,11 +685,25 @@ def _check_perms(model: MLP, perms) -> list[np.ndarray]:
 
 @boundary(perms=None)  # checked against the model's widths below
 def permute(model: MLP, perms: Sequence[np.ndarray]) -> MLP:
-    """The same function with hidden units reordered: unit ``i`` of layer ``l`` becomes ``perms[l][i]``.
+    """The same function with its hidden units reordered.
+
+    The same function with hidden units reordered: unit ``i`` of layer ``l`` becomes ``perms[l][i]``.
 
     Rows of ``W_l`` and entries of ``b_l`` are permuted by ``perms[l]``; columns of ``W_{l+1}`` by
     the same permutation, so the network computes exactly the same function (Entezari et al. 2022,
     Section 2; Git Re-Basin, Section 2).
+
+    Parameters
+    ----------
+    model : MLP
+        The network; an MLP.
+    perms : Sequence[np.ndarray]
+        One permutation per hidden layer.
+
+    Returns
+    -------
+    MLP
+        The permuted network.
     """
     perms = _check_perms(model, perms)
     ws, bs = params(model)
@@ -625,7 +719,20 @@ def permute(model: MLP, perms: Sequence[np.ndarray]) -> MLP:
 
 @boundary(seed=SEED)
 def random_perms(model: MLP, seed: int = 0) -> list[np.ndarray]:
-    """One uniformly random permutation per hidden layer of ``model``."""
+    """One uniformly random permutation per hidden layer of ``model``.
+
+    Parameters
+    ----------
+    model : MLP
+        The network; an MLP.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    list[np.ndarray]
+        One uniformly random permutation per hidden layer of ``model``.
+    """
     rng = np.random.default_rng(seed)
     return [rng.permutation(l.weight.shape[0]) for l in model.layers[:-1]]
 
@@ -646,6 +753,27 @@ def weight_matching(a: MLP, b: MLP, max_iter: int = 100,
     incoming and outgoing weights) with the others fixed, using
     :func:`scipy.optimize.linear_sum_assignment`. Stops when a pass improves nothing or
     after ``max_iter`` passes. Apply the result with ``permute(b, perms)``.
+
+    Parameters
+    ----------
+    a : MLP
+        The first network (the path starts here); an MLP.
+    b : MLP
+        The second network (the path ends here); an MLP.
+    max_iter : int, default 100
+        Most iterations; an int >= 1.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    list[np.ndarray]
+        One permutation per hidden layer.
+
+    References
+    ----------
+    Ainsworth, Hayase and Srinivasa (2023), "Git Re-Basin: Merging Models modulo Permutation
+    Symmetries", Algorithm 1.
     """
     _check_same_shape(a, b)
     _check_finite_weights("a", a)
@@ -690,6 +818,29 @@ def activation_matching(a: MLP, b: MLP, x: torch.Tensor, method: str = "cross") 
     variant is present there but commented out); ``method="pearson"`` uses the correlation
     (Entezari et al. 2022 and Li et al. 2015 match on correlations). Layers are independent
     because the features depend only on the inputs.
+
+    Parameters
+    ----------
+    a : MLP
+        The first network (the path starts here); an MLP.
+    b : MLP
+        The second network (the path ends here); an MLP.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    method : str, default 'cross'
+        ``"cross"`` (raw cross moment of the activations) or ``"pearson"`` (their correlation); one
+        of ('cross', 'pearson').
+
+    Returns
+    -------
+    list[np.ndarray]
+        One permutation per hidden layer.
+
+    References
+    ----------
+    Ainsworth, Hayase and Srinivasa (2023), "Git Re-Basin: Merging Models modulo Permutation
+    Symmetries".
     """
     _check_same_shape(a, b)
     _check_inputs("x", x, a, min_rows=2 if method == "pearson" else 1)
@@ -748,6 +899,28 @@ def llfc_dissimilarity(a: MLP, b: MLP, x: torch.Tensor, alpha: float = 0.5) -> l
     features are (up to a positive scale) the interpolated features. The same quantity between two
     models fine-tuned on different tasks is the cross-task linearity (CTL) dissimilarity of Zhou
     et al. (2024).
+
+    Parameters
+    ----------
+    a : MLP
+        The first network (the path starts here); an MLP.
+    b : MLP
+        The second network (the path ends here); an MLP.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    alpha : float, default 0.5
+        Regularization constant of ``N_eff``; a finite number in [0, 1].
+
+    Returns
+    -------
+    list[float]
+        Per-layer LLFC dissimilarity (Zhou et al. 2023: their definition and metric).
+
+    References
+    ----------
+    Zhou, Yang, Yang, Yan and Hu (2023), "Going Beyond Linear Mode Connectivity: The Layerwise
+    Linear Feature Connectivity".
     """
     _check_same_shape(a, b)
     _check_inputs("x", x, a)
@@ -773,6 +946,26 @@ def commutativity_residual(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     weights ``W_A, W_B``: ``||W_A H_A + W_B H_B - W_A H_B - W_B H_A||_F / ||W_A H_A + W_B H_B||_F``,
     i.e. ``||(W_A - W_B)(H_A - H_B)|| / ||W_A H_A + W_B H_B||``. Commutativity (residual 0) plus
     weak additivity of ReLU implies LLFC.
+
+    Parameters
+    ----------
+    a : MLP
+        The first network (the path starts here); an MLP.
+    b : MLP
+        The second network (the path ends here); an MLP.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+
+    Returns
+    -------
+    list[float]
+        Relative commutativity residual per hidden layer (Zhou et al. 2023).
+
+    References
+    ----------
+    Zhou, Yang, Yang, Yan and Hu (2023), "Going Beyond Linear Mode Connectivity: The Layerwise
+    Linear Feature Connectivity".
     """
     out = []
     for ha, hb, A, B in _hidden_layers(a, b, x):
@@ -793,6 +986,21 @@ def commutativity_bound_ratio(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     out. It is 1 when the feature differences lie along the top right-singular vector of the
     weight difference and small when they avoid the directions that ``W_A - W_B`` amplifies (a
     layer with ``W_A = W_B`` or ``H_A = H_B`` gives 0/0, reported as 0).
+
+    Parameters
+    ----------
+    a : MLP
+        The first network (the path starts here); an MLP.
+    b : MLP
+        The second network (the path ends here); an MLP.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+
+    Returns
+    -------
+    list[float]
+        The commutativity residual per hidden layer divided by its trivial upper bound.
     """
     out = []
     for ha, hb, A, B in _hidden_layers(a, b, x):
@@ -814,6 +1022,31 @@ def logit_interpolation(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
     convex combination too. Returns the largest error along the network path (``path_error``),
     along the interpolated logits (``lerp_error``, at most ``bound`` by the argument above), the
     bound ``err_A + err_B`` and the two endpoint errors.
+
+    Parameters
+    ----------
+    a : MLP
+        The first network (the path starts here); an MLP.
+    b : MLP
+        The second network (the path ends here); an MLP.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
+    alphas : Sequence[float] | int, default 25
+        Number of interpolation points; an int >= 2 (evenly spaced
+        points in [0, 1]) or a non-empty 1-D sequence of finite numbers.
+
+    Returns
+    -------
+    dict
+        The errors named above.
+
+    References
+    ----------
+    Zhou, Yang, Yang, Yan and Hu (2023), "Going Beyond Linear Mode Connectivity: The Layerwise
+    Linear Feature Connectivity".
     """
     _check_same_shape(a, b)
     _check_data(a, x, y)
@@ -837,6 +1070,21 @@ def endpoint_dissimilarity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     two networks' own features are. LLFC is informative only when the interpolated network's
     features are much closer to the interpolated features than the two endpoints are to each
     other (two networks with identical features satisfy LLFC trivially).
+
+    Parameters
+    ----------
+    a : MLP
+        The first network (the path starts here); an MLP.
+    b : MLP
+        The second network (the path ends here); an MLP.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+
+    Returns
+    -------
+    list[float]
+        Per-layer ``mean_x [1 - cos(f_l(theta_A; x), f_l(theta_B; x))]``, hidden layers and logits.
     """
     _check_same_shape(a, b)
     _check_inputs("x", x, a)
@@ -870,6 +1118,26 @@ def weak_additivity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     ``weak_additivity.py`` measures it: 0 when the two pre-activations agree in sign unit by unit
     (then the ReLU of the sum is the sum of the ReLUs), large when the networks' units switch on
     for different inputs.
+
+    Parameters
+    ----------
+    a : MLP
+        The first network (the path starts here); an MLP.
+    b : MLP
+        The second network (the path ends here); an MLP.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+
+    Returns
+    -------
+    list[float]
+        Weak-additivity dissimilarity of ReLU per hidden layer (Zhou et al. 2023, Sec. 5).
+
+    References
+    ----------
+    Zhou, Yang, Yang, Yan and Hu (2023), "Going Beyond Linear Mode Connectivity: The Layerwise
+    Linear Feature Connectivity", Section 5.
     """
     _check_same_shape(a, b)
     _check_inputs("x", x, a)
@@ -929,8 +1197,37 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
           stats_b=InstanceOf(MLP, optional=True))
 def repair_path(a: MLP, b: MLP, x_stats: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
                 alphas: Sequence[float] | int = 25, stats_b: MLP | None = None) -> Path:
-    """Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations (statistics on ``x_stats``;
-    ``stats_b`` as in :func:`repair_stack`)."""
+    """Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations.
+
+    Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations (statistics on ``x_stats``;
+    ``stats_b`` as in :func:`repair_stack`).
+
+    Parameters
+    ----------
+    a : MLP
+        The first network (the path starts here); an MLP.
+    b : MLP
+        The second network (the path ends here); an MLP.
+    x_stats : torch.Tensor
+        Inputs on which REPAIR measures the activation statistics; a torch.Tensor (non-empty,
+        floating-point, 2-dimensional, finite).
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
+    alphas : Sequence[float] | int, default 25
+        Number of interpolation points; an int >= 2 (evenly spaced
+        points in [0, 1]) or a non-empty 1-D sequence of finite numbers.
+    stats_b : MLP | None, default None
+        The network whose unit statistics stand in for ``b``'s (default ``b``; see
+        :func:`repair_stack`); an MLP or None.
+
+    Returns
+    -------
+    Path
+        Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations.
+    """
     _check_same_shape(a, b)
     if stats_b is not None:
         _check_same_shape(b, stats_b, names=("b", "stats_b"))
@@ -965,7 +1262,9 @@ def _bezier_params(pts, t):
 @boundary(x=INPUTS, y=LABELS, seed=SEED, samples=count())
 def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe, seed: int = 0,
                samples: int = 4) -> MLP:
-    """Train the control point of a quadratic Bezier curve from ``a`` to ``b`` (Garipov et al. 2018).
+    r"""Train the control point of a quadratic Bezier curve from ``a`` to ``b``.
+
+    Train the control point of a quadratic Bezier curve from ``a`` to ``b`` (Garipov et al. 2018).
 
     The endpoints stay fixed; the control point starts at the midpoint of the straight line and
     minimizes the training loss averaged over the curve, ``E_{t ~ U(0,1)} L(theta(t))``, with
@@ -975,6 +1274,38 @@ def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     The control point is trained by :func:`gtlib.engine.fit` with SGD as ``recipe`` says
     (momentum, weight decay, the warm-up-then-decay schedule); one generator seeded with ``seed``
     draws each epoch's minibatch order and, at every step after it, the ``samples`` values of t.
+
+    .. math::
+
+       \phi(t) = (1 - t)^2 \theta_a + 2 t (1 - t)\, m + t^2 \theta_b
+
+    Parameters
+    ----------
+    a : MLP
+        The first network (the path starts here); an MLP.
+    b : MLP
+        The second network (the path ends here); an MLP.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
+    recipe : Recipe
+        The training recipe; a Recipe.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+    samples : int, default 4
+        Curve points sampled per training step; an int >= 1.
+
+    Returns
+    -------
+    MLP
+        The control point, as an MLP.
+
+    References
+    ----------
+    Garipov, Izmailov, Podoprikhin, Vetrov and Wilson (2018), "Loss Surfaces, Mode Connectivity,
+    and Fast Ensembling of DNNs".
     """
     _check_same_shape(a, b)
     _check_data(a, x, y)
@@ -1013,7 +1344,30 @@ def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
 @boundary(x=INPUTS, y=LABELS, ts=GRID)
 def evaluate_bezier(a: MLP, m: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
                     ts: Sequence[float] | int = 25) -> Path:
-    """Loss and accuracy along the Bezier curve with control point ``m`` (``alphas`` = ``t``)."""
+    """Loss and accuracy along the Bezier curve with control point ``m`` (``alphas`` = ``t``).
+
+    Parameters
+    ----------
+    a : MLP
+        The first network (the path starts here); an MLP.
+    m : MLP
+        The Bezier control point, as a network; an MLP.
+    b : MLP
+        The second network (the path ends here); an MLP.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
+    ts : Sequence[float] | int, default 25
+        Curve parameters in [0, 1]; an int >= 2 (evenly spaced points in [0, 1]) or a non-empty 1-D
+        sequence of finite numbers.
+
+    Returns
+    -------
+    Path
+        Loss and accuracy along the Bezier curve with control point ``m`` (``alphas`` = ``t``).
+    """
     _check_same_shape(a, m, names=("a", "m"))
     _check_same_shape(a, b)
     _check_data(a, x, y)
@@ -1044,6 +1398,22 @@ def task_vector(pretrained: MLP, finetuned: MLP) -> list[torch.Tensor]:
 
     The output layer is not part of the vector: each task keeps its own head. The list holds
     ``W_1, b_1, W_2, b_2, ...`` for the hidden layers (weights only without biases).
+
+    Parameters
+    ----------
+    pretrained : MLP
+        The pretrained network; an MLP.
+    finetuned : MLP
+        The fine-tuned network; an MLP.
+
+    Returns
+    -------
+    list[torch.Tensor]
+        ``theta_ft - theta_pre`` for every hidden layer's weights and biases (Ilharco et al. 2023).
+
+    References
+    ----------
+    Ilharco et al. (2023), "Editing Models with Task Arithmetic".
     """
     _check_same_shape(pretrained, finetuned, body_only=True, names=("pretrained", "finetuned"))
     out = []
@@ -1057,7 +1427,29 @@ def task_vector(pretrained: MLP, finetuned: MLP) -> list[torch.Tensor]:
 @boundary()
 def apply_task_vectors(pretrained: MLP, vectors: Sequence[Sequence[torch.Tensor]], scale: float,
                        head: MLP) -> MLP:
-    """``theta_pre + scale * sum_t tau_t`` on the hidden layers, with the output layer of ``head``."""
+    """``theta_pre + scale * sum_t tau_t`` on the hidden layers, with the output layer of ``head``.
+
+    Parameters
+    ----------
+    pretrained : MLP
+        The pretrained network; an MLP.
+    vectors : Sequence[Sequence[torch.Tensor]]
+        Task vectors, as :func:`task_vector` returns them; a non-empty list or tuple whose items
+        are each a non-empty list or tuple whose items are each a torch.Tensor (non-empty, finite).
+    scale : float
+        Scale of the summed task vectors; a finite number.
+    head : MLP
+        The network whose output layer the result uses; an MLP.
+
+    Returns
+    -------
+    MLP
+        The edited network.
+
+    References
+    ----------
+    Ilharco et al. (2023), "Editing Models with Task Arithmetic".
+    """
     _check_same_shape(pretrained, head, body_only=True, names=("pretrained", "head"))
     ws, bs = params(pretrained)
     ws, bs = [w.clone() for w in ws], None if bs is None else [b.clone() for b in bs]
@@ -1102,7 +1494,23 @@ def with_head(body: MLP, head_weight: torch.Tensor, head_bias: torch.Tensor | No
 @boundary(x=INPUTS, y=LABELS)
 @torch.no_grad()
 def accuracy(model: MLP, x: torch.Tensor, y: torch.Tensor) -> float:
-    """Test accuracy of one MLP."""
+    """Test accuracy of one MLP.
+
+    Parameters
+    ----------
+    model : MLP
+        The network; an MLP.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
+
+    Returns
+    -------
+    float
+        Test accuracy of one MLP.
+    """
     _check_data(model, x, y)
     return float((model(x).argmax(-1) == y).float().mean())
 
@@ -1124,6 +1532,62 @@ class ConnectivityConfig(Config):
     split, 3 hidden layers). ``FULL`` is closer to the papers (for a GPU): more data, twice the
     epochs, widths up to 2048 (Git Re-Basin's MNIST MLP shape, three hidden layers of 512, and
     beyond).
+
+    Parameters
+    ----------
+    n_train : int, default 4000
+        Number of training examples; an int >= 1.
+    n_test : int, default 1000
+        Number of test examples; an int >= 1.
+    depth : int, default 3
+        Number of hidden layers; an int >= 1.
+    widths : tuple[int, ...], default (32, 64, 128, 256, 512)
+        Hidden widths; a tuple (at least 2 items, sorted) of items each an int >= 1.
+    alphas : int, default 25
+        Number of interpolation points; an int >= 1.
+    max_iter : int, default 100
+        Most iterations; an int >= 1.
+    recipe : Recipe, optional
+        The training recipe; a Recipe.
+    spawn_width : int, default 128
+        Width of the networks of the spawning experiment; an int >= 1.
+    spawn_fractions : tuple[float, ...], optional
+        Fractions of training after which children are spawned; a tuple (at least 1 item) of items
+        each a finite number in [0, 1).
+    spawn_pairs : int, default 2
+        Pairs of children spawned at each point; an int >= 1.
+    spawn_recipe : Recipe, optional
+        Training recipe of the spawning experiment (also of the CTL pretraining and its controls);
+        a Recipe.
+    ctl_width : int, default 256
+        Width of the cross-task linearity networks; an int >= 1.
+    probe_recipe : Recipe, optional
+        Recipe of the linear probes (frozen body); a Recipe.
+    ft_recipe : Recipe, optional
+        Recipe of the fine-tunings; a Recipe.
+    lambdas : tuple[float, ...], optional
+        Task-vector scales of the task-arithmetic sweep; a tuple (at least 1 item) of items each a
+        finite number.
+    n_pretrain : int, default 4000
+        Pretraining examples; an int >= 1.
+    epoch_width : int, default 256
+        Width of the pair whose snapshots are taken during training; an int >= 1.
+    epoch_snapshots : tuple[float, ...], default (0, 1, 2, 4, 8, 15)
+        Epochs at which that pair is recorded; a tuple (at least 1 item) of items each a finite
+        number >= 0.
+    depths : tuple[int, ...], default (1, 2, 4, 6)
+        Numbers of hidden layers; a tuple (at least 1 item) of items each an int >= 1.
+    depth_width : int, default 128
+        Width of the depth sweep's networks; an int >= 1.
+    bezier_width : int, default 128
+        Width of the networks joined by a Bezier curve; an int >= 1.
+    bezier_recipe : Recipe, optional
+        Recipe of the Bezier control point's training; a Recipe.
+    pretrain_epochs : tuple[float, ...], default (0, 3, 30)
+        Pretraining lengths compared, in epochs (the last is the full run); a tuple (at least 2
+        items, strictly increasing) of items each a finite number >= 0.
+    ft_runs : int, default 3
+        Fine-tunings per task; an int >= 2.
     """
 
     FULL = dict(n_train=16000, n_test=4000, widths=(32, 64, 128, 256, 512, 1024, 2048),
@@ -1182,6 +1646,25 @@ def train_pairs(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed:
 
     If ``snapshots`` is a dict, it receives the pair of width ``cfg.epoch_width`` at the epochs
     ``cfg.epoch_snapshots`` (``{global step: [net A, net B]}``), taken during the same training.
+
+    Parameters
+    ----------
+    cfg : ConnectivityConfig
+        The experiment's settings; a ConnectivityConfig.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223344366820].
+    snapshots : dict | None, default None
+        Epochs at which the networks are recorded; a dict or None.
+
+    Returns
+    -------
+    dict[int, tuple[MLP, MLP]]
+        Width -> the two trained networks.
     """
     C = _check_train_labels("y", y, len(x))
     out = {}
@@ -1218,7 +1701,42 @@ class Alignment(Result):
           seed=SEED)
 def align(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor,
           y_test: torch.Tensor, alphas: int = 25, max_iter: int = 100, seed: int = 0) -> Alignment:
-    """Weight-match ``b`` to ``a`` and evaluate the naive and the matched paths (Git Re-Basin, Fig. 2)."""
+    """Weight-match ``b`` to ``a`` and evaluate the naive and the matched paths.
+
+    Weight-match ``b`` to ``a`` and evaluate the naive and the matched paths (Git Re-Basin, Fig. 2).
+
+    Parameters
+    ----------
+    a : MLP
+        The first network (the path starts here); an MLP.
+    b : MLP
+        The second network (the path ends here); an MLP.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
+    x_test : torch.Tensor
+        Test inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y_test : torch.Tensor
+        Test labels; a torch.Tensor (non-empty, integer, 1-dimensional).
+    alphas : int, default 25
+        Number of interpolation points; an int >= 2.
+    max_iter : int, default 100
+        Most iterations; an int >= 1.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    Alignment
+        Both paths and the permutations.
+
+    References
+    ----------
+    Ainsworth, Hayase and Srinivasa (2023), "Git Re-Basin: Merging Models modulo Permutation
+    Symmetries", Figure 2.
+    """
     _check_same_shape(a, b)
     _check_data(a, x, y)
     _check_data(a, x_test, y_test, "x_test", "y_test")
@@ -1285,6 +1803,40 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     trained to the last spawn step, ``spawn_pairs`` children are spawned from it there, and each
     is paired with the first child of a pair of the main parent spawned at the same step (same
     step, same schedule, nothing shared), in a separate stack, so the main results do not change.
+
+    Parameters
+    ----------
+    cfg : ConnectivityConfig
+        The experiment's settings; a ConnectivityConfig.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
+    x_test : torch.Tensor
+        Test inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y_test : torch.Tensor
+        Test labels; a torch.Tensor (non-empty, integer, 1-dimensional).
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223344366820].
+    recipe : Recipe | None, default None
+        The training recipe; a Recipe or None.
+    control : bool, default True
+        Whether to also train two independently initialized networks in the same stack (the
+        control); a bool.
+    unshared : bool, default False
+        Whether to add the measured null of spawning: a second parent from another initialization;
+        a bool.
+
+    Returns
+    -------
+    Spawning
+        The barriers by spawn step.
+
+    References
+    ----------
+    Frankle, Dziugaite, Roy and Carbin (2020), "Linear Mode Connectivity and the Lottery Ticket
+    Hypothesis".
     """
     C = _check_train_labels("y", y, len(x))
     if x_test.shape[1] != x.shape[1] or x_test.dtype != x.dtype:
@@ -1357,6 +1909,34 @@ def barrier_vs_epoch(snapshots: dict[int, list[MLP]], steps_per_epoch: int, x: t
 
     ``snapshots`` maps a global step to the two runs' networks at that step (as returned by
     :func:`fit` with ``snapshot_steps``); each point is labelled by its epoch.
+
+    Parameters
+    ----------
+    snapshots : dict[int, list[MLP]]
+        Epochs at which the networks are recorded; a dict.
+    steps_per_epoch : int
+        Optimizer steps per epoch of the runs; an int >= 1.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
+    alphas : int, default 25
+        Number of interpolation points; an int >= 2.
+    max_iter : int, default 100
+        Most iterations; an int >= 1.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    list[SweepPoint]
+        One point per snapshot.
+
+    References
+    ----------
+    Ainsworth, Hayase and Srinivasa (2023), "Git Re-Basin: Merging Models modulo Permutation
+    Symmetries", Figure 5.
     """
     if not snapshots:
         raise ValueError("snapshots must hold at least one step, got {}")
@@ -1385,6 +1965,23 @@ def depth_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed:
 
     Width ``cfg.depth_width``, recipe ``cfg.recipe``: Entezari et al. (2022) vary depth at a
     fixed width and find the barrier grows with depth, where width shrinks it.
+
+    Parameters
+    ----------
+    cfg : ConnectivityConfig
+        The experiment's settings; a ConnectivityConfig.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223344366820].
+
+    Returns
+    -------
+    list[SweepPoint]
+        One point per depth.
     """
     C = _check_train_labels("y", y, len(x))
     out = []
@@ -1405,6 +2002,19 @@ def task_labels(y: torch.Tensor, task: int | str) -> torch.Tensor:
     (``y % 5``: 0 and 5 share a label, 1 and 6, ...); task ``1``: the digit pair (``y // 2``: 0 and
     1 share a label, 2 and 3, ...). Both need finer digit features than the pretext task teaches,
     and they group the digits differently.
+
+    Parameters
+    ----------
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
+    task : int | str
+        The task's name.
+
+    Returns
+    -------
+    torch.Tensor
+        Labels of the chapter's cross-task experiment, all five-way except the two-way pretext
+        task.
     """
     check_labels("y", y, 10)  # MNIST-1D's digits
     if isinstance(task, str) and task == "pretrain":
@@ -1545,6 +2155,38 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
     pretrained model, probes and first two fine-tuning runs per task are used instead of being
     trained again (the pretraining is the same run; the fine-tuning runs differ only in their
     minibatch seeds).
+
+    Parameters
+    ----------
+    cfg : ConnectivityConfig
+        The experiment's settings; a ConnectivityConfig.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
+    x_test : torch.Tensor
+        Test inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y_test : torch.Tensor
+        Test labels; a torch.Tensor (non-empty, integer, 1-dimensional).
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223344366820].
+    x_pre : torch.Tensor | None, default None
+        Pretraining inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y_pre : torch.Tensor | None, default None
+        Pretraining labels; a torch.Tensor (non-empty, integer, 1-dimensional).
+    sweep : 'PretrainingSweep | None', default None
+        Whether to add the sweep over ``lambdas``.
+
+    Returns
+    -------
+    CrossTask
+        The accuracies of the experiment.
+
+    References
+    ----------
+    Zhou, Chen, Chen, Zhang and Yan (2024), "On the Emergence of Cross-Task Linearity in the
+    Pretraining-Finetuning Paradigm".
     """
     width, d = cfg.ctl_width, x.shape[1]
     if sweep is not None and not isinstance(sweep, PretrainingSweep):
@@ -1697,6 +2339,36 @@ def pretraining_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     :func:`disagreement_ratio` of every pair of runs of one task, and the same ratio for run ``r``
     from the fully pretrained model and run ``r`` from the second pretrained model (nothing
     shared, same budget).
+
+    Parameters
+    ----------
+    cfg : ConnectivityConfig
+        The experiment's settings; a ConnectivityConfig.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
+    x_test : torch.Tensor
+        Test inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y_test : torch.Tensor
+        Test labels; a torch.Tensor (non-empty, integer, 1-dimensional).
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223344366820].
+    x_pre : torch.Tensor | None, default None
+        Pretraining inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y_pre : torch.Tensor | None, default None
+        Pretraining labels; a torch.Tensor (non-empty, integer, 1-dimensional).
+
+    Returns
+    -------
+    PretrainingSweep
+        The arms' accuracies and dissimilarities.
+
+    References
+    ----------
+    Zhou, Chen, Chen, Zhang and Yan (2024), "On the Emergence of Cross-Task Linearity in the
+    Pretraining-Finetuning Paradigm", Section 6.
     """
     d, R = x.shape[1], cfg.ft_runs
     x_pre, y_pre, k_pre = _ctl_data(x, y, x_test, y_test, x_pre, y_pre)
@@ -1789,6 +2461,27 @@ def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed
     (``path``, ``unaligned_path``). With ``noise > 0`` the shuffled copy also gets Gaussian
     weight noise of that relative size (:func:`add_noise`), so that matching has to find the
     permutation among near-ties instead of reading off an exact copy.
+
+    Parameters
+    ----------
+    model : MLP
+        The network; an MLP.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    y : torch.Tensor
+        Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223372036854775806].
+    max_iter : int, default 100
+        Most iterations; an int >= 1.
+    noise : float, default 0.0
+        Noise level; a finite number >= 0.
+
+    Returns
+    -------
+    dict
+        The measurements named above.
     """
     _check_data(model, x, y)
     planted = random_perms(model, seed)
@@ -1811,6 +2504,25 @@ def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed
 
 @boundary(x=INPUTS, alphas=_Numbers(0, 1))
 def llfc_profile(a: MLP, b: MLP, x: torch.Tensor, alphas: Sequence[float]) -> np.ndarray:
-    """LLFC dissimilarity of every hidden layer (columns) at every ``alpha`` (rows)."""
+    """LLFC dissimilarity of every hidden layer (columns) at every ``alpha`` (rows).
+
+    Parameters
+    ----------
+    a : MLP
+        The first network (the path starts here); an MLP.
+    b : MLP
+        The second network (the path ends here); an MLP.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    alphas : Sequence[float]
+        Interpolation points; a non-empty 1-D sequence of
+        finite numbers in [0, 1].
+
+    Returns
+    -------
+    np.ndarray
+        LLFC dissimilarity of every hidden layer (columns) at every ``alpha`` (rows).
+    """
     alphas = _alpha_grid(alphas)
     return np.array([llfc_dissimilarity(a, b, x, float(al))[:-1] for al in alphas])

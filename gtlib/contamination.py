@@ -56,6 +56,17 @@ from .config import Config, Result, param
 from .engine import StackedOptimizer, fit
 from .models import ACTIVATIONS, activation
 
+__all__ = [
+    # configs and results
+    "DefaultConfig", "DistillConfig", "Mnist1dConfig", "TheoryConfig",
+    # functions
+    "activation_asymmetry", "bias_equivalence", "binary_accuracy", "init_two_layer",
+    "label_correlations", "mean_direction_components", "off_subspace_direction", "run_default",
+    "run_distillation", "run_mnist1d", "run_theory", "shift_background", "shift_sweep",
+    "signed_asymmetry", "theory_specs", "train_two_layer",
+]
+
+
 KINDS = ("theory", "default")
 BINARY_LOSSES = ("hinge", "logistic")
 OPTIMIZERS = ("sgd", "adamw")
@@ -289,6 +300,21 @@ def shift_background(x: torch.Tensor, emb: Embedding,
     ``x - magnitude * P_b 1``. The core coordinates ``P_c^T x`` are unchanged, and at
     ``magnitude = 1`` a ``U[0,1]`` background becomes ``U[-1,0]``, distributed as the
     paper's test-time background ``-U[0,1]``.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2 or 3-dimensional,
+        finite).
+    emb : Embedding
+        The embedding of core and background features; a Embedding.
+    magnitude : float, default 1.0
+        The shift subtracted from every background coordinate; a finite number.
+
+    Returns
+    -------
+    torch.Tensor
+        The shifted inputs (a new tensor).
     """
     if x.shape[-1] != emb.dim:
         raise ValueError(f"x must have {emb.dim} columns, got {x.shape[-1]}")
@@ -303,6 +329,18 @@ def off_subspace_direction(emb: Embedding, seed: int = 0) -> torch.Tensor:
     shift of the inputs along it, with the norm ``magnitude * sqrt(k_b)`` of the background
     shift, is the control for that shift: as large a perturbation, in a direction training
     has not shaped.
+
+    Parameters
+    ----------
+    emb : Embedding
+        The embedding of core and background features; a Embedding.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    torch.Tensor
+        The unit vector.
 
     Raises
     ------
@@ -321,11 +359,27 @@ def off_subspace_direction(emb: Embedding, seed: int = 0) -> torch.Tensor:
 
 @boundary(features=Tensor("float", 2), y=_Signs())
 def label_correlations(features: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Pearson correlation of every column of ``features`` (n, k) with the labels ``y`` (n,)
+    """Pearson correlation of every column of ``features`` with the labels ``y``.
+
+    Pearson correlation of every column of ``features`` (n, k) with the labels ``y`` (n,)
     of -1.0 and +1.0.
 
     A constant column gets correlation 0. Used to check condition (i) of the paper: the
     background is uncorrelated with the label.
+
+    Parameters
+    ----------
+    features : torch.Tensor
+        Features, one column each, ``(n, k)``; a torch.Tensor (non-empty, floating-point,
+        2-dimensional, finite).
+    y : torch.Tensor
+        Labels, -1.0 or +1.0; a torch.Tensor (non-empty, floating-point, 1-dimensional, finite) of
+        labels -1.0 and +1.0.
+
+    Returns
+    -------
+    torch.Tensor
+        One correlation per column.
     """
     if features.shape[0] != y.shape[0] or y.shape[0] < 2:
         raise ValueError("features and y must have the same number (>= 2) of rows")
@@ -476,6 +530,28 @@ def init_two_layer(acts: Sequence[str], dim: int, width: int, seeds: Sequence[in
     ``-1/h`` on the second (the theory configuration of the paper, ``h`` even); otherwise it is
     trainable, initialized like ``nn.Linear(h, 1)``, with an output bias when ``bias``.
 
+    Parameters
+    ----------
+    acts : Sequence[str]
+        One activation per member; a tuple (at least 1 item) of items each one of ('relu', 'gelu',
+        'silu', 'tanh', 'sigmoid', 'leaky_relu', 'identity').
+    dim : int
+        Input dimension; an int >= 1.
+    width : int
+        Hidden width; an int >= 1.
+    seeds : Sequence[int]
+        Seeds, one per model or run; a tuple (at least 1 item) of items each an int in [0, 2**63 -
+        1].
+    frozen_output : bool, default True
+        Whether the output layer is frozen; a bool.
+    bias : bool, default False
+        Whether the first layer has biases; a bool.
+
+    Returns
+    -------
+    TwoLayerNets
+        The stack of networks.
+
     Raises
     ------
     TypeError, ValueError
@@ -535,7 +611,21 @@ def _binary_loss(name: str, f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 @boundary(f=Tensor("float"), y=_Signs((1, 2)))
 def binary_accuracy(f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Fraction of points with ``sign(f) == y`` (ties count as errors), over the last axis."""
+    """Fraction of points with ``sign(f) == y`` (ties count as errors), over the last axis.
+
+    Parameters
+    ----------
+    f : torch.Tensor
+        The networks' outputs; a torch.Tensor (non-empty, floating-point, finite).
+    y : torch.Tensor
+        Labels, -1.0 or +1.0; a torch.Tensor (non-empty, floating-point, 1 or 2-dimensional,
+        finite) of labels -1.0 and +1.0.
+
+    Returns
+    -------
+    torch.Tensor
+        The accuracy over the last axis.
+    """
     _check_outputs(f, y)
     return _binary_accuracy(f, y)
 
@@ -577,6 +667,24 @@ def mean_direction_components(W: torch.Tensor,
     ``||P_b^T w_j - (e . P_b^T w_j) e||``, each ``(h,)`` or ``(E, h)``. A shift of every
     background coordinate by ``-m`` moves neuron ``j``'s pre-activation by
     ``-m sqrt(k_b) (e . P_b^T w_j)``: the shift sees only the first part.
+
+    Parameters
+    ----------
+    W : torch.Tensor
+        First-layer weights; a torch.Tensor (non-empty, floating-point, 2 or 3-dimensional,
+        finite).
+    emb : Embedding
+        The embedding of core and background features; a Embedding.
+
+    Returns
+    -------
+    tuple[torch.Tensor, torch.Tensor]
+        The components along and off the mean direction (see above).
+
+    References
+    ----------
+    Zhang, Zhao, Chen, Jiang and Chen (2024), "Feature Contamination: Neural Networks Learn
+    Uncorrelated Features and Fail to Generalize".
     """
     _check_weights(W, emb)
     v = W @ emb.background                       # P_b^T w_j, (..., h, k_b)
@@ -641,10 +749,31 @@ def bias_equivalence(W0: torch.Tensor, W1: torch.Tensor, b0: torch.Tensor, b1: t
 
 @boundary(pre=Tensor("float", (2, 3)), y=_Signs())
 def activation_asymmetry(pre: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Per-neuron ``|P(active | y=+1) - P(active | y=-1)|`` with *active* meaning pre-activation > 0.
+    """Per-neuron ``|P(active | y=+1) - P(active | y=-1)|``.
+
+    Per-neuron ``|P(active | y=+1) - P(active | y=-1)|`` with *active* meaning pre-activation > 0.
 
     ``pre`` is ``(n, h)`` or ``(E, n, h)``; ``y`` in {-1, +1} is ``(n,)``. Theorem 4.1 of the paper:
     after training, most neurons are active mostly on one ("positive") class.
+
+    Parameters
+    ----------
+    pre : torch.Tensor
+        Pre-activations of the first layer, ``(..., n, width)``; a torch.Tensor (non-empty,
+        floating-point, 2 or 3-dimensional, finite).
+    y : torch.Tensor
+        Labels, -1.0 or +1.0; a torch.Tensor (non-empty, floating-point, 1-dimensional, finite) of
+        labels -1.0 and +1.0.
+
+    Returns
+    -------
+    torch.Tensor
+        The asymmetry of every neuron.
+
+    References
+    ----------
+    Zhang, Zhao, Chen, Jiang and Chen (2024), "Feature Contamination: Neural Networks Learn
+    Uncorrelated Features and Fail to Generalize".
     """
     if pre.shape[-2] != y.shape[0]:
         raise ValueError(f"pre must have one row per label ({y.shape[0]}), got {pre.shape[-2]}")
@@ -666,6 +795,26 @@ def signed_asymmetry(pre: torch.Tensor, y: torch.Tensor, a: torch.Tensor,
     Theorem 4.1), negative when it fires mostly on the other class. For another activation
     it is the same class asymmetry of the gate ``act'`` through which the neuron's gradient
     flows. ``pre`` is ``(n, h)`` or ``(E, n, h)``, ``a`` is ``(h,)`` or ``(E, h)``.
+
+    Parameters
+    ----------
+    pre : torch.Tensor
+        Pre-activations of the first layer, ``(..., n, width)``; a torch.Tensor (non-empty,
+        floating-point, 2 or 3-dimensional, finite).
+    y : torch.Tensor
+        Labels, -1.0 or +1.0; a torch.Tensor (non-empty, floating-point, 1-dimensional, finite) of
+        labels -1.0 and +1.0.
+    a : torch.Tensor
+        Output weights, one per neuron; a torch.Tensor (non-empty, floating-point, 1 or
+        2-dimensional, finite).
+    act : str, default 'relu'
+        The activation; one of ('relu', 'gelu', 'silu', 'tanh', 'sigmoid', 'leaky_relu',
+        'identity').
+
+    Returns
+    -------
+    torch.Tensor
+        The signed asymmetry of every neuron.
     """
     if a.shape[-1] != pre.shape[-1]:
         raise ValueError(f"a must have one entry per neuron ({pre.shape[-1]}), "
@@ -796,6 +945,42 @@ def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor
     weights along the background mean direction and the mean norm of the rest
     (:func:`mean_direction_components`), the training loss and, when a test set is given,
     the loss and accuracy on it (ID) and on its background-shifted copy (OOD, ``shift``).
+
+    Parameters
+    ----------
+    net : TwoLayerNets
+        The two-layer networks; a TwoLayerNets.
+    specs : Sequence[NetSpec]
+        One spec per network; a non-empty list or tuple whose items are each a NetSpec.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2 or 3-dimensional,
+        finite).
+    y : torch.Tensor
+        Labels, -1.0 or +1.0; a torch.Tensor (non-empty, floating-point, 1 or 2-dimensional,
+        finite) of labels -1.0 and +1.0.
+    steps : int
+        Number of optimizer steps; an int >= 0.
+    emb : Embedding
+        The embedding of core and background features; a Embedding.
+    x_test : torch.Tensor | None, default None
+        Test inputs; a torch.Tensor (non-empty, floating-point, 2 or 3-dimensional, finite).
+    y_test : torch.Tensor | None, default None
+        Test labels; a torch.Tensor (non-empty, floating-point, 1 or 2-dimensional, finite) of
+        labels -1.0 and +1.0.
+    shift : float, default 1.0
+        The background shift applied to the test inputs; a finite number.
+    record_every : int, default 25
+        Steps between two recorded measurements; an int >= 1.
+
+    Returns
+    -------
+    ToyHistory
+        The recorded curves.
+
+    References
+    ----------
+    Zhang, Zhao, Chen, Jiang and Chen (2024), "Feature Contamination: Neural Networks Learn
+    Uncorrelated Features and Fail to Generalize".
     """
     _check_specs(specs, net)
     _check_sample(net, emb, x, y)
@@ -836,11 +1021,35 @@ def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor
 @torch.no_grad()
 def shift_sweep(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor, y: torch.Tensor,
                 emb: Embedding, magnitudes: Sequence[float]) -> dict[str, np.ndarray]:
-    """Loss, accuracy and margins ``y f(x)`` of every member under background shifts of each magnitude.
+    """Loss, accuracy and margins of every member under background shifts.
+
+    Loss, accuracy and margins ``y f(x)`` of every member under background shifts of each magnitude.
 
     ``magnitudes`` is a non-empty list or 1-D array of finite numbers. Returns arrays ``loss``
     and ``acc`` of shape ``(M, E)`` and ``margins`` of shape ``(M, E, n)`` for the ``M``
     magnitudes (the interactive figure of the chapter).
+
+    Parameters
+    ----------
+    net : TwoLayerNets
+        The two-layer networks; a TwoLayerNets.
+    specs : Sequence[NetSpec]
+        One spec per network; a non-empty list or tuple whose items are each a NetSpec.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2 or 3-dimensional,
+        finite).
+    y : torch.Tensor
+        Labels, -1.0 or +1.0; a torch.Tensor (non-empty, floating-point, 1 or 2-dimensional,
+        finite) of labels -1.0 and +1.0.
+    emb : Embedding
+        The embedding of core and background features; a Embedding.
+    magnitudes : Sequence[float]
+        The shift magnitudes.
+
+    Returns
+    -------
+    dict[str, np.ndarray]
+        ``loss``, ``acc`` and ``margins``, as described above.
     """
     magnitudes = _reals("magnitudes", magnitudes)
     _check_specs(specs, net)
@@ -928,7 +1137,9 @@ VARIANTS = ("GELU", "SiLU", "leaky ReLU", "tanh", "sigmoid", "AdamW", "logistic 
 
 @dataclass
 class TheoryConfig(ToyConfig):
-    """The theory-matching toy configuration (authors' code: hinge loss, SGD with momentum 0.9,
+    """The theory-matching toy configuration.
+
+    The theory-matching toy configuration (authors' code: hinge loss, SGD with momentum 0.9,
     frozen output layer +-1/h, lr 1e-3, weight decay 1e-3, 20 000 full-batch steps).
 
     Full-batch SGD with a small step follows gradient flow, so what matters is the *time*
@@ -937,6 +1148,47 @@ class TheoryConfig(ToyConfig):
     layer biases, as the authors' script does; the frozen output layer has no bias (the script
     keeps its random initial output bias, frozen: a constant shift of ``f``, which we drop).
     ``centred`` draws the background from ``U[-1/2, 1/2]`` (the control of the mechanism).
+
+    Parameters
+    ----------
+    n : int, default 1000
+        Training points; an int >= 1.
+    d_core : int, default 32
+        Label-carrying core coordinates; an int >= 1.
+    d_background : int, default 32
+        Background coordinates (independent of the label); an int >= 1.
+    dim : int, default 256
+        Ambient dimension (``d_core + d_background <= dim``); an int >= 1.
+    width : int, default 256
+        Hidden width; an int >= 1.
+    weight_decay : float, default 0.001
+        Weight decay; a finite number >= 0.
+    centred : bool, default False
+        Whether the background is drawn from ``U[-1/2, 1/2]`` instead of ``U[0, 1]``; a bool.
+    n_test : int, default 1000
+        Number of test examples; an int >= 1.
+    steps : int, default 400
+        Number of optimizer steps; an int >= 1.
+    lr : float, default 0.05
+        Learning rate; a finite number > 0.
+    adamw_lr : float, default 0.0025
+        Learning rate of the AdamW variants (their steps are normalized); a finite number > 0.
+    momentum : float, default 0.9
+        SGD momentum; a finite number in [0, 1).
+    bias : bool, default True
+        Whether the first layer has biases; a bool.
+    seeds_per_variant : int, default 1
+        Networks trained per variant; an int >= 1.
+    record_every : int, default 10
+        Steps between two recorded measurements; an int >= 1.
+    variants : tuple[str, ...], optional
+        The variants trained next to the ReLU and linear networks (see :func:`theory_specs`); a
+        tuple (at least 0 items, without repeats) of items each a str.
+
+    References
+    ----------
+    Zhang, Zhao, Chen, Jiang and Chen (2024), "Feature Contamination: Neural Networks Learn
+    Uncorrelated Features and Fail to Generalize".
     """
 
     FULL = dict(steps=20_000, lr=1e-3, adamw_lr=1e-3, seeds_per_variant=3, record_every=200)
@@ -954,7 +1206,18 @@ class TheoryConfig(ToyConfig):
 
 @boundary()
 def theory_specs(cfg: TheoryConfig) -> list[NetSpec]:
-    """The configurations of the theory experiment: ReLU, linear, then ``cfg.variants``."""
+    """The configurations of the theory experiment: ReLU, linear, then ``cfg.variants``.
+
+    Parameters
+    ----------
+    cfg : TheoryConfig
+        The experiment's settings; a TheoryConfig.
+
+    Returns
+    -------
+    list[NetSpec]
+        One spec per network.
+    """
     base = NetSpec(act="relu", loss="hinge", optimizer="sgd", lr=cfg.lr, momentum=cfg.momentum,
                    weight_decay=cfg.weight_decay, label="ReLU")
     table = {
@@ -1027,6 +1290,25 @@ def run_theory(cfg: TheoryConfig, seed: int = 0, device=None) -> ToyResult:
     The data (embedding, training set, ID test set) and the initializations are fixed by ``seed``;
     the OOD test set is the ID test set with its background shifted by 1 (:func:`shift_background`).
     Training runs on ``device`` (default: the run settings'); the result lives on the CPU.
+
+    Parameters
+    ----------
+    cfg : TheoryConfig
+        The experiment's settings; a TheoryConfig.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**32 - 1].
+    device : object, default None
+        Torch device of the run (default: ``GTLIB_DEVICE``).
+
+    Returns
+    -------
+    ToyResult
+        The curves and accuracies of every network.
+
+    References
+    ----------
+    Zhang, Zhao, Chen, Jiang and Chen (2024), "Feature Contamination: Neural Networks Learn
+    Uncorrelated Features and Fail to Generalize".
     """
     dev = _device(device)
     emb = random_embedding(cfg.d_core, cfg.d_background, cfg.dim, seed=seed)
@@ -1050,7 +1332,9 @@ def run_theory(cfg: TheoryConfig, seed: int = 0, device=None) -> ToyResult:
 # ---------------------------------------------------------------------------------------------
 @dataclass
 class DefaultConfig(ToyConfig):
-    """The authors' default toy script: core on spheres of radius 1 (y=+1) and 2 (y=-1), logistic
+    """The authors' default toy script.
+
+    The authors' default toy script: core on spheres of radius 1 (y=+1) and 2 (y=-1), logistic
     loss, AdamW (lr 1e-3, weight decay 1e-3), trainable output layer, 20 000 full-batch steps.
 
     As in that script, the OOD evaluation keeps the training points' core features and moves
@@ -1061,6 +1345,34 @@ class DefaultConfig(ToyConfig):
     configuration this is no control here: with a trained output layer and AdamW the background
     weights grow even when the background has mean zero. ``replicates`` is 8 at the quick scale,
     so that the spread of the OOD drop across replicates is itself measured.
+
+    Parameters
+    ----------
+    n : int, default 1000
+        Training points; an int >= 1.
+    d_core : int, default 32
+        Label-carrying core coordinates; an int >= 1.
+    d_background : int, default 32
+        Background coordinates (independent of the label); an int >= 1.
+    dim : int, default 256
+        Ambient dimension (``d_core + d_background <= dim``); an int >= 1.
+    width : int, default 256
+        Hidden width; an int >= 1.
+    weight_decay : float, default 0.001
+        Weight decay; a finite number >= 0.
+    centred : bool, default False
+        Whether the background is drawn from ``U[-1/2, 1/2]`` instead of ``U[0, 1]``; a bool.
+    steps : int, default 1000
+        Number of optimizer steps; an int >= 1.
+    lr : float, default 0.001
+        Learning rate; a finite number > 0.
+    replicates : int, default 8
+        Independent repetitions; an int >= 1.
+    record_every : int, default 20
+        Steps between two recorded measurements; an int >= 1.
+    activations : tuple[str, ...], default ('relu',)
+        The activations, one group of networks each; a tuple (at least 1 item) of items each one of
+        ('relu', 'gelu', 'silu', 'tanh', 'sigmoid', 'leaky_relu', 'identity').
     """
 
     FULL = dict(steps=20_000, replicates=16, record_every=250)
@@ -1085,6 +1397,25 @@ def run_default(cfg: DefaultConfig, seed: int = 0, device=None) -> ToyResult:
     measured on each replicate's training points and the ``ood_*`` curves on the same points with
     the background shifted by 1; ``result.test`` holds a fresh held-out ID sample per member
     (stacked, ``(E, n, d)``).
+
+    Parameters
+    ----------
+    cfg : DefaultConfig
+        The experiment's settings; a DefaultConfig.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**32 - 1].
+    device : object, default None
+        Torch device of the run (default: ``GTLIB_DEVICE``).
+
+    Returns
+    -------
+    ToyResult
+        The trained networks' curves and accuracies.
+
+    References
+    ----------
+    Zhang, Zhao, Chen, Jiang and Chen (2024), "Feature Contamination: Neural Networks Learn
+    Uncorrelated Features and Fail to Generalize".
     """
     dev = _device(device)
     R = _int("replicates", cfg.replicates)
@@ -1135,6 +1466,41 @@ class DistillConfig(ToyConfig):
     student: the same initialization, optimizer and steps, but the loss compares the student's
     pre-activations ``W x + b`` with the teacher's (a linear regression, no ReLU gate in the
     gradient); its representation is still read out through the ReLU.
+
+    Parameters
+    ----------
+    n : int, default 1000
+        Training points; an int >= 1.
+    d_core : int, default 32
+        Label-carrying core coordinates; an int >= 1.
+    d_background : int, default 32
+        Background coordinates (independent of the label); an int >= 1.
+    dim : int, default 256
+        Ambient dimension (``d_core + d_background <= dim``); an int >= 1.
+    width : int, default 256
+        Hidden width; an int >= 1.
+    weight_decay : float, default 0.001
+        Weight decay; a finite number >= 0.
+    centred : bool, default False
+        Whether the background is drawn from ``U[-1/2, 1/2]`` instead of ``U[0, 1]``; a bool.
+    n_test : int, default 1000
+        Number of test examples; an int >= 1.
+    teacher_steps : int, default 1000
+        Training steps of the teacher; an int >= 1.
+    student_steps : int, default 1000
+        Distillation steps of the student; an int >= 1.
+    lr : float, default 0.001
+        Learning rate; a finite number > 0.
+    record_every : int, default 25
+        Steps between two recorded measurements; an int >= 1.
+    target : str, default 'hidden'
+        What the student matches: the teacher's ``"hidden"`` representation or its
+        ``"preactivation"``; one of ('hidden', 'preactivation').
+
+    References
+    ----------
+    Zhang, Zhao, Chen, Jiang and Chen (2024), "Feature Contamination: Neural Networks Learn
+    Uncorrelated Features and Fail to Generalize", Section 3.
     """
 
     FULL = dict(teacher_steps=5000, student_steps=5000, record_every=100)
@@ -1170,9 +1536,31 @@ class DistillResult(Result):
 
 @boundary(seed=_RUN_SEED)
 def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillResult:
-    """Train the teacher, distill its representation into the student, probe both (see
+    """Train the teacher, distill its representation into the student, probe both.
+
+    Train the teacher, distill its representation into the student, probe both (see
     :class:`DistillConfig`). Errors and probe accuracies are measured on a held-out ID sample
-    and on its background-shifted copy."""
+    and on its background-shifted copy.
+
+    Parameters
+    ----------
+    cfg : DistillConfig
+        The experiment's settings; a DistillConfig.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**32 - 1].
+    device : object, default None
+        Torch device of the run (default: ``GTLIB_DEVICE``).
+
+    Returns
+    -------
+    DistillResult
+        Errors and probe accuracies, in and out of distribution.
+
+    References
+    ----------
+    Zhang, Zhao, Chen, Jiang and Chen (2024), "Feature Contamination: Neural Networks Learn
+    Uncorrelated Features and Fail to Generalize", Section 3.
+    """
     dev = _device(device)
     emb = random_embedding(cfg.d_core, cfg.d_background, cfg.dim, seed=seed)
     train = sample_toy(cfg.n, emb, "default", seed=1000 * seed + 5, centred=cfg.centred)
@@ -1239,7 +1627,9 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
 # ---------------------------------------------------------------------------------------------
 @dataclass
 class Mnist1dConfig(Config):
-    """MNIST-1D signals (40 coordinates) with ``n_background`` appended ``U[0,1]`` coordinates
+    """MNIST-1D signals with ``n_background`` appended label-independent coordinates.
+
+    MNIST-1D signals (40 coordinates) with ``n_background`` appended ``U[0,1]`` coordinates
     drawn independently of the label; at test time the background is shifted by ``-1``.
 
     ``centred_mlp`` adds a control: the same MLP (same initialization and batch order) trained
@@ -1248,6 +1638,35 @@ class Mnist1dConfig(Config):
     constant-padding variant: the MLP and the linear classifier (same initializations and
     batches) trained and tested with every background coordinate equal to ``1/2`` (the mean of
     ``U[0,1]``, no variance), shifted alike.
+
+    Parameters
+    ----------
+    n_train : int, default 4000
+        Number of training examples; an int >= 1.
+    n_test : int, default 2000
+        Number of test examples; an int >= 1.
+    n_background : int, default 40
+        Appended background coordinates; an int >= 1.
+    width : int, default 256
+        Hidden width; an int >= 1.
+    depth : int, default 2
+        Number of hidden layers; an int >= 1.
+    epochs : int, default 30
+        Number of training epochs; an int >= 1.
+    batch_size : int, default 128
+        Minibatch size; an int >= 1.
+    lr : float, default 0.001
+        Learning rate; a finite number > 0.
+    weight_decay : float, default 0.01
+        Weight decay; a finite number >= 0.
+    magnitudes : tuple[float, ...], default (0.0, 0.25, 0.5, 0.75, 1.0)
+        Background shifts at test time; a tuple (at least 1 item) of items each a finite number.
+    centred_mlp : bool, default False
+        Whether to add the MLP trained and tested with a centred background (the control); a bool.
+    centred_linear : bool, default False
+        Whether to add the same control for the linear classifier; a bool.
+    constant : bool, default False
+        Whether to add the constant-padding variant; a bool.
     """
 
     FULL = dict(width=1024, epochs=100)
@@ -1285,13 +1704,29 @@ def shift_last(x: torch.Tensor, n_background: int, magnitude: float) -> torch.Te
 
 @boundary(seed=_RUN_SEED)
 def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
-    """Train a ReLU MLP and a linear classifier on MNIST-1D + background, and a classifier on the
+    """Train classifiers on MNIST-1D with background coordinates and shift the background.
+
+    Train a ReLU MLP and a linear classifier on MNIST-1D + background, and a classifier on the
     background alone; return their accuracies (train, ID test, test under each shift magnitude).
 
     With ``cfg.centred_mlp`` the result also has ``"ReLU MLP, centred"``: the MLP with the same
     seeds, trained and tested on a centred background; ``cfg.centred_linear`` adds
     ``"linear, centred"`` likewise, and ``cfg.constant`` adds ``"ReLU MLP, constant"`` and
     ``"linear, constant"``, trained and tested with the background held at ``1/2``.
+
+    Parameters
+    ----------
+    cfg : Mnist1dConfig
+        The experiment's settings; a Mnist1dConfig.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**32 - 1].
+    device : object, default None
+        Torch device of the run (default: ``GTLIB_DEVICE``).
+
+    Returns
+    -------
+    dict
+        The accuracies named above.
     """
     from .data import mnist1d
     from .models import MLP

@@ -46,6 +46,17 @@ from .config import Config, Result, param
 from .data import long_tailed, mnist1d
 from .engine import ReplacementBatches, StackedOptimizer, fit
 
+__all__ = [
+    # configs and results
+    "ContrastiveConfig", "LongTailConfig",
+    # functions
+    "best_alignment_curves", "condition_table", "draw_alignment", "energy_ratio",
+    "feature_frequencies", "feature_summary", "infonce", "infonce_orthogonal_closed_form",
+    "learning_margin", "paired", "random_encoder_accuracy", "representations",
+    "single_feature_samples", "stage_curves", "strong_specialists", "train_encoders",
+    "train_longtail",
+]
+
 
 class _Mask(Tensor):
     """A floating-point 0/1 pruning mask (see :func:`magnitude_mask`)."""
@@ -107,6 +118,67 @@ class ContrastiveConfig(Config):
     :func:`learning_margin` is ``mu = 10 / ratio``: ``mu > 1`` for every quick ratio, yet the
     chapter measures that the minority features are learned only up to about ratio 3 (``mu > 1``
     is necessary, not sufficient).
+
+    Parameters
+    ----------
+    dim : int, default 48
+        Ambient dimension d; an int >= 1.
+    n_features : int, default 12
+        Dictionary size K; an int >= 1.
+    n_minority : int, default 6
+        The last n_minority features are the minority ones; an int >= 1.
+    base_freq : float, default 0.15
+        Probability q that a majority feature is active in a sample; a finite number in (0, 1).
+    n_tokens : int, default 4
+        Tokens per sample L; an int >= 1.
+    n_signal : int, default 2
+        Tokens that carry the sparse signal M z; an int >= 1.
+    noise : float, default 1.0
+        Expected norm of each token's Gaussian noise; a finite number > 0.
+    neurons : int, default 144
+        MLP neurons m; an int >= 1.
+    init_scale : float, default 0.1
+        Std of the initial neuron weights; a finite number > 0.
+    batch : int, default 128
+        Fresh samples per step (population training); an int >= 1.
+    steps : int, default 1200
+        SGD steps; an int >= 1.
+    lr : float, default 0.1
+        Learning rate of the neurons and the attention matrix; a finite number > 0.
+    weight_decay : float, default 0.02
+        Weight decay on all parameters; a finite number >= 0.
+    tau : float, default 3.0
+        InfoNCE temperature; a finite number > 0.
+    bias_max : float, default 0.3
+        BReLU threshold, relative to the neuron's weight norm; a finite number >= 0.
+    bias_ramp : int, default 600
+        Steps over which the threshold rises linearly from 0 (half the run); an int >= 0.
+    prune_fraction : float, default 0.5
+        Fraction of neurons masked by magnitude pruning; a finite number in [0, 1].
+    prune_every : int, default 50
+        How often the pruning mask is recomputed ("each epoch"); an int >= 1.
+    ratios : tuple, default (1.0, 2.0, 3.0, 4.0, 5.0)
+        Imbalance ratios p_majority / p_minority; a tuple (at least 1 item) of items each a finite
+        number >= 1.
+    replicates : int, default 6
+        Independent initializations per condition (paired runs) of the main experiment; an int >=
+        1.
+    edge_replicates : int, default 3
+        Initializations per condition of the runs that only locate the learnable edge; an int >= 1.
+    specialist_ratio : float, default 2.0
+        A neuron is a single-feature specialist if top/second >= this; a finite number >= 1.
+    strong_floor : float, default 0.25
+        ... and a strong one if its top is >= this x the model's largest; a finite number in [0,
+        1].
+    log_every : int, default 50
+        How often the neuron metrics are recorded; an int >= 1.
+    probe_samples : int, default 1200
+        Single-feature samples per probe split; an int >= 1.
+
+    References
+    ----------
+    Liao, Zhou, Zhang, Wang and Zhang (2026), "Theoretical Analysis of Contrastive Learning
+    under Imbalanced Data: From Training Dynamics to a Pruning Solution".
     """
 
     FULL = dict(dim=128, n_features=32, n_minority=16, base_freq=0.06, n_tokens=8, n_signal=3,
@@ -184,8 +256,26 @@ def feature_dictionary(dim: int, n_features: int, seed: int = 0) -> torch.Tensor
           ratio=Interval(float, 1))
 def feature_frequencies(n_features: int, n_minority: int, base_freq: float,
                         ratio: float) -> torch.Tensor:
-    """Activation probabilities ``p_k``: ``base_freq`` for majority features and ``base_freq / ratio``
+    """Activation probabilities ``p_k`` of the majority and minority features.
+
+    Activation probabilities ``p_k``: ``base_freq`` for majority features and ``base_freq / ratio``
     for the last ``n_minority`` (minority) features.
+
+    Parameters
+    ----------
+    n_features : int
+        Dictionary size K; an int >= 2.
+    n_minority : int
+        Number of minority (rare) features; an int >= 1.
+    base_freq : float
+        Probability that a majority feature is active; a finite number in (0, 1).
+    ratio : float
+        Imbalance ratio; a finite number >= 1.
+
+    Returns
+    -------
+    torch.Tensor
+        The probabilities, one per feature.
 
     Raises
     ------
@@ -261,6 +351,27 @@ def single_feature_samples(M: torch.Tensor, n: int, n_tokens: int, n_signal: int
     """Balanced probe data: each sample carries exactly one feature (uniform over K, sign +1).
 
     Returns ``(X, y)`` with ``X`` of shape ``(n, L, d)`` and ``y`` the feature index.
+
+    Parameters
+    ----------
+    M : torch.Tensor
+        Orthonormal feature dictionary, ``(d, K)``; a torch.Tensor (non-empty, floating-point,
+        2-dimensional, finite).
+    n : int
+        Number of samples; an int >= 1.
+    n_tokens : int
+        Tokens per sample; an int >= 1.
+    n_signal : int
+        Tokens that carry the signal; an int >= 1.
+    noise : float
+        Noise level; a finite number >= 0.
+    generator : torch.Generator
+        The random generator of the draws; a Generator.
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        ``(X, y)`` as described above.
     """
     if n_signal > n_tokens:
         raise ValueError(f"n_signal must lie in [1, n_tokens = {n_tokens}], got {n_signal}")
@@ -360,16 +471,43 @@ def _encode(X: torch.Tensor, W: torch.Tensor, A: torch.Tensor, beta: float,
 
 @boundary(f=Tensor("float", (2, 3)), f_target=Tensor("float", (2, 3)), tau=positive())
 def infonce(f: torch.Tensor, f_target: torch.Tensor, tau: float) -> torch.Tensor:
-    """InfoNCE with the second branch under stop-gradient, averaged over the batch.
+    r"""InfoNCE with the second branch under stop-gradient, averaged over the batch.
 
     ``L = -(1/n) sum_i log( exp(<f_i, sg(g_i)>/tau) / sum_j exp(<f_i, sg(g_j)>/tau) )`` for
     representations ``f`` (online view) and ``g = f_target`` (other view), of shape ``(n, m)`` or
     ``(E, n, m)`` (then one loss per model, shape ``(E,)``).
 
+    .. math::
+
+       \mathcal L = -\frac1n \sum_i \log \frac{\exp(\langle f_i, \mathrm{sg}(f'_i)\rangle / \tau)}{\sum_j \exp(\langle f_i, \mathrm{sg}(f'_j)\rangle / \tau)}
+
+    Parameters
+    ----------
+    f : torch.Tensor
+        Representations of the first view (the online branch); a torch.Tensor (non-empty,
+        floating-point, 2 or 3-dimensional, finite).
+    f_target : torch.Tensor
+        Representations of the second view (under stop-gradient); a torch.Tensor (non-empty,
+        floating-point, 2 or 3-dimensional, finite).
+    tau : float
+        Temperature of the InfoNCE loss; a finite number > 0.
+
+    Returns
+    -------
+    torch.Tensor
+        The loss, one per model.
+
     Raises
     ------
     ValueError
         If the shapes differ or ``tau <= 0``.
+
+    References
+    ----------
+    Chen, Kornblith, Norouzi and Hinton (2020), "A Simple Framework for Contrastive Learning of
+    Visual Representations".
+    Liao, Zhou, Zhang, Wang and Zhang (2026), "Theoretical Analysis of Contrastive Learning
+    under Imbalanced Data: From Training Dynamics to a Pruning Solution".
     """
     return _infonce(f, f_target, tau)
 
@@ -387,8 +525,25 @@ def _infonce(f: torch.Tensor, f_target: torch.Tensor, tau: float) -> torch.Tenso
 
 @boundary(sq_norm=nonnegative(), n=count(), tau=positive())
 def infonce_orthogonal_closed_form(sq_norm: float, n: int, tau: float) -> float:
-    """InfoNCE when both views are identical and the n representations are mutually orthogonal
-    with squared norm ``sq_norm``: ``log(1 + (n - 1) exp(-sq_norm / tau))``."""
+    """InfoNCE of identical views with mutually orthogonal representations.
+
+    InfoNCE when both views are identical and the n representations are mutually orthogonal
+    with squared norm ``sq_norm``: ``log(1 + (n - 1) exp(-sq_norm / tau))``.
+
+    Parameters
+    ----------
+    sq_norm : float
+        Squared norm of every representation; a finite number >= 0.
+    n : int
+        Number of samples; an int >= 1.
+    tau : float
+        Temperature of the InfoNCE loss; a finite number > 0.
+
+    Returns
+    -------
+    float
+        ``log(1 + (n - 1) exp(-sq_norm / tau))``.
+    """
     return math.log1p((n - 1) * math.exp(-sq_norm / tau))
 
 
@@ -507,10 +662,13 @@ def strong_specialists(W: torch.Tensor, M: torch.Tensor, ratio: float = 2.0,
 
     Parameters
     ----------
-    W : ``(..., m, d)`` neuron weights; M : ``(d, K)`` orthonormal features.
-    ratio : float
+    W : torch.Tensor
+        Neuron weights, ``(..., m, d)``.
+    M : torch.Tensor
+        Orthonormal features, ``(d, K)``.
+    ratio : float, default 2.0
         The top/second threshold (>= 1).
-    floor : float
+    floor : float, default 0.25
         The magnitude floor, relative to the model's largest projection (in [0, 1]).
 
     Returns
@@ -543,6 +701,22 @@ def energy_ratio(W: torch.Tensor, M: torch.Tensor, n_minority: int) -> torch.Ten
     ``n_minority`` columns of ``M``. It is 1 when both groups carry the same energy per
     feature, and it is minority-specific: a change that scales every weight (pruning
     inflates all norms a little) leaves it unchanged.
+
+    Parameters
+    ----------
+    W : torch.Tensor
+        Neuron weights, ``(..., m, d)``; a torch.Tensor (non-empty, floating-point, 2 or
+        3-dimensional, finite).
+    M : torch.Tensor
+        Orthonormal feature dictionary, ``(d, K)``; a torch.Tensor (non-empty, floating-point,
+        2-dimensional, finite).
+    n_minority : int
+        Number of minority (rare) features; an int >= 1.
+
+    Returns
+    -------
+    torch.Tensor
+        The ratio, shape ``(...)``.
     """
     K = M.shape[1]
     if not 0 < n_minority < K:
@@ -564,6 +738,23 @@ def learning_margin(cfg: ContrastiveConfig, ratio: float) -> float:
     ``lr (L_s^2 / tau) p_k`` per step, while weight decay shrinks it by ``lr lambda``; the
     minority features (``p_min = q / ratio``) grow out of the initialization only if
     ``mu > 1``.
+
+    Parameters
+    ----------
+    cfg : ContrastiveConfig
+        The experiment's settings; a ContrastiveConfig.
+    ratio : float
+        Imbalance ratio; a finite number >= 1.
+
+    Returns
+    -------
+    float
+        ``mu``.
+
+    References
+    ----------
+    Liao, Zhou, Zhang, Wang and Zhang (2026), "Theoretical Analysis of Contrastive Learning
+    under Imbalanced Data: From Training Dynamics to a Pruning Solution".
     """
     if not cfg.weight_decay > 0:
         raise ValueError("the margin needs weight_decay > 0")
@@ -589,6 +780,27 @@ def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
       if strong neurons mix features.
     * ``mean_purity``: the mean over *all* neurons, weak ones included, of the purity
       ``top^2 / sum_k proj^2`` (:func:`alignment`); 1 when every neuron serves one feature.
+
+    Parameters
+    ----------
+    W : torch.Tensor
+        Neuron weights, ``(..., m, d)``; a torch.Tensor (non-empty, floating-point, 3-dimensional,
+        finite).
+    M : torch.Tensor
+        Orthonormal feature dictionary, ``(d, K)``; a torch.Tensor (non-empty, floating-point,
+        2-dimensional, finite).
+    n_minority : int
+        Number of minority (rare) features; an int >= 1.
+    specialist_ratio : float, default 2.0
+        Top/second projection ratio of a specialist; a finite number >= 1.
+    strong_floor : float, default 0.25
+        Magnitude floor of a strong specialist, relative to the model's largest projection; a
+        finite number in [0, 1].
+
+    Returns
+    -------
+    dict
+        The statistics, by name.
     """
     return _feature_summary(W, M, n_minority, specialist_ratio, strong_floor)
 
@@ -696,6 +908,34 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     mask: "random" masks the same count of neurons drawn at random every ``prune_every`` steps
     (:func:`random_mask`, from a generator of its own, so the sample stream is unchanged): the
     control that tells what magnitude pruning adds to masking as such.
+
+    Parameters
+    ----------
+    cfg : ContrastiveConfig
+        The experiment's settings; a ContrastiveConfig.
+    ratios : array_like
+        Imbalance ratios; a tuple (at least 1 item) of items each a finite number >= 1.
+    fractions : array_like
+        Pruning fraction of each model; a tuple (at least 1 item) of items each a finite number in
+        [0, 1].
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223372036854774].
+    replicates : int | None, default None
+        Independent repetitions; an int in [1, 999] or None.
+    hard_mask : bool, default False
+        Whether to mask both branches without the straight-through rule (the ablation); a bool.
+    masks : object, default None
+        One entry per condition, ``"magnitude"`` or ``"random"`` (default: all ``"magnitude"``).
+
+    Returns
+    -------
+    EncoderRun
+        The run: the trained weights and their history.
+
+    References
+    ----------
+    Liao, Zhou, Zhang, Wang and Zhang (2026), "Theoretical Analysis of Contrastive Learning
+    under Imbalanced Data: From Training Dynamics to a Pruning Solution".
     """
     cfg.validate()
     ratios, fractions = list(ratios), list(fractions)
@@ -800,7 +1040,21 @@ def _stage_boundaries(step, top, ratio, level: float = 0.9) -> tuple[int, int]:
 
 @boundary(X=Tensor("float", 3))
 def representations(run: EncoderRun, X: torch.Tensor) -> torch.Tensor:
-    """Unpruned representations of tokens ``X`` ``(n, L, d)`` under every model: ``(E, n, m)``."""
+    """Unpruned representations of tokens ``X`` ``(n, L, d)`` under every model: ``(E, n, m)``.
+
+    Parameters
+    ----------
+    run : EncoderRun
+        The training run (:func:`train_encoders`); a training run, as returned by the chapter's
+        training function; an EncoderRun.
+    X : torch.Tensor
+        Tokens, ``(n, L, d)``; a torch.Tensor (non-empty, floating-point, 3-dimensional, finite).
+
+    Returns
+    -------
+    torch.Tensor
+        The representations, ``(E, n, m)``.
+    """
     E, d = run.W.shape[0], run.W.shape[-1]
     if X.shape[-1] != d or X.dtype != run.W.dtype:
         raise ValueError(f"X must be (n, L, d = {d}) tokens of {run.W.dtype}, got "
@@ -865,6 +1119,16 @@ def best_alignment_curves(run: EncoderRun) -> dict:
     ``growth`` ``(E,)``, the minority curve's last value over its first. A minority feature is
     *learned* when ``growth > 1``: it ends above its initialization, where weight decay alone
     would shrink it by ``(1 - lr * weight_decay) ** steps``.
+
+    Parameters
+    ----------
+    run : EncoderRun
+        The training run.
+
+    Returns
+    -------
+    dict
+        ``major``, ``minor`` and ``growth``, as described above.
     """
     if not isinstance(run, EncoderRun):
         raise TypeError(f"run must be an EncoderRun, got {type(run).__name__}")
@@ -882,6 +1146,24 @@ def paired(run: EncoderRun, values, ratio: float, fraction: float,
     ``values`` is a per-model array ``(E, ...)``; the result is ``(unpruned, pruned)``, each
     ``(R, ...)``, where row ``j`` of both comes from the same initialization and the same
     samples, so ``pruned - unpruned`` is the effect of pruning alone.
+
+    Parameters
+    ----------
+    run : EncoderRun
+        The training run.
+    values : object
+        A per-model array ``(E, ...)``.
+    ratio : float
+        Imbalance ratio; a finite number >= 1.
+    fraction : float
+        Fraction; a finite number in [0, 1].
+    mask : str, default 'magnitude'
+        The pruned models' mask (``"magnitude"`` or ``"random"``); a str.
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        The unpruned and the pruned values, replicate by replicate.
 
     Raises
     ------
@@ -925,7 +1207,47 @@ def _condition_keys(run: EncoderRun) -> list:
 
 @dataclass(frozen=True)
 class LongTailConfig(Config):
-    """Contrastive pretraining on long-tailed MNIST-1D, then a linear probe on balanced data."""
+    """Contrastive pretraining on long-tailed MNIST-1D, then a linear probe on balanced data.
+
+    Parameters
+    ----------
+    n_train : int, default 4000
+        Number of training examples; an int >= 1.
+    n_test : int, default 1000
+        Number of test examples; an int >= 1.
+    imbalance : float, default 20.0
+        Long-tail ratio (class 0 head, class 9 tail); a finite number >= 1.
+    width : int, default 256
+        Hidden neurons of the MLP encoder (the representation); an int >= 1.
+    out_dim : int, default 64
+        Projection dimension fed to InfoNCE; an int >= 1.
+    batch : int, default 256
+        Minibatch size; an int >= 2.
+    steps : int, default 4000
+        Number of optimizer steps; an int >= 1.
+    lr : float, default 0.05
+        Learning rate; a finite number > 0.
+    momentum : float, default 0.9
+        SGD momentum; a finite number in [0, 1).
+    weight_decay : float, default 0.0005
+        Weight decay; a finite number >= 0.
+    tau : float, default 0.2
+        Temperature of the InfoNCE loss; a finite number > 0.
+    prune_fraction : float, default 0.5
+        Fraction of neurons pruned; a finite number in [0, 1].
+    prune_every : int, default 50
+        Steps between two prunings; an int >= 1.
+    shift : int, default 8
+        Augmentation: random circular shift of up to +-shift samples; an int >= 0.
+    scale : float, default 0.15
+        Augmentation: amplitude scaled by 1 +- scale; a finite number in [0, 1).
+    jitter : float, default 0.2
+        Augmentation: added Gaussian noise std; a finite number >= 0.
+    head_classes : int, default 3
+        Classes counted as the head; an int >= 1.
+    tail_classes : int, default 3
+        Classes counted as the tail; an int >= 1.
+    """
 
     FULL = dict(n_train=10000, n_test=4000, width=1024, out_dim=128, steps=8000, batch=512)
 
@@ -1022,7 +1344,9 @@ def random_encoder_accuracy(cfg: LongTailConfig, seed: int = 0) -> np.ndarray:
 @boundary(prune_fractions=_Numbers(fraction()), seed=SEED, balanced=InstanceOf(bool))
 def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 0,
                    balanced: bool = False, masks=None) -> dict:
-    """Contrastive pretraining of MLP encoders (one per pruning fraction, batched, same init and
+    """Contrastive pretraining on long-tailed MNIST-1D, then per-class linear probes.
+
+    Contrastive pretraining of MLP encoders (one per pruning fraction, batched, same init and
     same minibatches) on long-tailed MNIST-1D; then per-class linear-probe test accuracy.
 
     The probe (ridge, :func:`ridge_probe`) is fit on the *balanced* training split and scored on the
@@ -1040,6 +1364,32 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     ``seed``), and everything else is unchanged. ``masks`` (one entry per pruning fraction,
     default all "magnitude") puts a :func:`random_mask` of the same size in place of the
     magnitude mask, redrawn as often, from a generator of its own.
+
+    Parameters
+    ----------
+    cfg : LongTailConfig
+        The experiment's settings; a LongTailConfig.
+    prune_fractions : array_like, default (0.0, 0.5)
+        Pruning fraction of each model; a tuple (at least 1 item) of items each a finite number in
+        [0, 1].
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+    balanced : bool, default False
+        Whether to pretrain on a balanced subsample instead (the reference); a bool.
+    masks : object, default None
+        One entry per pruning fraction, ``"magnitude"`` or ``"random"`` (default: all
+        ``"magnitude"``).
+
+    Returns
+    -------
+    dict
+        ``acc``, ``acc_random``, ``counts`` and ``fractions``, as described above.
+
+    References
+    ----------
+    Liao, Zhou, Zhang, Wang and Zhang (2026), "Theoretical Analysis of Contrastive Learning
+    under Imbalanced Data: From Training Dynamics to a Pruning Solution".
+    Jiang, Chen, Mortazavi and Wang (2021), "Self-Damaging Contrastive Learning".
     """
     kinds = ["magnitude"] * len(prune_fractions) if masks is None else list(masks)
     if len(kinds) != len(prune_fractions) or any(k not in MASKS for k in kinds):
@@ -1118,6 +1468,19 @@ def condition_table(run: EncoderRun, seed: int = 0) -> dict:
 
     Names: those of :func:`feature_summary`, plus ``probe_major`` / ``probe_minor`` (mean linear-probe
     accuracy on single-feature samples of majority / minority features, :func:`feature_probe_accuracy`).
+
+    Parameters
+    ----------
+    run : EncoderRun
+        The training run (:func:`train_encoders`); a training run, as returned by the chapter's
+        training function; an EncoderRun.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 9223372036854765807].
+
+    Returns
+    -------
+    dict
+        ``{(ratio, fraction): {name: value}}``.
     """
     cfg = run.config
     summ = _feature_summary(run.W, run.M, cfg.n_minority, cfg.specialist_ratio,
@@ -1140,6 +1503,24 @@ def stage_curves(run: EncoderRun, fraction: float = 0.0) -> dict:
     Returns ``step``, ``noise``, ``top``, ``second``, ``ratio`` (each ``(T,)``), the stage ends
     ``t1``, ``t2`` from :func:`stage_boundaries`, and ``noise_at_t1_rel`` (noise norm at ``t1``
     over its initial value) with ``ratio_init`` / ``ratio_final`` (min and max over those models).
+
+    Parameters
+    ----------
+    run : EncoderRun
+        The training run (:func:`train_encoders`); a training run, as returned by the chapter's
+        training function; an EncoderRun.
+    fraction : float, default 0.0
+        Fraction; a finite number in [0, 1].
+
+    Returns
+    -------
+    dict
+        The keys listed above.
+
+    References
+    ----------
+    Liao, Zhou, Zhang, Wang and Zhang (2026), "Theoretical Analysis of Contrastive Learning
+    under Imbalanced Data: From Training Dynamics to a Pruning Solution".
     """
     idx = [i for i, f in enumerate(run.fractions) if f == fraction]
     if not idx:
@@ -1166,6 +1547,25 @@ def draw_alignment(ax, proj, n_minority: int, title: str | None = None, vmax: fl
     """Heatmap of ``|<w_r, M_k>|`` (neurons x features), neurons sorted by dominant feature.
 
     Minority features (the last ``n_minority`` columns) sit right of a dashed line.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The matplotlib axes to draw on; a matplotlib Axes.
+    proj : torch.Tensor
+        Projections ``|<w_r, M_k>|``, ``(m, K)``; a torch.Tensor or numpy array (non-empty,
+        floating-point, 2-dimensional, finite).
+    n_minority : int
+        Number of minority (rare) features; an int >= 0.
+    title : str | None, default None
+        Title of the axes; a str or None.
+    vmax : float | None, default None
+        Top of the colour scale (default: the largest projection); a finite number > 0 or None.
+
+    Returns
+    -------
+    matplotlib.image.AxesImage
+        The heatmap (for a colour bar).
     """
     proj = proj.detach().cpu().numpy() if isinstance(proj, torch.Tensor) else proj
     if n_minority >= proj.shape[1]:

@@ -24,6 +24,14 @@ from .checks import (Interval, check_finite, check_fraction, check_indices, chec
                      check_labels, check_seed)
 from .config import read_cache_dir, read_device
 
+__all__ = [
+    # datasets
+    "CacheWarning", "Dataset", "MNIST1D_MAX_SAMPLES", "digits", "mnist1d",
+    # what the chapters do to them
+    "corrupt_labels", "long_tail_indices", "long_tailed",
+]
+
+
 MNIST1D_LENGTH = 40         #: signal length of MNIST-1D (the generator's ``final_seq_length``)
 MNIST1D_CLASSES = 10
 MNIST1D_MAX_SAMPLES = 200_000  #: largest n_train + n_test (generation takes ~0.25 ms per signal)
@@ -42,6 +50,21 @@ class Dataset:
     Construction checks what training relies on: 2-D finite float inputs with the same number of
     features and dtype in both splits, int64 labels in ``[0, num_classes)`` with one label per
     row, at least one training row, and every tensor on one device.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Training inputs, a 2-D finite float tensor (n, d).
+    y : torch.Tensor
+        Training labels, int64 (n,) in ``[0, num_classes)``.
+    x_test : torch.Tensor
+        Test inputs (m, d), same dtype and device as ``x``.
+    y_test : torch.Tensor
+        Test labels, int64 (m,).
+    num_classes : int
+        Number of classes, at least 2.
+    name : str, default ''
+        A short name shown in tables.
     """
 
     x: torch.Tensor
@@ -231,11 +254,31 @@ def mnist1d(n_train: int = 4000, n_test: int = 1000, data_seed: int = 42,
     ``n_train`` generated signals and the test split the next ``n_test``, so the two never share a
     signal. ``device`` defaults to ``GTLIB_DEVICE``.
 
+    Parameters
+    ----------
+    n_train : int, default 4000
+        Number of training signals.
+    n_test : int, default 1000
+        Number of test signals.
+    data_seed : int, default 42
+        Seed of the generator of ``mnist1d`` (42 is the dataset's own).
+    device : str | None, default None
+        Device of the tensors (default: ``GTLIB_DEVICE``).
+
+    Returns
+    -------
+    Dataset
+        The two splits, inputs of shape (n, 40), 10 classes.
+
     Raises
     ------
     TypeError, ValueError
         If a size is not a positive int, ``n_train + n_test`` exceeds
         :data:`MNIST1D_MAX_SAMPLES`, or ``data_seed`` is not in ``[0, 2**32)``.
+
+    References
+    ----------
+    Greydanus and Kobak (2024), "Scaling down deep learning with MNIST-1D".
     """
     n_train = check_int("n_train", n_train)
     n_test = check_int("n_test", n_test)
@@ -253,7 +296,24 @@ def mnist1d(n_train: int = 4000, n_test: int = 1000, data_seed: int = 42,
 
 
 def digits(test_fraction: float = 0.25, seed: int = 0, device: str | None = None) -> Dataset:
-    """scikit-learn's bundled 8x8 handwritten digits (1797 images, 64 features scaled to [0, 1])."""
+    """The 8x8 handwritten digits bundled with scikit-learn, as a :class:`Dataset`.
+
+    scikit-learn's bundled 8x8 handwritten digits (1797 images, 64 features scaled to [0, 1]).
+
+    Parameters
+    ----------
+    test_fraction : float, default 0.25
+        Fraction of the 1797 images held out as the test split.
+    seed : int, default 0
+        Seed of the train/test split.
+    device : str | None, default None
+        Device of the tensors (default: ``GTLIB_DEVICE``).
+
+    Returns
+    -------
+    Dataset
+        The digits, 64 features scaled to [0, 1], 10 classes.
+    """
     from sklearn.datasets import load_digits
 
     test_fraction = check_fraction("test_fraction", test_fraction, open_interval=True)
@@ -269,17 +329,38 @@ def digits(test_fraction: float = 0.25, seed: int = 0, device: str | None = None
 
 
 def corrupt_labels(y: torch.Tensor, fraction: float, num_classes: int, seed: int = 0) -> torch.Tensor:
-    """Replace a ``fraction`` of the labels by uniformly random labels, fixed once (Zhang et al. 2017).
+    """Replace a ``fraction`` of the labels by uniformly random labels, fixed once.
 
     As in Zhang et al., a corrupted label is drawn uniformly from all classes, so it may coincide
     with the true one: at ``fraction=1`` the labels are independent of the inputs, and about
     ``fraction * (1 - 1/num_classes)`` of them differ from the truth. The same ``seed`` corrupts the
     same points, and the points corrupted at a smaller fraction are a subset of those at a larger one.
 
+    Parameters
+    ----------
+    y : torch.Tensor
+        The labels, a 1-D integer tensor.
+    fraction : float
+        The fraction of labels replaced, in [0, 1].
+    num_classes : int
+        Number of classes (>= 2); random labels are drawn from all of them.
+    seed : int, default 0
+        Seed of the choice of points and of their labels.
+
+    Returns
+    -------
+    torch.Tensor
+        A new label tensor (``y`` is not modified).
+
     Raises
     ------
     TypeError, ValueError
         If ``y`` is not a 1-D integer tensor, ``fraction`` is outside [0, 1] or ``num_classes`` < 2.
+
+    References
+    ----------
+    Zhang, Bengio, Hardt, Recht and Vinyals (2017), "Understanding deep learning requires rethinking
+    generalization" (its randomization tests).
     """
     if not isinstance(y, torch.Tensor) or y.ndim != 1 or y.is_floating_point():
         raise TypeError("y must be a 1-D integer torch.Tensor")
@@ -302,11 +383,29 @@ def corrupt_labels(y: torch.Tensor, fraction: float, num_classes: int, seed: int
 
 def long_tail_indices(y: torch.Tensor, imbalance_ratio: float, num_classes: int,
                       seed: int = 0) -> torch.Tensor:
-    """Indices of a long-tailed subsample: class k keeps ``n_max * ratio ** (-k / (C - 1))`` points.
+    """Indices of a long-tailed subsample of the labels ``y``.
+
+    Indices of a long-tailed subsample: class k keeps ``n_max * ratio ** (-k / (C - 1))`` points.
 
     Class 0 is the head (keeps all of the smallest class count ``n_max``) and class ``C - 1`` the
     tail (keeps ``n_max / imbalance_ratio``), the exponential profile of the long-tailed CIFAR
     benchmarks. ``imbalance_ratio=1`` gives a balanced subsample.
+
+    Parameters
+    ----------
+    y : torch.Tensor
+        The labels, a 1-D integer tensor.
+    imbalance_ratio : float
+        Head-to-tail ratio of class sizes, a finite number >= 1.
+    num_classes : int
+        Number of classes ``C``.
+    seed : int, default 0
+        Seed of the choice of points within each class.
+
+    Returns
+    -------
+    torch.Tensor
+        The kept indices into ``y``, a 1-D int64 tensor.
 
     Raises
     ------
@@ -335,7 +434,24 @@ def long_tail_indices(y: torch.Tensor, imbalance_ratio: float, num_classes: int,
 
 
 def long_tailed(ds: Dataset, imbalance_ratio: float, seed: int = 0) -> Dataset:
-    """``ds`` with its training split subsampled by :func:`long_tail_indices` (test split kept balanced)."""
+    """``ds`` with its training split subsampled to a long tail.
+
+    ``ds`` with its training split subsampled by :func:`long_tail_indices` (test split kept balanced).
+
+    Parameters
+    ----------
+    ds : Dataset
+        The balanced dataset.
+    imbalance_ratio : float
+        Head-to-tail ratio of class sizes (>= 1).
+    seed : int, default 0
+        Seed of the subsample.
+
+    Returns
+    -------
+    Dataset
+        A new dataset with the long-tailed training split and the original test split.
+    """
     if not isinstance(ds, Dataset):
         raise TypeError(f"ds must be a gtlib.data.Dataset, got {type(ds).__name__}")
     return ds.subset(long_tail_indices(ds.y, imbalance_ratio, ds.num_classes, seed))

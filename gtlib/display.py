@@ -9,11 +9,29 @@ import html
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["table", "table_html", "fmt"]
+__all__ = [
+    # tables
+    "table", "table_html",
+    # numbers
+    "fmt",
+]
 
 
 def fmt(value: Any, digits: int = 3) -> str:
-    """Format one cell: floats to ``digits`` significant digits, everything else with ``str``."""
+    """Format one cell: floats to ``digits`` significant digits, everything else with ``str``.
+
+    Parameters
+    ----------
+    value : Any
+        The cell: a number (Python, numpy or a 0-d tensor) or anything with ``str``.
+    digits : int, default 3
+        Significant digits of a float, at least 1.
+
+    Returns
+    -------
+    str
+        The cell as text.
+    """
     if not isinstance(digits, int) or isinstance(digits, bool) or digits < 1:
         raise ValueError(f"digits must be a positive int, got {digits!r}")
     if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
@@ -90,7 +108,26 @@ def table_html(rows: Iterable[Mapping[str, Any]] | Iterable[Sequence[Any]],
 
 
 def table(rows, columns=None, caption=None, digits: int = 3):
-    """Display-ready HTML table (the last expression of a cell); see :func:`table_html`."""
+    """Display-ready HTML table (the last expression of a cell).
+
+    Display-ready HTML table (the last expression of a cell); see :func:`table_html`.
+
+    Parameters
+    ----------
+    rows : object
+        The rows: mappings (column name -> value) or sequences of values.
+    columns : object, default None
+        The column names and their order (default: the keys of the first mapping row).
+    caption : object, default None
+        A caption shown above the table.
+    digits : int, default 3
+        Significant digits of the floats (see :func:`fmt`).
+
+    Returns
+    -------
+    IPython.display.HTML
+        The table, shown when it is the last expression of a cell.
+    """
     from IPython.display import HTML
 
     return HTML(table_html(rows, columns=columns, caption=caption, digits=digits))

@@ -34,6 +34,15 @@ import torch
 from .checks import (Boolean, Device, Interval, Options, Tensor, boundary, check_int, check_labels,
                      check_seed)
 
+__all__ = [
+    # the loop
+    "Fit", "fit", "stop_rule",
+    # its building blocks
+    "EpochBatches", "ReplacementBatches", "StackedOptimizer", "StreamBatches", "member_batch",
+    "member_margins",
+]
+
+
 OPTIMIZERS = ("sgd", "adamw", "adam")
 
 _LR = Interval(float, 0, None, "neither")
@@ -72,7 +81,10 @@ class StackedOptimizer:
         One value for all members or one per member. ``momentum`` is SGD's (ignored by Adam);
         ``weight_decay`` is coupled (added to the gradient) for SGD and Adam and decoupled (the
         weights shrink by ``lr * weight_decay``) for AdamW, as in PyTorch.
-    betas, eps : Adam's moment decay rates and denominator constant.
+    betas : tuple of float
+        Adam's decay rates of the first and second moments, each in [0, 1).
+    eps : float
+        Adam's constant added to the denominator.
     members : int, optional
         The number E of stacked models.
 
@@ -292,9 +304,23 @@ def _generators(seeds) -> list[torch.Generator]:
 
 
 class EpochBatches:
-    """Member ``e``'s minibatches: a fresh permutation of ``range(n)`` per epoch drawn from its own
+    """Per-member minibatches without replacement, a new permutation every epoch.
+
+    Member ``e``'s minibatches: a fresh permutation of ``range(n)`` per epoch drawn from its own
     generator, cut into batches of ``batch_size`` (the last one of an epoch short). Each call of
-    ``next`` gives a ``(E, b)`` index tensor on ``device``."""
+    ``next`` gives a ``(E, b)`` index tensor on ``device``.
+
+    Parameters
+    ----------
+    n : int
+        The number of training points.
+    batch_size : int
+        The minibatch size.
+    seeds : object
+        One seed per member.
+    device : object, default 'cpu'
+        Device of the index tensors.
+    """
 
     def __init__(self, n: int, batch_size: int, seeds, device="cpu"):
         self.n = check_int("n", n)
@@ -317,10 +343,26 @@ class EpochBatches:
 
 
 class StreamBatches:
-    """Member ``e`` draws ``batch_size`` indices of ``range(sizes[e])`` at a time from permutations
+    """Per-member minibatches from a stream of permutations, one training set size per member.
+
+    Member ``e`` draws ``batch_size`` indices of ``range(sizes[e])`` at a time from permutations
     laid end to end (a batch may straddle two epochs), or, with ``drop_remainder=True``, starts a
     new permutation whenever fewer than ``batch_size`` indices are left in the current one. Members
-    may have training sets of different sizes (nested subsets of one pool)."""
+    may have training sets of different sizes (nested subsets of one pool).
+
+    Parameters
+    ----------
+    sizes : Sequence[int]
+        Each member's training-set size.
+    batch_size : int
+        The minibatch size.
+    seeds : object
+        One seed per member.
+    device : object, default 'cpu'
+        Device of the index tensors.
+    drop_remainder : bool, default False
+        Whether a batch never straddles two permutations.
+    """
 
     def __init__(self, sizes: Sequence[int], batch_size: int, seeds, device="cpu",
                  drop_remainder: bool = False):
@@ -359,7 +401,19 @@ class StreamBatches:
 
 
 class ReplacementBatches:
-    """Member ``e`` draws ``batch_size`` indices of ``range(n)`` uniformly with replacement."""
+    """Member ``e`` draws ``batch_size`` indices of ``range(n)`` uniformly with replacement.
+
+    Parameters
+    ----------
+    n : int
+        The number of training points.
+    batch_size : int
+        The minibatch size.
+    seeds : object
+        One seed per member.
+    device : object, default 'cpu'
+        Device of the index tensors.
+    """
 
     def __init__(self, n: int, batch_size: int, seeds, device="cpu"):
         self.n = check_int("n", n)
@@ -378,10 +432,27 @@ class ReplacementBatches:
 @boundary(x=Tensor("float", (2, 3), finite=False), y=Tensor(ndim=(1, 2), optional=True),
           idx=Tensor("int", 2))
 def member_batch(x: torch.Tensor, y: torch.Tensor | None, idx: torch.Tensor):
-    """Each member's minibatch: ``x`` is ``(n, d)`` (shared) or ``(E, n, d)`` (one set per
+    """Each member's minibatch of the inputs and the labels.
+
+    Each member's minibatch: ``x`` is ``(n, d)`` (shared) or ``(E, n, d)`` (one set per
     member), ``y`` is ``(n,)`` or ``(E, n)`` (or None), ``idx`` is ``(E, b)``. Returns
     ``(E, b, d)`` and ``(E, b)``. (Cheap enough to call every step: the values of ``x`` are the
-    training data, checked once where training starts.)"""
+    training data, checked once where training starts.)
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        The inputs, ``(n, d)`` (shared) or ``(E, n, d)`` (one set per member).
+    y : torch.Tensor | None
+        The labels, ``(n,)`` or ``(E, n)``, or None.
+    idx : torch.Tensor
+        The indices, ``(E, b)``.
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        The inputs ``(E, b, d)`` and the labels ``(E, b)`` (None without labels).
+    """
     n = x.shape[-2]
     if x.ndim == 3 and x.shape[0] != idx.shape[0]:
         raise ValueError(f"x must be (n, d) or ({idx.shape[0]}, n, d) for {idx.shape[0]} members, "
@@ -404,8 +475,27 @@ def _member_batch(x, y, idx):
 
 @boundary(logits=Tensor("float", (2, 3)), y=Tensor("int", (1, 2)))
 def member_margins(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Multiclass margins ``f_y(x) - max_{j != y} f_j(x)`` of logits ``(..., n, C)`` and labels
-    broadcastable to ``(..., n)``."""
+    r"""Multiclass margins ``f_y(x) - max_{j != y} f_j(x)``.
+
+    Multiclass margins ``f_y(x) - max_{j != y} f_j(x)`` of logits ``(..., n, C)`` and labels
+    broadcastable to ``(..., n)``.
+
+    .. math::
+
+       \gamma(x, y) = f_y(x) - \max_{j \neq y} f_j(x)
+
+    Parameters
+    ----------
+    logits : torch.Tensor
+        The logits, ``(..., n, C)``.
+    y : torch.Tensor
+        The labels, broadcastable to ``(..., n)``.
+
+    Returns
+    -------
+    torch.Tensor
+        The margins, ``(..., n)``.
+    """
     check_labels("y", y, logits.shape[-1], n=logits.shape[-2])
     return _margins(logits, y)
 
@@ -426,6 +516,26 @@ def stop_rule(target_train_acc: float | None = None, margin_gamma: float | None 
     ``margin_gamma`` (Nagarajan and Kolter 2019 stop at "at most 1% of points with margin below
     gamma"). ``logits`` are ``(E, n, C)`` (or ``(n, C)``), ``y`` is ``(n,)`` or ``(E, n)``; the
     result is a ``(E,)`` (or ``()``) bool tensor; with neither rule set it is all False.
+
+    Parameters
+    ----------
+    target_train_acc : float | None, default None
+        Training accuracy at which a member stops (None: no such rule).
+    margin_gamma : float | None, default None
+        Margin a fraction ``margin_fraction`` of the training points must reach (None: no such
+        rule).
+    margin_fraction : float, default 0.99
+        See ``margin_gamma``.
+
+    Returns
+    -------
+    callable
+        ``rule(logits, y) -> met``, a bool tensor with one entry per member.
+
+    References
+    ----------
+    Nagarajan and Kolter (2019), "Uniform convergence may be unable to explain generalization in deep
+    learning" (its stopping criterion).
     """
     if target_train_acc is not None:
         target_train_acc = Interval(float, 0, 1).check("target_train_acc", target_train_acc)
@@ -455,8 +565,18 @@ def stop_rule(target_train_acc: float | None = None, margin_gamma: float | None 
 # ---------------------------------------------------------------------------------------------
 @dataclass
 class Fit:
-    """How training ended for each member: the step it stopped at and whether a check stopped it
-    (``met_rule``; otherwise it ran out of steps)."""
+    """How training ended for each member.
+
+    How training ended for each member: the step it stopped at and whether a check stopped it
+    (``met_rule``; otherwise it ran out of steps).
+
+    Parameters
+    ----------
+    stop_step : list[int], optional
+        Per member, the step it stopped at.
+    met_rule : list[bool], optional
+        Per member, whether a check stopped it (False: it ran out of steps).
+    """
 
     stop_step: list[int] = field(default_factory=list)
     met_rule: list[bool] = field(default_factory=list)
@@ -517,6 +637,7 @@ def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: Sta
         optimizer has no member axis). ``step`` counts the updates made so far (0, 1, ...);
         ``batch`` is the ``(E, b)`` index tensor drawn from ``batches``, or None.
     optimizer : StackedOptimizer
+        The optimizer of the stacked parameters; its ``members`` is ``E``.
     steps : int or sequence of int
         The most updates a member makes (one value per member allowed).
     batches : iterator of ``(E, b)`` index tensors, optional

@@ -23,6 +23,8 @@ from torch import nn
 
 from .checks import Device, Tensor, check_finite, check_int, check_seed, check_seeds
 
+__all__ = ["MLP", "BatchedMLP", "make_mlp", "activation", "ACTIVATIONS", "MAX_PARAMETERS"]
+
 #: Largest number of parameters an :class:`MLP` may hold (2**31, 8 GiB of float32).
 MAX_PARAMETERS = 2**31
 

@@ -21,6 +21,12 @@ import numpy as np
 
 from .checks import Interval, check_int, check_real
 
+__all__ = [
+    "OKABE_ITO", "label", "loglog_fit_label", "min_font_size", "small_multiples", "subplots",
+    "use_style",
+]
+
+
 #: The most panels a figure may have per row or column (a page cannot show more).
 MAX_PANELS = 64
 #: The largest figure side (inches) the helpers accept.
@@ -107,6 +113,16 @@ def min_font_size(fig) -> float:
 
     A figure follows the house style when ``min_font_size(fig) >= MIN_FONT_PT``; a chapter can
     assert it after drawing a figure whose fonts it set by hand.
+
+    Parameters
+    ----------
+    fig : object
+        The matplotlib figure.
+
+    Returns
+    -------
+    float
+        The smallest font size in points.
     """
     from matplotlib.figure import Figure, SubFigure
     from matplotlib.text import Text
@@ -123,6 +139,24 @@ def subplots(nrows: int = 1, ncols: int = 1, width: float = 6.4, height: float |
 
     ``nrows`` and ``ncols`` are ints in ``[1, MAX_PANELS]``; ``width`` and ``height`` finite sizes
     in inches in ``(0, MAX_INCHES]``.
+
+    Parameters
+    ----------
+    nrows : int, default 1
+        Rows of panels, in ``[1, MAX_PANELS]``.
+    ncols : int, default 1
+        Columns of panels, in ``[1, MAX_PANELS]``.
+    width : float, default 6.4
+        Figure width in inches, in ``(0, MAX_INCHES]``.
+    height : float | None, default None
+        Figure height in inches (default 3.2 per row).
+    **kw
+        Passed on to :func:`matplotlib.pyplot.subplots`.
+
+    Returns
+    -------
+    tuple of (matplotlib.figure.Figure, axes)
+        What :func:`matplotlib.pyplot.subplots` returns.
     """
     nrows, ncols = _panels("nrows", nrows), _panels("ncols", ncols)
     width = _inches("width", width)
@@ -131,7 +165,21 @@ def subplots(nrows: int = 1, ncols: int = 1, width: float = 6.4, height: float |
 
 
 def label(ax, xlabel: str, ylabel: str, title: str | None = None, legend: bool = False) -> None:
-    """Label an axis (every figure in the book has labelled axes with units)."""
+    """Label an axis (every figure in the book has labelled axes with units).
+
+    Parameters
+    ----------
+    ax : object
+        The matplotlib axes.
+    xlabel : str
+        Label of the x axis (with units).
+    ylabel : str
+        Label of the y axis (with units).
+    title : str | None, default None
+        Title of the axes, if any.
+    legend : bool, default False
+        Whether to draw the legend.
+    """
     from matplotlib.axes import Axes
 
     if not isinstance(ax, Axes):
@@ -155,6 +203,28 @@ def small_multiples(draw: Callable, values: Sequence, name: str, ncols: int = 4,
     ``draw(ax, value)`` draws one panel; each panel is titled ``"{name} = {value}"``.
     ``ncols`` (>= 1) is the number of panels per row. For a sweep that a reader should step
     through, :func:`gtlib.widgets.static_slider` is usually better (one readable figure).
+
+    Parameters
+    ----------
+    draw : Callable
+        ``draw(ax, value)`` draws one panel.
+    values : Sequence
+        The parameter values, one panel each.
+    name : str
+        The parameter's name, in each panel's title.
+    ncols : int, default 4
+        Panels per row, at least 1.
+    width : float, default 7.0
+        Figure width in inches.
+    panel_height : float, default 1.9
+        Height of one row in inches.
+    sharey : bool, default True
+        Whether the panels share the y axis.
+
+    Returns
+    -------
+    tuple of (matplotlib.figure.Figure, numpy.ndarray)
+        The figure and its array of axes.
     """
     if not callable(draw):
         raise TypeError(f"draw must be a function draw(ax, value), got {type(draw).__name__}")
@@ -187,7 +257,22 @@ def small_multiples(draw: Callable, values: Sequence, name: str, ncols: int = 4,
 
 
 def loglog_fit_label(name: str, slope: float, err: float | None = None) -> str:
-    """A legend entry ``"name (slope +0.31 ± 0.04)"`` for a log-log fit."""
+    """A legend entry ``"name (slope +0.31 ± 0.04)"`` for a log-log fit.
+
+    Parameters
+    ----------
+    name : str
+        The curve's name.
+    slope : float
+        The fitted slope.
+    err : float | None, default None
+        Its standard error, if known.
+
+    Returns
+    -------
+    str
+        The legend entry.
+    """
     _text("name", name)
     slope = check_real("slope", slope)
     if err is not None:

@@ -18,11 +18,43 @@ from .data import Dataset
 from .models import BatchedMLP
 from .train import TrainConfig, accuracy, train_ensemble, train_sequentially
 
+__all__ = [
+    "PrelimConfig", "ensemble_vs_loop", "sample_signals", "train_models",
+]
+
 
 @dataclass
 class PrelimConfig(Config):
-    """Sizes of the Preliminaries experiments (defaults: ``quick``, for a laptop; ``FULL``: the
-    ``full`` preset's overrides, for a GPU: more seeds, epochs and ensemble members)."""
+    """Sizes of the Preliminaries experiments.
+
+    Sizes of the Preliminaries experiments (defaults: ``quick``, for a laptop; ``FULL``: the
+    ``full`` preset's overrides, for a GPU: more seeds, epochs and ensemble members).
+
+    Parameters
+    ----------
+    n_train : int, default 4000
+        Training examples; an int >= 1.
+    n_test : int, default 1000
+        Test examples; an int >= 1.
+    width : int, default 100
+        Hidden width (the MNIST-1D README's MLP: 100); an int >= 1.
+    depth : int, default 2
+        Hidden layers; an int >= 0.
+    seeds : int, default 3
+        Independent runs of each model, trained as one batched ensemble; an int >= 1.
+    epochs : int, default 60
+        Training epochs; an int >= 1.
+    batch_size : int, default 100
+        Minibatch size; an int >= 1.
+    lr : float, default 0.01
+        AdamW learning rate; a finite number > 0.
+    weight_decay : float, default 0.0
+        AdamW weight decay; a finite number >= 0.
+    ensemble_members : int, default 8
+        Members of the batched-vs-loop comparison; an int >= 1.
+    ensemble_steps : int, default 250
+        Training steps of that comparison; an int >= 1.
+    """
 
     FULL = dict(seeds=10, epochs=200, ensemble_members=32, ensemble_steps=1000)
 
@@ -55,6 +87,23 @@ def train_models(ds: Dataset, cfg: PrelimConfig, depth: int, seed: int = 0) -> t
 
     AdamW, minibatches of ``cfg.batch_size``, ``cfg.epochs`` epochs; returns the trained stack and
     a dict with per-seed train and test accuracy.
+
+    Parameters
+    ----------
+    ds : Dataset
+        The dataset.
+    cfg : PrelimConfig
+        The sizes and the training recipe.
+    depth : int
+        Hidden layers of the MLP (0: a linear classifier).
+    seed : int, default 0
+        Seed of the first member.
+
+    Returns
+    -------
+    tuple of (BatchedMLP, dict)
+        The trained stack of ``cfg.seeds`` models, and a dict with each seed's train and test
+        accuracy.
     """
     seed = _check_run(ds, cfg, seed)
     depth = check_int("depth", depth, minimum=0)
@@ -83,6 +132,23 @@ def ensemble_vs_loop(ds: Dataset, cfg: PrelimConfig, seed: int = 0,
 
     Returns the largest absolute difference between the two sets of test-set logits and the two
     wall-clock times (the batched one first).
+
+    Parameters
+    ----------
+    ds : Dataset
+        The dataset (MNIST-1D in the chapter).
+    cfg : PrelimConfig
+        The sizes (``ensemble_members``, ``ensemble_steps``, ``width``, ``depth``, ``lr``...).
+    seed : int, default 0
+        Seed of the first member; member ``e`` uses ``seed + e``.
+    dtype : torch.dtype, default torch.float64
+        The floating dtype both runs train in.
+
+    Returns
+    -------
+    dict
+        The largest absolute difference between the two runs' test-set logits and the wall-clock
+        times of the two runs (see above).
     """
     seed = _check_run(ds, cfg, seed)
     if dtype not in (torch.float32, torch.float64):
@@ -114,6 +180,22 @@ def sample_signals(corr_noise_scale: float = 0.25, iid_noise_scale: float = 2e-2
     Uses the ``mnist1d`` package's own transform (pad, scale, translate, correlated and i.i.d.
     noise, shear, subsample). ``max_translation=0`` means no shift. Returns
     ``(signals (10, 40), labels (10,))``.
+
+    Parameters
+    ----------
+    corr_noise_scale : float, default 0.25
+        Scale of the correlated (smooth) noise.
+    iid_noise_scale : float, default 0.02
+        Scale of the independent per-position noise.
+    max_translation : int, default 48
+        Largest shift, in positions (0: no shift).
+    seed : int, default 0
+        Seed of the transformations.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(signals, labels)``: signals of shape (10, 40), one per digit, and their labels (10,).
     """
     from mnist1d.data import get_dataset_args, get_templates
     from mnist1d.transform import transform

@@ -45,6 +45,18 @@ from .engine import StackedOptimizer, StreamBatches, fit
 from .models import BatchedMLP, MLP
 from .train import TrainConfig, train_ensemble
 
+__all__ = [
+    # configs and results
+    "CompressionConfig", "GPConfig", "MLPSweepConfig", "PolyConfig", "RFConfig", "TARGETS",
+    # functions
+    "bits_at_fit", "countable_bound", "counting_bound", "double_descent_summary",
+    "effective_dimensionality", "effective_parameters", "evidence_decomposition",
+    "fit_polynomial", "interpolation_threshold", "kl_inverse", "legendre_features",
+    "order_penalty", "overfitting_taxonomy", "pac_bayes_kl_bound", "poly_log_evidence",
+    "predict_polynomial", "rf_spectrum", "run_compression", "run_gp_corruption", "run_mlp_sweep",
+    "run_polynomial", "run_random_features", "split_peak_test",
+]
+
 
 # ------------------------------------------------------------------------------------------------
 # small validation helpers
@@ -129,11 +141,23 @@ def _vec(name: str, x) -> np.ndarray:
 # ================================================================================================
 @boundary(x=_ARR, degree=count(0))
 def legendre_features(x, degree: int) -> np.ndarray:
-    """Orthonormal Legendre features ``sqrt(2j + 1) P_j(x)``, ``j = 0..degree``, of shape (n, degree+1).
+    """Orthonormal Legendre features ``sqrt(2j + 1) P_j(x)``, ``j = 0..degree``.
 
     The Legendre polynomials are orthogonal on ``[-1, 1]``; with this scaling the features have unit
     mean square under the uniform distribution, so a coefficient's size is the size of its
     contribution, and a degree-150 design stays well conditioned (the monomial basis would not).
+
+    Parameters
+    ----------
+    x : array_like
+        Inputs, in [-1, 1]; a non-empty 1-D array (list or numpy array) of finite numbers.
+    degree : int
+        Polynomial degree; an int >= 0.
+
+    Returns
+    -------
+    np.ndarray
+        The features, shape ``(n, degree + 1)``.
 
     Raises
     ------
@@ -149,10 +173,34 @@ def legendre_features(x, degree: int) -> np.ndarray:
 
 @boundary(degree=count(0), gamma=Interval(float, 1), scale=nonnegative())
 def order_penalty(degree: int, gamma: float, scale: float = 1.0) -> np.ndarray:
-    """The per-coefficient weights ``scale * gamma**j`` of Wilson's regularizer ``sum_j gamma^j w_j^2``.
+    r"""The per-coefficient weights ``scale * gamma**j`` of Wilson's regularizer.
+
+    The per-coefficient weights ``scale * gamma**j`` of Wilson's regularizer ``sum_j gamma^j w_j^2``.
 
     ``gamma > 1`` makes high orders expensive without forbidding them: the soft inductive bias.
     ``gamma = 1`` is ordinary ridge regression.
+
+    .. math::
+
+       \sum_{j=0}^{\mathrm{degree}} \gamma^j w_j^2
+
+    Parameters
+    ----------
+    degree : int
+        Polynomial degree; an int >= 0.
+    gamma : float
+        Order-penalty base: coefficient ``j`` costs ``gamma**j``; a finite number >= 1.
+    scale : float, default 1.0
+        Overall scale of the penalty; a finite number >= 0.
+
+    Returns
+    -------
+    np.ndarray
+        The weights, shape ``(degree + 1,)``.
+
+    References
+    ----------
+    Wilson (2025), "Deep Learning is Not So Mysterious or Different", ICML 2025.
     """
     degree = check_int("degree", degree, 0)
     gamma = _pos("gamma", gamma)
@@ -164,11 +212,32 @@ def order_penalty(degree: int, gamma: float, scale: float = 1.0) -> np.ndarray:
 
 @boundary(x=_ARR, y=_ARR, degree=count(0), penalty=_Array(optional=True))
 def fit_polynomial(x, y, degree: int, penalty=None) -> np.ndarray:
-    """Legendre coefficients minimizing ``||y - Phi w||^2 + sum_j penalty_j w_j^2`` (closed form).
+    r"""Legendre coefficients minimizing ``||y - Phi w||^2 + sum_j penalty_j w_j^2`` (closed form).
 
     ``penalty=None`` gives the unregularized least-squares fit, and for ``degree + 1 > n`` the
     minimum-norm interpolant (``numpy.linalg.lstsq``). Otherwise the normal equations
     ``(Phi^T Phi + diag(penalty)) w = Phi^T y`` are solved.
+
+    .. math::
+
+       \hat w = \arg\min_w \lVert y - \Phi w \rVert^2 + \sum_j \mathrm{penalty}_j\, w_j^2
+
+    Parameters
+    ----------
+    x : array_like
+        Inputs, in [-1, 1]; a non-empty 1-D array (list or numpy array) of finite numbers.
+    y : array_like
+        Targets, one per input; a non-empty 1-D array (list or numpy array) of finite numbers.
+    degree : int
+        Polynomial degree; an int >= 0.
+    penalty : array_like, default None
+        Per-coefficient penalty weights (None: unregularized least squares); a non-empty 1-D array
+        (list or numpy array) of finite numbers or None.
+
+    Returns
+    -------
+    np.ndarray
+        The coefficients, shape ``(degree + 1,)``.
 
     Raises
     ------
@@ -189,7 +258,20 @@ def fit_polynomial(x, y, degree: int, penalty=None) -> np.ndarray:
 
 @boundary(w=_ARR, x=_ARR)
 def predict_polynomial(w, x) -> np.ndarray:
-    """Evaluate the Legendre expansion with coefficients ``w`` at ``x``."""
+    """Evaluate the Legendre expansion with coefficients ``w`` at ``x``.
+
+    Parameters
+    ----------
+    w : array_like
+        Legendre coefficients; a non-empty 1-D array (list or numpy array) of finite numbers.
+    x : array_like
+        Inputs, in [-1, 1]; a non-empty 1-D array (list or numpy array) of finite numbers.
+
+    Returns
+    -------
+    np.ndarray
+        The predictions, shape ``(n,)``.
+    """
     w = _vec("w", w)
     return legendre_features(x, len(w) - 1) @ w
 
@@ -203,9 +285,25 @@ def poly_log_evidence(x, y, degree: int, gamma: float, noise_vars, prior_vars) -
     Wilson's regularizer. ``y ~ N(0, tau^2 K + sigma^2 I)`` with ``K = Phi diag(gamma^-j) Phi^T``; one
     eigendecomposition of ``K`` gives the evidence for every ``(sigma^2, tau^2)`` pair.
 
+    Parameters
+    ----------
+    x : array_like
+        Inputs, in [-1, 1]; a non-empty 1-D array (list or numpy array) of finite numbers.
+    y : array_like
+        Targets, one per input; a non-empty 1-D array (list or numpy array) of finite numbers.
+    degree : int
+        Polynomial degree; an int >= 0.
+    gamma : float
+        Order-penalty base: coefficient ``j`` costs ``gamma**j``; a finite number >= 1.
+    noise_vars : array_like
+        Grid of noise variances; a non-empty 1-D array (list or numpy array) of finite numbers.
+    prior_vars : array_like
+        Grid of prior variances; a non-empty 1-D array (list or numpy array) of finite numbers.
+
     Returns
     -------
-    array of shape ``(len(noise_vars), len(prior_vars))``
+    numpy.ndarray
+        The log evidence, of shape ``(len(noise_vars), len(prior_vars))``.
     """
     phi = legendre_features(x, degree)
     y = _vec("y", y)
@@ -259,6 +357,30 @@ def evidence_decomposition(x, y, degree: int, gamma: float, noise_var: float,
                  (data fit)          (log Occam factor: posterior volume over prior volume)
 
     (MacKay 1992). Returns ``data_fit``, ``occam``, their sum ``log_evidence`` and ``w``.
+
+    Parameters
+    ----------
+    x : array_like
+        Inputs, in [-1, 1]; a non-empty 1-D array (list or numpy array) of finite numbers.
+    y : array_like
+        Targets, one per input; a non-empty 1-D array (list or numpy array) of finite numbers.
+    degree : int
+        Polynomial degree; an int >= 0.
+    gamma : float
+        Order-penalty base: coefficient ``j`` costs ``gamma**j``; a finite number >= 1.
+    noise_var : float
+        Noise variance; a finite number > 0.
+    prior_var : float
+        Prior variance of the coefficients; a finite number > 0.
+
+    Returns
+    -------
+    dict
+        ``data_fit``, ``occam``, ``log_evidence`` (their sum) and ``w``.
+
+    References
+    ----------
+    Wilson (2025), "Deep Learning is Not So Mysterious or Different", ICML 2025.
     """
     phi = legendre_features(x, degree)
     y = _vec("y", y)
@@ -288,13 +410,41 @@ def complex_target(x) -> np.ndarray:
     return np.sin(3 * np.pi * x) * np.exp(-x) + 0.5 * np.cos(7 * x)
 
 
+#: The target functions of the polynomial experiment, by name.
 TARGETS = {"simple": simple_target, "complex": complex_target}
 
 
 @dataclass
 class PolyConfig(Config):
-    """The order-regularized polynomial experiment of Wilson (2025); ``FULL``: a larger test set
-    and finer hyperparameter grids."""
+    """The order-regularized polynomial experiment of Wilson (2025).
+
+    ``FULL``: a larger test set and finer hyperparameter grids.
+
+    Parameters
+    ----------
+    n : int, default 100
+        Training points; an int >= 2.
+    noise : float, default 0.2
+        Noise level; a finite number >= 0.
+    degree : int, default 150
+        Polynomial degree; an int >= 0.
+    n_test : int, default 2000
+        Number of test examples; an int >= 1.
+    gammas : tuple, optional
+        Grid of order-penalty bases; a tuple (at least 1 item) of items each a finite number >= 1.
+    noise_vars : tuple, optional
+        Grid of noise variances; a tuple (at least 1 item) of items each a finite number > 0.
+    prior_vars : tuple, optional
+        Grid of prior variances; a tuple (at least 1 item) of items each a finite number > 0.
+    interpolate_noise_var : float, default 1e-06
+        Noise variance of the near-exact fit; a finite number > 0.
+    interpolate_gamma : float, default 1.1
+        Order-penalty base of the interpolating fit; a finite number >= 1.
+    max_ls_degree : int | None, default None
+        Largest degree of the least-squares fits (None: ``n - 1``); an int >= 0 or None.
+    restricted_degree : int, default 20
+        Degree of the hard-restricted hypothesis space; an int >= 0.
+    """
 
     FULL = dict(n_test=20000, gammas=tuple(np.round(np.linspace(1.02, 3.0, 34), 3)),
                 noise_vars=tuple(np.logspace(-5, 0, 81)), prior_vars=tuple(np.logspace(-3, 3, 37)))
@@ -357,7 +507,9 @@ class PolyResult(Result):
 
 @boundary(seed=SEED)
 def run_polynomial(cfg: PolyConfig, seed: int = 0) -> PolyResult:
-    """Wilson's three polynomial datasets (simple, complex, pure noise) with one design and one model.
+    """Wilson's three polynomial datasets with one design and one model.
+
+    Wilson's three polynomial datasets (simple, complex, pure noise) with one design and one model.
 
     All three share the inputs (``n`` equispaced points on ``[-1, 1]``) and every fit below. The
     structured targets get Gaussian noise of s.d. ``cfg.noise``; pure noise is ``y ~ N(0, 1)``
@@ -378,6 +530,23 @@ def run_polynomial(cfg: PolyConfig, seed: int = 0) -> PolyResult:
     near-coincident pairs with unrelated noise values, which a degree-150 polynomial can
     separate only with enormous coefficients (Bernstein's inequality bounds its slope by ``150
     max|f| / sqrt(1 - x^2)``).
+
+    Parameters
+    ----------
+    cfg : PolyConfig
+        The experiment's settings; a PolyConfig.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    PolyResult
+        The fits and their test errors.
+
+    References
+    ----------
+    Wilson (2025), "Deep Learning is Not So Mysterious or Different", ICML 2025, Figure 1(a, b,
+    c).
     """
     rng = np.random.default_rng(seed)
     x = np.linspace(-1, 1, cfg.n)
@@ -455,6 +624,28 @@ def overfitting_taxonomy(n: int = 200, noise: float = 0.5, seed: int = 0,
     Every fit interpolates (training MSE about 0). Returns per spectrum the training MSE, the
     excess risk ``E[(x^T (b_hat - b))^2]`` (exact, from the covariance, so no test sample is
     drawn) and the tail's effective rank, and ``noise_var`` (a :class:`TaxonomyResult`).
+
+    Parameters
+    ----------
+    n : int, default 200
+        Number of training points; an int >= 2.
+    noise : float, default 0.5
+        Noise level; a finite number > 0.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+    tail_dim : int, default 20000
+        Dimension of the spectrum's tail; an int >= 1.
+    tail_var : float, default 0.001
+        Variance of each tail coordinate; a finite number > 0.
+
+    Returns
+    -------
+    TaxonomyResult
+        The measurements listed above.
+
+    References
+    ----------
+    Bartlett, Long, Lugosi and Tsigler (2020), "Benign overfitting in linear regression".
     """
     n = check_int("n", n, 2)
     noise = _pos("noise", noise)
@@ -558,8 +749,25 @@ def gp_label_regression(x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor, 
 
 @dataclass
 class GPConfig(Config):
-    """GP under label corruption on MNIST-1D (after Wilson's Figure 1(d, e)); ``FULL``: more data,
-    finer corruption and lengthscale grids."""
+    """A GP under label corruption on MNIST-1D, after Wilson (2025), Figure 1(d, e).
+
+    ``FULL``: more data, finer corruption and lengthscale grids.
+
+    Parameters
+    ----------
+    n_train : int, default 2000
+        Number of training examples; an int >= 2.
+    n_test : int, default 1000
+        Number of test examples; an int >= 1.
+    corruptions : tuple, default (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+        Fractions of corrupted labels; a tuple (at least 1 item) of items each a finite number in
+        [0, 1].
+    noise_ratio : float, default 0.001
+        Observation noise relative to the kernel's scale; a finite number > 0.
+    lengthscale_factors : tuple, default (0.35, 0.5, 0.7, 1.0, 1.4)
+        Kernel lengthscales, as multiples of the median pairwise distance; a tuple (at least 1
+        item) of items each a finite number > 0.
+    """
 
     FULL = dict(n_train=6000, n_test=2000, corruptions=tuple(np.round(np.linspace(0, 1, 11), 2)),
                 lengthscale_factors=tuple(np.round(np.geomspace(0.25, 2.0, 10), 3)))
@@ -598,11 +806,32 @@ def _fits(ds: Dataset, n_train: int, n_test: int | None = None) -> None:
 
 @boundary(seed=SEED)
 def run_gp_corruption(cfg: GPConfig, ds: Dataset, seed: int = 0) -> GPCorruptionResult:
-    """Train accuracy, test accuracy and log marginal likelihood (per training point) by corruption.
+    """Train accuracy, test accuracy and log marginal likelihood by corruption.
+
+    Train accuracy, test accuracy and log marginal likelihood (per training point) by corruption.
 
     ``ds`` is a :class:`gtlib.data.Dataset`; its first ``cfg.n_train`` training and ``cfg.n_test``
     test points are used. Corruptions are nested (``corrupt_labels`` with one seed); test accuracy
     is measured against the clean test labels, as in Zhang et al. (2017).
+
+    Parameters
+    ----------
+    cfg : GPConfig
+        The experiment's settings; a GPConfig.
+    ds : Dataset
+        The dataset; a Dataset.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    GPCorruptionResult
+        The curves, by corruption fraction.
+
+    References
+    ----------
+    Wilson (2025), "Deep Learning is Not So Mysterious or Different", ICML 2025, Figure 1(d, e).
+    Zhang et al. (2017), "Understanding deep learning requires rethinking generalization".
     """
     _fits(ds, cfg.n_train, cfg.n_test)
     x, y0 = ds.x[:cfg.n_train].cpu(), ds.y[:cfg.n_train].cpu()
@@ -625,9 +854,30 @@ def run_gp_corruption(cfg: GPConfig, ds: Dataset, seed: int = 0) -> GPCorruption
 # ================================================================================================
 @boundary(eigs=_ARR, alpha=positive())
 def effective_dimensionality(eigs, alpha: float) -> float:
-    """Maddox et al. (2020), Eq. 2: ``N_eff(H, alpha) = sum_i lambda_i / (lambda_i + alpha)``.
+    r"""Maddox et al. (2020), Eq. 2: ``N_eff(H, alpha) = sum_i lambda_i / (lambda_i + alpha)``.
 
     Negative eigenvalues (possible for a non-convex loss's Hessian) are counted as zero.
+
+    .. math::
+
+       N_\mathrm{eff}(H, \alpha) = \sum_i \frac{\lambda_i}{\lambda_i + \alpha}
+
+    Parameters
+    ----------
+    eigs : array_like
+        Eigenvalues of the Hessian; a non-empty 1-D array (list or numpy array) of finite numbers.
+    alpha : float
+        Regularization constant of ``N_eff``; a finite number > 0.
+
+    Returns
+    -------
+    float
+        ``N_eff``.
+
+    References
+    ----------
+    Maddox, Benton and Wilson (2020), "Rethinking Parameter Counting in Deep Models: Effective
+    Dimensionality Revisited", Eq. 2.
     """
     return _effective_dimensionality(eigs, alpha)
 
@@ -698,13 +948,38 @@ def rf_target(x: np.ndarray) -> np.ndarray:
 
 @dataclass
 class RFConfig(Config):
-    """Random-feature double descent (after Belkin et al. 2019; Maddox et al. 2020's notebook);
-    ``FULL``: more draws and test points.
+    """Random-feature double descent, after Belkin et al. (2019).
+
+    As in Maddox et al. (2020)'s notebook. ``FULL``: more draws and test points.
 
     The target depends on two of the ``dim = 3`` input coordinates, so a few hundred random
     features can learn it from ``n = 200`` points (with 10 input dimensions they cannot, and no
     model beats the constant predictor by much). ``ridges`` is the grid over which the ridge
-    penalty is tuned on a separate validation set of ``n_val`` points."""
+    penalty is tuned on a separate validation set of ``n_val`` points.
+
+    Parameters
+    ----------
+    n : int, default 200
+        Training points; an int >= 1.
+    dim : int, default 3
+        Input dimension; an int >= 2.
+    noise : float, default 0.1
+        Noise level; a finite number >= 0.
+    n_test : int, default 2000
+        Number of test examples; an int >= 1.
+    n_val : int, default 1000
+        Number of validation examples; an int >= 1.
+    ps : tuple, optional
+        Numbers of random features; a tuple (at least 1 item, strictly increasing) of items each an
+        int >= 1.
+    n_draws : int, default 5
+        Draws of the random features; an int >= 1.
+    alpha : float, default 1e-05
+        Regularization constant of ``N_eff``; a finite number > 0.
+    ridges : tuple, optional
+        Ridge strengths tried by the tuned fit; a tuple (at least 1 item) of items each a finite
+        number > 0.
+    """
 
     FULL = dict(n_draws=30, n_test=10000)
 
@@ -789,6 +1064,23 @@ def run_random_features(cfg: RFConfig, seed: int = 0) -> RandomFeaturesResult:
     loss is ``Phi^T Phi / n`` (up to a factor 2); its eigenvalues are ``s_i^2 / n``. Errors are
     medians over ``cfg.n_draws`` draws of data and features (near ``p = n`` one nearly singular
     draw would dominate a mean); ``N_eff`` curves are means.
+
+    Parameters
+    ----------
+    cfg : RFConfig
+        The experiment's settings; a RFConfig.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    RandomFeaturesResult
+        The curves over the number of features.
+
+    References
+    ----------
+    Belkin et al. (2019).
+    Maddox, Benton and Wilson (2020).
     """
     rng = np.random.default_rng(seed)
     P = max(cfg.ps)
@@ -820,10 +1112,32 @@ def run_random_features(cfg: RFConfig, seed: int = 0) -> RandomFeaturesResult:
 
 @boundary(ps=_Array(integer=True), mse=_ARR, n=count())
 def double_descent_summary(ps, mse, n: int) -> dict:
-    """Belkin et al.'s comparison on one test-error curve: the best under-parameterized model
+    """Belkin et al.'s comparison on one test-error curve.
+
+    Belkin et al.'s comparison on one test-error curve: the best under-parameterized model
     (``p < n``), the best over-parameterized one (``p > n``), the smallest model, the largest
     error near the threshold (``n/2 <= p <= 2n``) and the largest relative rise between
-    consecutive ``p``."""
+    consecutive ``p``.
+
+    Parameters
+    ----------
+    ps : array_like
+        Numbers of parameters (features); a non-empty 1-D array (list or numpy array) of integers.
+    mse : array_like
+        Test error at each ``p``; a non-empty 1-D array (list or numpy array) of finite numbers.
+    n : int
+        Number of training points; an int >= 1.
+
+    Returns
+    -------
+    dict
+        The summary statistics named above, by name.
+
+    References
+    ----------
+    Belkin, Hsu, Ma and Mandal (2019), "Reconciling modern machine-learning practice and the
+    classical bias-variance trade-off".
+    """
     ps, mse = np.asarray(ps), np.asarray(mse, dtype=np.float64)
     if mse.shape != ps.shape:
         raise ValueError(f"mse must have one entry per p ({ps.size}), got {mse.size}")
@@ -839,10 +1153,26 @@ def double_descent_summary(ps, mse, n: int) -> dict:
 
 @boundary(p=count(), seed=SEED)
 def rf_spectrum(cfg: RFConfig, p: int, seed: int = 0) -> dict:
-    """One draw of the random-feature experiment at ``p`` features: the Hessian spectrum and errors.
+    """One draw of the random-feature experiment at ``p`` features.
+
+    One draw of the random-feature experiment at ``p`` features: the Hessian spectrum and errors.
 
     Returns the eigenvalues of ``Phi^T Phi / n`` within the data's span (descending), the test MSE of
     the min-norm fit, ``N_eff`` and the poorly determined count at ``cfg.alpha`` (for the widget).
+
+    Parameters
+    ----------
+    cfg : RFConfig
+        The experiment's settings; a RFConfig.
+    p : int
+        Number of random features; an int >= 1.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    dict
+        The quantities listed above, by name.
     """
     p = check_int("p", p, 1)
     rng = np.random.default_rng(seed)
@@ -862,8 +1192,32 @@ def rf_spectrum(cfg: RFConfig, p: int, seed: int = 0) -> dict:
 # ================================================================================================
 @dataclass
 class MLPSweepConfig(Config):
-    """2-hidden-layer MLPs of many widths on MNIST-1D with label noise (Nakkiran et al. 2020);
-    ``FULL``: more data, epochs, replicates and widths."""
+    """Two-hidden-layer MLPs of many widths on MNIST-1D with label noise.
+
+    After Nakkiran et al. (2020). ``FULL``: more data, epochs, replicates and widths.
+
+    Parameters
+    ----------
+    n_train : int, default 2000
+        Number of training examples; an int >= 1.
+    label_noise : float, default 0.15
+        Fraction of training labels replaced by random ones; a finite number in [0, 1].
+    width_groups : tuple, optional
+        Widths trained together in one batched stack; a tuple (at least 1 item) of items each a
+        tuple (at least 1 item) of items each an int >= 1.
+    epochs : int, default 300
+        Number of training epochs; an int >= 1.
+    lr : float, default 0.01
+        Learning rate; a finite number > 0.
+    momentum : float, default 0.9
+        SGD momentum; a finite number in [0, 1).
+    batch_size : int, default 100
+        Minibatch size; an int >= 1.
+    replicates : int, default 8
+        Independent repetitions; an int >= 1.
+    check_epochs : int, default 10
+        Epochs between two recordings of the errors (0: at the end only); an int >= 0.
+    """
 
     FULL = dict(n_train=4000, epochs=500, replicates=16,
                 width_groups=((4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 47, 52, 56, 61),
@@ -951,7 +1305,9 @@ class MLPSweepResult(Result):
 
 @boundary(seed=SEED)
 def run_mlp_sweep(cfg: MLPSweepConfig, ds: Dataset, seed: int = 0) -> MLPSweepResult:
-    """Train ``cfg.replicates`` MLPs per width on ``ds`` with ``cfg.label_noise`` of its labels corrupted.
+    """Train ``cfg.replicates`` MLPs per width on labels with noise.
+
+    Train ``cfg.replicates`` MLPs per width on ``ds`` with ``cfg.label_noise`` of its labels corrupted.
 
     Each group of widths (times the replicates) is one masked :class:`BatchedMLP` whose members
     share the group's maximum width, trained with SGD + momentum exactly as separate networks
@@ -965,6 +1321,24 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds: Dataset, seed: int = 0) -> MLPSweepRe
     noisy labels) of every member, as ``(checks, replicates, widths)`` arrays, their epochs in
     ``hist_epochs``, and the first replicate's networks at each check in ``nets_hist`` (one list
     of stand-alone MLPs per check). Recording does not change the training.
+
+    Parameters
+    ----------
+    cfg : MLPSweepConfig
+        The experiment's settings; an MLPSweepConfig.
+    ds : Dataset
+        The dataset; a Dataset.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    MLPSweepResult
+        The measurements listed above.
+
+    References
+    ----------
+    Nakkiran et al. (2020), "Deep Double Descent: Where Bigger Models and More Data Hurt".
     """
     import copy
 
@@ -1077,6 +1451,21 @@ def split_peak_test(widths, err_reps, threshold: float | None = None) -> dict:
 
     Returns ``peak_width``, ``left_width``, ``gap_left``, ``gap_right``, ``se_left``,
     ``se_right`` and ``measured`` (the number of held-out replicates).
+
+    Parameters
+    ----------
+    widths : array_like
+        Hidden widths; a non-empty 1-D array (list or numpy array) of finite numbers.
+    err_reps : array_like
+        Test errors, replicates by widths; a non-empty 2-D array (list or numpy array) of finite
+        numbers.
+    threshold : float | None, default None
+        The error level that selects the candidate widths (see above); a finite number > 0 or None.
+
+    Returns
+    -------
+    dict
+        The keys listed above.
     """
     widths, e = _width_reps(widths, err_reps, 4)
     half = e.shape[0] // 2
@@ -1099,7 +1488,23 @@ def split_peak_test(widths, err_reps, threshold: float | None = None) -> dict:
 
 @boundary(widths=_ARR, train_err=_ARR, tol=nonnegative())
 def interpolation_threshold(widths, train_err, tol: float = 0.01):
-    """The smallest width whose training error is at most ``tol`` (None if no model interpolates)."""
+    """The smallest width whose training error is at most ``tol`` (None if no model interpolates).
+
+    Parameters
+    ----------
+    widths : array_like
+        Hidden widths; a non-empty 1-D array (list or numpy array) of finite numbers.
+    train_err : array_like
+        Training error at each width; a non-empty 1-D array (list or numpy array) of finite
+        numbers.
+    tol : float, default 0.01
+        Tolerance; a finite number >= 0.
+
+    Returns
+    -------
+    int or None
+        The width, or None.
+    """
     widths, train_err = np.asarray(widths), np.asarray(train_err)
     if train_err.shape != widths.shape:
         raise ValueError(f"train_err must have one entry per width ({widths.size}), got "
@@ -1235,6 +1640,37 @@ def effective_parameters(model: torch.nn.Module, x: torch.Tensor, y: torch.Tenso
     negative). Returns ``neff`` (a lower bound: the top ``k`` terms), ``eigs``, ``k``,
     ``covered``, ``n_params``, ``train_loss`` (mean cross-entropy on ``x, y``) and, with probes, ``tail``, ``tail_se`` and ``neff_upper``
     (``neff + max(tail + 2 tail_se, 0) / alpha``).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network; a Module.
+    x : torch.Tensor
+        Training inputs of the network; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
+    y : torch.Tensor
+        Their integer labels; a torch.Tensor (non-empty, integer, 1-dimensional).
+    alpha : float
+        Regularization constant of ``N_eff``; a finite number > 0.
+    k : int, default 32
+        Eigenvalues computed; an int >= 1.
+    max_k : int, default 256
+        Most eigenvalues computed; an int >= 1.
+    weight_tol : float, default 0.05
+        Tolerance of the coverage check; a finite number in (0, 1).
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+    probes : int, default 0
+        Probe vectors for the trace of the tail; an int >= 0.
+
+    Returns
+    -------
+    dict
+        The keys listed above.
+
+    References
+    ----------
+    Maddox, Benton and Wilson (2020), "Rethinking Parameter Counting in Deep Models: Effective
+    Dimensionality Revisited".
     """
     if max_k < k:
         raise ValueError(f"max_k must be >= k = {k}, got {max_k}")
@@ -1485,11 +1921,38 @@ def _bound_args(train_error: float, n: int, delta: float) -> tuple[int, float]:
 
 @boundary(**_BOUND, bits=nonnegative())
 def countable_bound(train_error: float, bits: float, n: int, delta: float = 0.05) -> float:
-    """Wilson (2025), Eq. 1: ``R_hat + sqrt((K ln 2 + ln(1/delta)) / (2n))`` with ``K`` in bits.
+    r"""Wilson (2025), Eq. 1: ``R_hat + sqrt((K ln 2 + ln(1/delta)) / (2n))`` with ``K`` in bits.
 
     Holds with probability ``1 - delta`` simultaneously for every hypothesis with a prefix-free
     description of ``K`` bits (Occam / countable-hypothesis bound; Hoeffding plus a union bound
     weighted by ``2^-K``).
+
+    .. math::
+
+       R(h) \le \hat R(h) + \sqrt{\frac{K(h) \ln 2 + \ln(1/\delta)}{2n}}
+
+    Parameters
+    ----------
+    train_error : float
+        Training error of the hypothesis; a finite number in [0, 1].
+    bits : float
+        Code length of the hypothesis in bits; a finite number >= 0.
+    n : int
+        Number of training points; an int >= 1.
+    delta : float, default 0.05
+        Confidence parameter: the bound holds with probability at least ``1 - delta``; a finite
+        number in (0, 1).
+
+    Returns
+    -------
+    float
+        The bound on the population error.
+
+    References
+    ----------
+    Wilson (2025), "Deep Learning is Not So Mysterious or Different", ICML 2025, Eq. 1.
+    Lotfi et al. (2022), "PAC-Bayes Compression Bounds So Tight That They Can Explain
+    Generalization".
     """
     bits = _pos("bits", bits, allow_zero=True)
     n, delta = _bound_args(train_error, n, delta)
@@ -1499,7 +1962,27 @@ def countable_bound(train_error: float, bits: float, n: int, delta: float = 0.05
 @boundary(**_BOUND, n_params=count(), bits_per_param=count())
 def counting_bound(train_error: float, n_params: int, n: int, bits_per_param: int = 32,
                    delta: float = 0.05) -> float:
-    """The same bound with ``K = bits_per_param * n_params``: counting all float32 networks alike."""
+    """The same bound with ``K = bits_per_param * n_params``: counting all float32 networks alike.
+
+    Parameters
+    ----------
+    train_error : float
+        Training error of the hypothesis; a finite number in [0, 1].
+    n_params : int
+        Number of parameters; an int >= 1.
+    n : int
+        Number of training points; an int >= 1.
+    bits_per_param : int, default 32
+        Bits counted per parameter; an int >= 1.
+    delta : float, default 0.05
+        Confidence parameter: the bound holds with probability at least ``1 - delta``; a finite
+        number in (0, 1).
+
+    Returns
+    -------
+    float
+        The bound on the population error.
+    """
     n_params = check_int("n_params", n_params, 1)
     bits_per_param = check_int("bits_per_param", bits_per_param, 1)
     return countable_bound(train_error, bits_per_param * n_params, n, delta)
@@ -1521,8 +2004,24 @@ def _kl_bernoulli(q: float, p: float) -> float:
 
 @boundary(q=fraction(), c=nonnegative(), tol=positive())
 def kl_inverse(q: float, c: float, tol: float = 1e-12) -> float:
-    """The largest ``p`` in ``[q, 1]`` with ``kl(q || p) <= c`` (bisection to width ``tol``, or
-    until the interval holds no float strictly inside)."""
+    """The largest ``p`` in ``[q, 1]`` with ``kl(q || p) <= c``.
+
+    Found by bisection to width ``tol``, or until the interval holds no float strictly inside.
+
+    Parameters
+    ----------
+    q : float
+        Empirical error; a finite number in [0, 1].
+    c : float
+        The bound on ``kl(q || p)``; a finite number >= 0.
+    tol : float, default 1e-12
+        Tolerance; a finite number > 0.
+
+    Returns
+    -------
+    float
+        ``p``.
+    """
     return _kl_inverse(q, c, tol)
 
 
@@ -1548,6 +2047,23 @@ def pac_bayes_kl_bound(train_error: float, kl: float, n: int, delta: float = 0.0
     ``kl(R_hat(Q) || R(Q)) <= (KL(Q || P) + ln(2 sqrt(n) / delta)) / n``; the bound is the
     largest ``R(Q)`` allowed. A point mass on ``h`` with a prior ``P(h) = 2^-K(h)`` has
     ``KL = K ln 2``: pass ``kl = K * ln 2`` for the countable-hypothesis bound in kl form.
+
+    Parameters
+    ----------
+    train_error : float
+        Training error of the hypothesis; a finite number in [0, 1].
+    kl : float
+        KL divergence of the posterior from the prior, in nats; a finite number >= 0.
+    n : int
+        Number of training points; an int >= 1.
+    delta : float, default 0.05
+        Confidence parameter: the bound holds with probability at least ``1 - delta``; a finite
+        number in (0, 1).
+
+    Returns
+    -------
+    float
+        The bound on the population error.
     """
     kl = _pos("kl", kl, allow_zero=True)
     n, delta = _bound_args(train_error, n, delta)
@@ -1643,8 +2159,38 @@ class SubspaceNet(torch.nn.Module):
 
 @dataclass
 class CompressionConfig(Config):
-    """Subspace training + quantization + arithmetic coding (after Lotfi et al. 2022); ``FULL``:
-    more data, channels, subspace dimensions and steps."""
+    """Subspace training, quantization and arithmetic coding, after Lotfi et al. (2022).
+
+    ``FULL``: more data, channels, subspace dimensions and steps.
+
+    Parameters
+    ----------
+    n_train : int, default 8000
+        Number of training examples; an int >= 1.
+    channels : int, default 16
+        Channels of the network of the random-label control; an int >= 1.
+    sizes : tuple, default (8, 16)
+        Channels of the size sweep; a tuple (at least 1 item) of items each an int >= 1.
+    dim : int, default 1000
+        Dimension of the training subspace; an int >= 1.
+    levels : tuple, default (3, 5, 7, 11, 15)
+        Quantization levels tried; a tuple (at least 1 item) of items each an int >= 2.
+    steps : int, default 1500
+        Number of optimizer steps; an int >= 1.
+    batch_size : int, default 256
+        Minibatch size; an int >= 1.
+    tune_steps : int, default 30
+        Steps of tuning the quantization centres; an int >= 0.
+    lr : float, default 0.02
+        Learning rate; a finite number > 0.
+    delta : float, default 0.05
+        Confidence parameter: the bound holds with probability at least ``1 - delta``; a finite
+        number in (0, 1).
+
+    References
+    ----------
+    Lotfi et al. (2022), "PAC-Bayes Compression Bounds So Tight That They Can Explain Generalization".
+    """
 
     FULL = dict(n_train=40000, channels=32, sizes=(8, 16, 32), dim=2000, steps=6000)
 
@@ -1765,6 +2311,18 @@ def bits_at_fit(curve, target: float) -> float | None:
     answer; if an earlier (shorter) point misses it, the bits are interpolated linearly in the
     error between the two, so that two networks are compared at exactly the same fit. ``None``
     if no point reaches ``target``.
+
+    Parameters
+    ----------
+    curve : object
+        ``(levels, bits, quantized training error)`` triples (``CompressionResult.curve``).
+    target : float
+        The training error to reach; a finite number in [0, 1].
+
+    Returns
+    -------
+    float | None
+        The code length in bits, or None if no point reaches ``target``.
     """
     pts = sorted((float(b), float(e)) for _, b, e in curve)
     if not pts:
@@ -1819,6 +2377,30 @@ def run_compression(cfg: CompressionConfig, ds: Dataset, labels: str, seed: int 
     (:func:`pac_bayes_kl_bound` with ``KL = bits ln 2``), the parameter-counting bounds (all
     ``n_params`` float32 weights, and the ``dim`` float32 subspace coordinates), and whether the
     code decodes back to the same quantized weights.
+
+    Parameters
+    ----------
+    cfg : CompressionConfig
+        The experiment's settings; a CompressionConfig.
+    ds : Dataset
+        The dataset; a Dataset.
+    labels : str
+        ``"true"`` or ``"random"`` labels; one of ('true', 'random').
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+    channels : int | None, default None
+        Channels of the network; an int >= 1 or None.
+
+    Returns
+    -------
+    CompressionResult
+        The measurements listed above.
+
+    References
+    ----------
+    Lotfi et al. (2022), "PAC-Bayes Compression Bounds So Tight That They Can Explain
+    Generalization".
+    Wilson (2025), "Deep Learning is Not So Mysterious or Different", ICML 2025.
     """
     channels = cfg.channels if channels is None else channels
     _fits(ds, cfg.n_train)

@@ -28,6 +28,12 @@ from .config import Config, Result, param
 from .engine import EpochBatches, StackedOptimizer, fit, member_margins, stop_rule
 from .models import MLP, BatchedMLP, make_mlp
 
+__all__ = [
+    "TrainConfig", "History", "train", "train_ensemble", "train_sequentially", "loss_fn",
+    "ensemble_loss", "accuracy", "margins", "make_optimizer", "total_steps", "batch_indices",
+    "check_data", "stop_reason", "LOSSES", "OPTIMIZERS",
+]
+
 OPTIMIZERS = ("sgd", "adamw")
 LOSSES = ("cross_entropy", "mse")
 

@@ -43,6 +43,17 @@ from .engine import (ReplacementBatches, StackedOptimizer, StreamBatches, _membe
 from .models import BatchedMLP
 from .train import TrainConfig, accuracy, _ensemble_loss, train_ensemble
 
+__all__ = [
+    # configs and results
+    "CNNRandomizationConfig", "CorruptionConfig", "LinearConstruction", "MarginSweepConfig",
+    "SpheresConfig",
+    # functions
+    "bartlett_bound", "boundary_slice", "bulge_width", "cap_fraction", "cnn_randomization",
+    "corruption_experiment", "corruption_nn_test_error", "distance_from_init", "linear_errors",
+    "linear_nn_errors", "linear_sweep", "log_ticks", "margin_sweep", "plot_slice", "slice_points",
+    "spheres_sweep",
+]
+
 
 # ---------------------------------------------------------------------------------------------
 # input checks
@@ -98,12 +109,43 @@ def _matrix(name: str, w) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 @dataclass
 class CorruptionConfig(Config):
-    """Zhang et al.'s randomization test on MNIST-1D, all corruption levels trained as one ensemble.
+    """Zhang et al.'s randomization test on MNIST-1D.
+
+    Zhang et al.'s randomization test on MNIST-1D, all corruption levels trained as one ensemble.
 
     Every member is the same MLP (Zhang et al.'s "MLP 1x512") trained with plain SGD from its own
     initialization on the same inputs; member ``i`` sees labels with a fraction ``levels[i]``
     replaced by uniformly random labels, and stops when its training accuracy reaches
     ``target_train_acc``.
+
+    Parameters
+    ----------
+    n_train : int, default 4000
+        Number of training examples; an int >= 1.
+    n_test : int, default 4000
+        Number of test examples; an int >= 1.
+    levels : tuple, default (0.0, 0.5, 1.0)
+        Fractions of corrupted labels, one network each; a tuple (at least 2 items, strictly
+        increasing) of items each a finite number in [0, 1].
+    width : int, default 512
+        Hidden width; an int >= 1.
+    depth : int, default 1
+        Number of hidden layers; an int >= 1.
+    lr : float, default 0.1
+        Learning rate; a finite number > 0.
+    batch_size : int, default 64
+        Minibatch size; an int >= 1.
+    target_train_acc : float, default 0.99
+        Training accuracy at which training stops; a finite number in [0, 1].
+    max_steps : int, default 40000
+        Most optimizer steps; an int >= 1.
+    check_every : int, default 50
+        Steps between two checks of the stop rule; an int >= 1.
+
+    References
+    ----------
+    Zhang, Bengio, Hardt, Recht and Vinyals (2017), "Understanding deep learning requires
+    rethinking generalization".
     """
 
     FULL = dict(n_train=8000, n_test=4000, levels=tuple(np.round(np.linspace(0, 1, 11), 2)),
@@ -149,7 +191,9 @@ class CorruptionResult(Result):
 @boundary(cfg=InstanceOf(CorruptionConfig), seed=SEED, device=_DEVICE)
 def corruption_experiment(cfg: CorruptionConfig, seed: int = 0, device: str | None = None,
                           replicate: bool = True) -> CorruptionResult:
-    """Train one MLP per corruption level (as one batched ensemble) and measure Zhang et al.'s curves.
+    """Train one MLP per corruption level and measure Zhang et al.'s curves.
+
+    Train one MLP per corruption level (as one batched ensemble) and measure Zhang et al.'s curves.
 
     Reproduces the shape of Zhang et al. (2017), Figure 1a (training accuracy against steps for true,
     partially corrupted and random labels) and Figure 1c (test error against the corrupted fraction).
@@ -158,6 +202,29 @@ def corruption_experiment(cfg: CorruptionConfig, seed: int = 0, device: str | No
     (the *replicate*) is trained on the true labels from another initialization and batch order;
     it is removed from ``model`` and reported in the ``replicate_*`` fields (``replicate=False``
     skips it; those fields then stay NaN / -1).
+
+    Parameters
+    ----------
+    cfg : CorruptionConfig
+        The experiment's settings; a CorruptionConfig.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+    device : str | None, default None
+        Torch device of the run (default: ``GTLIB_DEVICE``); an available torch device ('cpu',
+        'cuda', 'cuda:<k>', 'mps' or a torch.device) or None.
+    replicate : bool, default True
+        Whether to add a network trained on the true labels from another initialization (the
+        replicate); a bool.
+
+    Returns
+    -------
+    CorruptionResult
+        The curves of the experiment, per corruption level.
+
+    References
+    ----------
+    Zhang, Bengio, Hardt, Recht and Vinyals (2017), "Understanding deep learning requires
+    rethinking generalization", Figure 1.
     """
     cfg.validate()
     seed = check_int("seed", seed, minimum=0)
@@ -208,6 +275,21 @@ def corruption_nn_test_error(cfg: CorruptionConfig, seed: int = 0,
     :func:`nearest_neighbour_predict`: a learner that fits every labelling exactly without any
     training. Its test error also rises with the corrupted fraction, which is what makes the rise
     of Zhang et al.'s Figure 1c a property of interpolation rather than of networks.
+
+    Parameters
+    ----------
+    cfg : CorruptionConfig
+        The experiment's settings; a CorruptionConfig.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+    device : str | None, default None
+        Torch device of the run (default: ``GTLIB_DEVICE``); an available torch device ('cpu',
+        'cuda', 'cuda:<k>', 'mps' or a torch.device) or None.
+
+    Returns
+    -------
+    list[float]
+        The test error at each corruption level of ``cfg``.
     """
     cfg.validate()
     seed = check_int("seed", seed, minimum=0)
@@ -233,6 +315,31 @@ class CNNRandomizationConfig(Config):
     ``check_every`` steps, reaches ``target_train_acc``. The true-label copies give the
     run-to-run spread of the stopping step that a slow-down on random labels must exceed.
     ``FULL``: twice the data, twice the channels.
+
+    Parameters
+    ----------
+    n_train : int, default 4000
+        Number of training examples; an int >= 1.
+    n_test : int, default 4000
+        Number of test examples; an int >= 1.
+    channels : int, default 32
+        Convolution channels; an int >= 1.
+    hidden : int, default 256
+        Hidden units of the dense layer; an int >= 1.
+    lr : float, default 0.1
+        Learning rate; a finite number > 0.
+    batch_size : int, default 64
+        Minibatch size; an int >= 1.
+    target_train_acc : float, default 0.99
+        Training accuracy at which training stops; a finite number in [0, 1].
+    max_steps : int, default 40000
+        Most optimizer steps; an int >= 1.
+    check_every : int, default 50
+        Steps between two checks of the stop rule; an int >= 1.
+    true_runs : int, default 4
+        Runs on the true labels; an int >= 2.
+    random_runs : int, default 2
+        Runs on random labels; an int >= 1.
     """
 
     FULL = dict(n_train=8000, channels=64, max_steps=200_000)
@@ -338,7 +445,9 @@ class CNNRandomizationResult(Result):
 @boundary(cfg=InstanceOf(CNNRandomizationConfig), seed=SEED, device=_DEVICE)
 def cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
                       device: str | None = None) -> CNNRandomizationResult:
-    """Zhang et al.'s randomization test (2017, Fig. 1a, 1b) with :class:`BatchedCNN1d` on MNIST-1D.
+    """Zhang et al.'s randomization test with a small 1-D CNN on MNIST-1D.
+
+    Zhang et al.'s randomization test (2017, Fig. 1a, 1b) with :class:`BatchedCNN1d` on MNIST-1D.
 
     Trains ``cfg.true_runs`` members on the true labels and ``cfg.random_runs`` members on fully
     random labels (:func:`gtlib.data.corrupt_labels` at fraction 1, a different labelling per
@@ -348,6 +457,26 @@ def cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
     steps, and at ``max_steps``, each member still training is measured on its whole training
     set; a member that reached ``target_train_acc`` stops (its weights no longer change), so its
     stopping step is known to within ``check_every`` steps.
+
+    Parameters
+    ----------
+    cfg : CNNRandomizationConfig
+        The experiment's settings; a CNNRandomizationConfig.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+    device : str | None, default None
+        Torch device of the run (default: ``GTLIB_DEVICE``); an available torch device ('cpu',
+        'cuda', 'cuda:<k>', 'mps' or a torch.device) or None.
+
+    Returns
+    -------
+    CNNRandomizationResult
+        The training curves and test errors of the true- and random-label runs.
+
+    References
+    ----------
+    Zhang, Bengio, Hardt, Recht and Vinyals (2017), "Understanding deep learning requires
+    rethinking generalization", Figure 1.
     """
     cfg.validate()
     seed = check_int("seed", seed, minimum=0)
@@ -436,9 +565,34 @@ def norm_21(w: torch.Tensor) -> torch.Tensor:
 
 @boundary()
 def distance_from_init(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor]) -> torch.Tensor:
-    """``sqrt(sum_l ||W_l - W_l^0||_F^2)``, the distance from initialization of Nagarajan and Kolter (2017).
+    r"""The distance from initialization of Nagarajan and Kolter (2017).
+
+    ``sqrt(sum_l ||W_l - W_l^0||_F^2)``, the distance from initialization of Nagarajan and Kolter (2017).
 
     ``weights`` and ``init`` are lists of per-layer tensors ``(..., out, in)`` of equal shapes.
+
+    .. math::
+
+       \Big(\sum_l \lVert W_l - W_l^0 \rVert_F^2\Big)^{1/2}
+
+    Parameters
+    ----------
+    weights : Sequence[torch.Tensor]
+        Weight matrices, one per layer; a non-empty list or tuple whose items are each a
+        torch.Tensor (non-empty, finite).
+    init : Sequence[torch.Tensor]
+        The weights at initialization; a non-empty list or tuple whose items are each a
+        torch.Tensor (non-empty, finite).
+
+    Returns
+    -------
+    torch.Tensor
+        The distance, one per member.
+
+    References
+    ----------
+    Nagarajan and Kolter (2017), "Generalization in Deep Networks: The Role of Distance from
+    Initialization".
     """
     if len(weights) != len(init) or len(weights) == 0:
         raise ValueError("weights and init must be non-empty lists of the same length")
@@ -467,11 +621,13 @@ class NetworkMeasures(Result):
 @boundary(data_norm=positive(), gamma=positive(), n=count())
 def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor], data_norm: float,
                    gamma: float, n: int, spectral: Sequence[float] | None = None) -> float:
-    """The complexity term of Bartlett, Foster and Telgarsky (2017), Theorem 1.1, without constants and logs.
+    r"""The complexity term of Bartlett, Foster and Telgarsky (2017), Theorem 1.1.
+
+    The complexity term of Bartlett, Foster and Telgarsky (2017), Theorem 1.1, without constants and logs.
 
     .. math::
-        \\frac{\\|X\\|_F}{\\gamma\\, n}\\;\\prod_{l=1}^{L}\\|W_l\\|_2\\;
-        \\Big(\\sum_{l=1}^{L}\\frac{\\|(W_l - W_l^0)^\\top\\|_{2,1}^{2/3}}{\\|W_l\\|_2^{2/3}}\\Big)^{3/2}
+        \frac{\|X\|_F}{\gamma\, n}\;\prod_{l=1}^{L}\|W_l\|_2\;
+        \Big(\sum_{l=1}^{L}\frac{\|(W_l - W_l^0)^\top\|_{2,1}^{2/3}}{\|W_l\|_2^{2/3}}\Big)^{3/2}
 
     ``data_norm`` is ``||X||_F = sqrt(sum_i ||x_i||^2)`` over the ``n`` training inputs, as in the
     theorem (so ``||X||_F / n = rms input norm / sqrt(n)``; Nagarajan and Kolter's code uses the
@@ -481,6 +637,34 @@ def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor]
     ``O(sqrt(ln(1/delta)/n))`` term and the empirical margin loss, and hides a constant in
     O-notation; all are left out, so the value is a lower estimate of the bound itself.
     ``spectral`` may pass the layers' spectral norms if they are already known.
+
+    Parameters
+    ----------
+    weights : Sequence[torch.Tensor]
+        Weight matrices, one per layer; a non-empty list or tuple whose items are each a
+        torch.Tensor (non-empty, finite).
+    init : Sequence[torch.Tensor]
+        The weights at initialization; a non-empty list or tuple whose items are each a
+        torch.Tensor (non-empty, finite).
+    data_norm : float
+        Frobenius norm of the data matrix; a finite number > 0.
+    gamma : float
+        The margin; a finite number > 0.
+    n : int
+        Number of training points; an int >= 1.
+    spectral : Sequence[float] | None, default None
+        Spectral norms of the layers (None: computed); a non-empty list or tuple whose items are
+        each a finite number or None.
+
+    Returns
+    -------
+    float
+        The complexity term (no constants or logarithms).
+
+    References
+    ----------
+    Bartlett, Foster and Telgarsky (2017), "Spectrally-normalized margin bounds for neural
+    networks", Theorem 1.1.
     """
     _check_bound_args(weights, init, data_norm, gamma, n, spectral, "data_norm")
     spec = spectral or [float(spectral_norm(w)) for w in weights]
@@ -787,6 +971,35 @@ class MarginSweepConfig(Config):
     One bias-free ReLU MLP per training-set size (nested prefixes of one pool), plain SGD,
     stopped once ``margin_fraction`` of the training points have margin at least ``gamma``
     (the paper: depth 5, width 1024, lr 0.1, batch 64, margin 10, 99%).
+
+    Parameters
+    ----------
+    sizes : tuple, default (500, 1000, 2000, 4000, 8000)
+        Training-set sizes; a tuple (at least 2 items, strictly increasing) of items each an int >=
+        1.
+    n_test : int, default 4000
+        Number of test examples; an int >= 1.
+    width : int, default 256
+        Hidden width; an int >= 1.
+    depth : int, default 2
+        Number of hidden layers; an int >= 1.
+    lr : float, default 0.1
+        Learning rate; a finite number > 0.
+    batch_size : int, default 64
+        Minibatch size; an int >= 1.
+    gamma : float, default 4.0
+        The margin; a finite number > 0.
+    margin_fraction : float, default 0.99
+        Fraction of training points that must reach the margin; a finite number in [0, 1].
+    check_every_epochs : float, default 1.0
+        Epochs between two checks of the margin; a finite number > 0.
+    max_epochs : float, default 2000.0
+        Most training epochs; a finite number > 0.
+
+    References
+    ----------
+    Nagarajan and Kolter (2019), "Uniform convergence may be unable to explain generalization in
+    deep learning", Figure 1.
     """
 
     FULL = dict(sizes=(1000, 2000, 4000, 8000, 16000, 32000), n_test=8000, width=1024, depth=5,
@@ -834,7 +1047,9 @@ class MarginSweepResult(Result):
 @boundary(cfg=InstanceOf(MarginSweepConfig), seed=SEED, device=_DEVICE)
 def margin_sweep(cfg: MarginSweepConfig, seed: int = 0, device: str | None = None,
                  fixed_size: bool = False) -> MarginSweepResult:
-    """Train to a fixed margin at every size in ``cfg.sizes`` and measure what Nagarajan and Kolter plot.
+    """Train to a fixed margin at every size in ``cfg.sizes``.
+
+    Train to a fixed margin at every size in ``cfg.sizes`` and measure what Nagarajan and Kolter plot.
 
     All sizes are trained as one batched ensemble by :func:`train_on_subsets`; every member starts
     from its own initialization (seeded by ``seed``). The bounds use ``gamma`` = the stopping
@@ -844,6 +1059,28 @@ def margin_sweep(cfg: MarginSweepConfig, seed: int = 0, device: str | None = Non
     own initialization (other seeds than the sweep's), on the *same* ``cfg.sizes[0]`` points, and
     the result still reports (and fits against) the nominal ``cfg.sizes``. Whatever slope it shows
     comes from run-to-run variation alone, since the training set does not grow.
+
+    Parameters
+    ----------
+    cfg : MarginSweepConfig
+        The experiment's settings; a MarginSweepConfig.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+    device : str | None, default None
+        Torch device of the run (default: ``GTLIB_DEVICE``); an available torch device ('cpu',
+        'cuda', 'cuda:<k>', 'mps' or a torch.device) or None.
+    fixed_size : bool, default False
+        Whether to run the chapter's null for the growth with n (see above); a bool.
+
+    Returns
+    -------
+    MarginSweepResult
+        What Nagarajan and Kolter plot, per training-set size.
+
+    References
+    ----------
+    Nagarajan and Kolter (2019), "Uniform convergence may be unable to explain generalization in
+    deep learning", Figure 1.
     """
     cfg.validate()
     seed = check_int("seed", seed, minimum=0)
@@ -887,6 +1124,24 @@ class LinearConstruction(Config):
     training-set size; we take ``u`` along the all-ones direction) and ``x2 ~ N(0, (noise_var/D) I)``
     with ``noise_var = 32``. The learner takes one gradient step of size 1 from ``w = 0`` on the
     linear loss ``-sum_i y_i w.x_i`` (the first step of hinge-loss GD), so ``w = sum_i y_i x_i``.
+
+    Parameters
+    ----------
+    K : int, default 1
+        Dimension of ``x1``, the signal; an int >= 1.
+    D : int, default 20000
+        Dimension of ``x2``, the noise; an int >= 1.
+    m : int, default 64
+        Training-set size; an int >= 1.
+    noise_var : float, default 32.0
+        Noise variance; a finite number > 0.
+    signal : float, default 2.0
+        Scale of the signal: ``x1 = signal * y * u``; a finite number > 0.
+
+    References
+    ----------
+    Nagarajan and Kolter (2019), "Uniform convergence may be unable to explain generalization in
+    deep learning".
     """
 
     K: int = param(1, count())
@@ -983,7 +1238,9 @@ class LinearErrors(Result):
 
 @boundary(cfg=InstanceOf(LinearConstruction), seed=SEED)
 def linear_errors(cfg: LinearConstruction, seed: int = 0) -> LinearErrors:
-    """Train by one GD step on ``cfg.m`` points; return training, test and S' errors and the UC floor.
+    """Train by one GD step on ``cfg.m`` points and measure the errors.
+
+    Train by one GD step on ``cfg.m`` points; return training, test and S' errors and the UC floor.
 
     The test error is computed exactly given the learned ``(w1, w2)``: for a fresh point,
     ``y (w1.x1 + w2.x2) = signal * w1.u + N(0, ||w2||^2 noise_var / D)``, so the error is
@@ -991,6 +1248,23 @@ def linear_errors(cfg: LinearConstruction, seed: int = 0) -> LinearErrors:
     ``max(0, err_S' - err_test)``, the quantity that the S' argument puts under every two-sided
     uniform-convergence bound (Nagarajan and Kolter 2019, Section 3). ``fresh`` is the error on an
     independent sample of ``cfg.m`` points: distributed like S' but not built from S.
+
+    Parameters
+    ----------
+    cfg : LinearConstruction
+        The experiment's settings; a LinearConstruction.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    LinearErrors
+        Training, test and S' errors and the uniform-convergence floor.
+
+    References
+    ----------
+    Nagarajan and Kolter (2019), "Uniform convergence may be unable to explain generalization in
+    deep learning".
     """
     x1, x2, y = linear_data(cfg, seed)
     w1, w2 = one_step_gd(x1, x2, y)
@@ -1023,6 +1297,20 @@ def linear_nn_errors(cfg: LinearConstruction, seed: int = 0, n_test: int = 200) 
     classifies S' and ``n_test`` fresh points (drawn from a generator seeded apart from S) by
     :func:`nearest_neighbour_predict` on the whole input ``(x1, x2)``. The 1-NN learner also fits
     S exactly, but it has no one-step-GD weight vector that memorizes the noise of S.
+
+    Parameters
+    ----------
+    cfg : LinearConstruction
+        The experiment's settings; a LinearConstruction.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+    n_test : int, default 200
+        Number of test examples; an int >= 1.
+
+    Returns
+    -------
+    LinearNNErrors
+        The nearest-neighbour classifier's errors.
     """
     seed = check_int("seed", seed, minimum=0)
     x1, x2, y = linear_data(cfg, seed)
@@ -1039,7 +1327,26 @@ def linear_nn_errors(cfg: LinearConstruction, seed: int = 0, n_test: int = 200) 
 @boundary(m=count(), Ds=None, seeds=None, K=count(), noise_var=positive())
 def linear_sweep(m: int, Ds: Sequence[int], seeds: Sequence[int], K: int = 1,
                  noise_var: float = 32.0) -> dict[str, np.ndarray]:
-    """Mean training, test and S' errors and the UC floor over ``seeds``, for each ``D`` in ``Ds``."""
+    """Mean training, test and S' errors and the UC floor over ``seeds``, for each ``D`` in ``Ds``.
+
+    Parameters
+    ----------
+    m : int
+        Training points; an int >= 1.
+    Ds : Sequence[int]
+        The input dimensions.
+    seeds : Sequence[int]
+        One seed per repetition.
+    K : int, default 1
+        Dimension of the signal; an int >= 1.
+    noise_var : float, default 32.0
+        Noise variance; a finite number > 0.
+
+    Returns
+    -------
+    dict[str, np.ndarray]
+        The mean errors, by name, one entry per ``D``.
+    """
     Ds = _sizes("Ds", Ds)
     seeds = _sizes("seeds", seeds, minimum=0)
     out = {k: np.zeros(len(Ds)) for k in ("train", "test", "sprime", "uc_lower_bound", "fresh")}
@@ -1119,6 +1426,31 @@ class SpheresConfig(Config):
     ``FULL`` is the paper's setting (Nagarajan and Kolter 2019, Sec. 3.2): d = 1000, radii 1 and
     1.1, 100 000 hidden units, margin 10 on 99% of the points; the learning rate and batch size,
     which the paper does not state, stay those of the authors' public notebook (0.5, 64).
+
+    Parameters
+    ----------
+    d : int, default 200
+        Input dimension; an int >= 2.
+    radii : tuple, default (1.0, 1.2)
+        (inner, outer). a tuple (at least 2 items, strictly increasing) of items each a finite
+        number > 0.
+    sizes : tuple, default (256, 512, 1024, 2048)
+        Training-set sizes; a tuple (at least 2 items, strictly increasing) of items each an int >=
+        1.
+    n_test : int, default 4000
+        Number of test examples; an int >= 1.
+    width : int, default 2000
+        Hidden width; an int >= 1.
+    lr : float, default 0.5
+        Learning rate; a finite number > 0.
+    batch_size : int, default 64
+        Minibatch size; an int >= 1.
+    gamma : float, default 4.0
+        The margin; a finite number > 0.
+    margin_fraction : float, default 0.99
+        Fraction of training points that must reach the margin; a finite number in [0, 1].
+    max_epochs : float, default 3000.0
+        Most training epochs; a finite number > 0.
     """
 
     FULL = dict(d=1000, radii=(1.0, 1.1), sizes=(1024, 2048, 4096, 8192), width=100_000,
@@ -1169,6 +1501,27 @@ def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) 
     the same law as S' that was not built from the training set). ``nn_test_error`` and
     ``nn_sprime_error`` are the test and S' errors of a 1-nearest-neighbour classifier on the same
     training prefix (:func:`nearest_neighbour_predict`), the chapter's measured null.
+
+    Parameters
+    ----------
+    cfg : SpheresConfig
+        The experiment's settings; a SpheresConfig.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+    device : str | None, default None
+        Torch device of the run (default: ``GTLIB_DEVICE``); an available torch device ('cpu',
+        'cuda', 'cuda:<k>', 'mps' or a torch.device) or None.
+
+    Returns
+    -------
+    SpheresResult
+        Test error and S' error, per training-set size.
+
+    References
+    ----------
+    Nagarajan and Kolter (2019), "Uniform convergence may be unable to explain generalization in
+    deep learning".
+    Gilmer et al. (2018), "Adversarial Spheres".
     """
     cfg.validate()
     seed = check_int("seed", seed, minimum=0)
@@ -1214,6 +1567,35 @@ def boundary_slice(model: BatchedMLP, member: int, point: torch.Tensor, radii: t
     ``[-half_width, half_width]``), and ``f = logit_1 - logit_0`` of shape ``(len(b), len(a))``:
     positive means "outer sphere". In this plane the two spheres are the circles
     ``a^2 + b^2 = r^2``.
+
+    Parameters
+    ----------
+    model : BatchedMLP
+        The stack of networks; a BatchedMLP.
+    member : int
+        Which member of the stack; an int >= 0.
+    point : torch.Tensor
+        The point the slice goes through; a torch.Tensor (non-empty, floating-point, 1-dimensional,
+        finite).
+    radii : tuple, default (1.0, 1.2)
+        Radii of the two spheres; a tuple (at least 2 items, strictly increasing) of items each a
+        finite number > 0.
+    half_width : float, default 0.6
+        Half-width of the slice; a finite number > 0.
+    resolution : int, default 161
+        Grid points per axis; an int >= 2.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(a, b, f)``, as described above.
+
+    References
+    ----------
+    Nagarajan and Kolter (2019), "Uniform convergence may be unable to explain generalization in
+    deep learning", Figure 2.
     """
     if not isinstance(model, BatchedMLP):
         raise TypeError("model must be a BatchedMLP")
@@ -1244,11 +1626,32 @@ def boundary_slice(model: BatchedMLP, member: int, point: torch.Tensor, radii: t
           candidates=count())
 def slice_points(res: SpheresResult, member: int, radii: tuple = (1.0, 1.2), seed: int = 0,
                  candidates: int = 200):
-    """Two points to slice through (Figure 2 analogue): a training point of ``member`` whose S' image
+    """Two points to slice through (Figure 2 analogue).
+
+    Two points to slice through (Figure 2 analogue): a training point of ``member`` whose S' image
     the member misclassifies, and a fresh point that it classifies correctly together with its
     projection onto the other sphere. Returns ``(train_point, fresh_point)``; either is ``None`` if
     none of the first ``candidates`` qualifies (with S' error near 1 and a small test error, the
     first candidate almost always does).
+
+    Parameters
+    ----------
+    res : SpheresResult
+        The result of :func:`spheres_sweep`; a SpheresResult.
+    member : int
+        Which member of the stack; an int >= 0.
+    radii : tuple, default (1.0, 1.2)
+        Radii of the two spheres; a tuple (at least 2 items, strictly increasing) of items each a
+        finite number > 0.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+    candidates : int, default 200
+        Training points tried, in order; an int >= 1.
+
+    Returns
+    -------
+    tuple
+        ``(train_point, fresh_point)``, as described above.
     """
     if not 0 <= member < len(res.sizes):
         raise ValueError(f"member must lie in [0, {len(res.sizes)}), got {member}")
@@ -1270,7 +1673,9 @@ def slice_points(res: SpheresResult, member: int, radii: tuple = (1.0, 1.2), see
           label=count(0), radii=_RADII, seed=SEED, resolution=count(3))
 def bulge_width(model: BatchedMLP, member: int, point: torch.Tensor, label: int,
                 radii: tuple = (1.0, 1.2), seed: int = 0, resolution: int = 721) -> float:
-    """Angular width (degrees) of the region around a training point where the member still
+    """Angular width (degrees) around a training point where the member keeps its label.
+
+    Angular width (degrees) of the region around a training point where the member still
     predicts the point's own ``label`` on the *other* sphere, in the plane of
     :func:`boundary_slice` (same ``seed``, so the same random direction ``e2``).
 
@@ -1278,6 +1683,30 @@ def bulge_width(model: BatchedMLP, member: int, point: torch.Tensor, label: int,
     direction in ``[-90, 90]`` degrees, and returns the width of the connected run of angles
     around ``phi = 0`` where the prediction equals ``label`` (0 if the projection itself is
     classified correctly). This is the "bulge" of Nagarajan and Kolter's Figure 2.
+
+    Parameters
+    ----------
+    model : BatchedMLP
+        The stack of networks; a BatchedMLP.
+    member : int
+        Which member of the stack; an int >= 0.
+    point : torch.Tensor
+        The point the slice goes through; a torch.Tensor (non-empty, floating-point, 1-dimensional,
+        finite).
+    label : int
+        The point's label; an int >= 0.
+    radii : tuple, default (1.0, 1.2)
+        Radii of the two spheres; a tuple (at least 2 items, strictly increasing) of items each a
+        finite number > 0.
+    seed : int, default 0
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
+    resolution : int, default 721
+        Grid points per axis; an int >= 3.
+
+    Returns
+    -------
+    float
+        The width in degrees (see above).
     """
     if not isinstance(model, BatchedMLP):
         raise TypeError("model must be a BatchedMLP")
@@ -1317,6 +1746,18 @@ def cap_fraction(d: int, half_angle_deg: float) -> float:
 
     Equals ``I_{sin^2 theta}((d - 1)/2, 1/2) / 2`` (regularized incomplete beta) for
     ``theta <= 90`` degrees; in R^3 it is ``(1 - cos theta) / 2``.
+
+    Parameters
+    ----------
+    d : int
+        Dimension; an int >= 2.
+    half_angle_deg : float
+        Half-angle of the cap, in degrees; a finite number in [0, 90].
+
+    Returns
+    -------
+    float
+        The fraction, in [0, 1].
     """
     from scipy.special import betainc
 
@@ -1330,8 +1771,32 @@ def cap_fraction(d: int, half_angle_deg: float) -> float:
 @boundary(ax=_Axes(), a=Tensor("float", 1, numpy=True), b=Tensor("float", 1, numpy=True),
           f=Tensor("float", 2, numpy=True), radii=_RADII, point_radius=positive())
 def plot_slice(ax, a, b, f, radii: tuple, point_radius: float, colors=("#56B4E9", "#E69F00")) -> None:
-    """Draw one :func:`boundary_slice`: predicted class (shading), boundary (black), the two spheres
-    (dashed arcs), the point (dot) and its projection onto the other sphere (cross)."""
+    """Draw one :func:`boundary_slice`.
+
+    Draw one :func:`boundary_slice`: predicted class (shading), boundary (black), the two spheres
+    (dashed arcs), the point (dot) and its projection onto the other sphere (cross).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The matplotlib axes to draw on; a matplotlib Axes.
+    a : torch.Tensor
+        Slice coordinates along the first axis; a torch.Tensor or numpy array (non-empty,
+        floating-point, 1-dimensional, finite).
+    b : torch.Tensor
+        Slice coordinates along the second axis; a torch.Tensor or numpy array (non-empty,
+        floating-point, 1-dimensional, finite).
+    f : torch.Tensor
+        The decision function on the grid; a torch.Tensor or numpy array (non-empty,
+        floating-point, 2-dimensional, finite).
+    radii : tuple
+        Radii of the two spheres; a tuple (at least 2 items, strictly increasing) of items each a
+        finite number > 0.
+    point_radius : float
+        Radius of the drawn point; a finite number > 0.
+    colors : object, default ('#56B4E9', '#E69F00')
+        Colours of the two classes.
+    """
     r0, r1 = _radii(radii)
     if tuple(f.shape) != (len(b), len(a)):
         raise ValueError(f"f must have shape (len(b), len(a)) = {(len(b), len(a))}, got "
@@ -1346,8 +1811,20 @@ def plot_slice(ax, a, b, f, radii: tuple, point_radius: float, colors=("#56B4E9"
 
 @boundary(ax=_Axes(), axis=Options(("x", "y")))
 def log_ticks(ax, values, axis: str = "x") -> None:
-    """Label a log axis at ``values`` with plain numbers (no minor-tick clutter), and write the
-    other axis's labels as plain numbers too (``0.3`` rather than ``3 x 10^-1``)."""
+    """Label a log axis at ``values`` with plain numbers.
+
+    Label a log axis at ``values`` with plain numbers (no minor-tick clutter), and write the
+    other axis's labels as plain numbers too (``0.3`` rather than ``3 x 10^-1``).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The matplotlib axes to draw on; a matplotlib Axes.
+    values : object
+        The tick positions.
+    axis : str, default 'x'
+        The log axis, ``"x"`` or ``"y"``; one of ('x', 'y').
+    """
     from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
     arr = _float_array("values", values)

@@ -50,7 +50,10 @@ import itertools
 import json
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["StaticSlider", "static_slider", "live", "interact", "reader_frontend"]
+__all__ = [
+    "StaticSlider", "interact", "live", "reader_frontend", "static_slider",
+]
+
 
 #: Above this many frames a slider gets heavy (each frame is a PNG of about 20-60 kB).
 MAX_FRAMES = 24
@@ -148,6 +151,17 @@ class StaticSlider:
     Displays as HTML (``_repr_html_``). Attributes: ``html`` (the markup), ``nbytes`` (its
     size in bytes), ``names`` and ``values`` (the grid), ``frames`` (the PNG bytes, in grid
     order with the last parameter varying fastest).
+
+    Parameters
+    ----------
+    html_text : str
+        The markup.
+    names : list[str]
+        The parameters' names.
+    values : list[list[Any]]
+        Each parameter's grid values.
+    frames : list[bytes]
+        The PNG bytes of every frame.
     """
 
     def __init__(self, html_text: str, names: list[str], values: list[list[Any]],
@@ -331,6 +345,11 @@ def reader_frontend() -> bool:
     book/_tools/widget_hang_loop.py), so
     :func:`live` and :func:`interact` make no widget for an executor. Outside a kernel (a script,
     the unit tests) there is no executor to stall: True.
+
+    Returns
+    -------
+    bool
+        True for a reader's frontend (or outside a kernel), False for a notebook executor.
     """
     try:
         from IPython import get_ipython
@@ -343,12 +362,23 @@ def reader_frontend() -> bool:
 
 
 def interact(fn: Callable[..., Any], /, force: bool = False, **controls: Any) -> None:
-    """``ipywidgets.interact(fn, **controls)`` when a reader runs the cell, nothing (a one-line
+    """``ipywidgets.interact(fn, **controls)`` when a reader runs the cell.
+
+    ``ipywidgets.interact(fn, **controls)`` when a reader runs the cell, nothing (a one-line
     note) when a notebook executor does (:func:`reader_frontend`); ``force=True`` always builds.
 
     Give the controls as ipywidgets abbreviations (``(min, max, step)`` tuples, lists of
     options; the start values are ``fn``'s defaults), not as widget objects: a widget object
     is made, and talks to the frontend, before this function can decide. Returns None.
+
+    Parameters
+    ----------
+    fn : Callable[..., Any]
+        The function the controls call.
+    force : bool, default False
+        Whether to build the widgets under a notebook executor too.
+    **controls
+        ipywidgets abbreviations, one per argument of ``fn``.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
@@ -373,6 +403,17 @@ def live(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]],
     The sliders are made only when a reader runs the cell (:func:`reader_frontend`); a notebook
     executor (the build, nbval, nbclient) gets a one-line note instead, after the arguments are
     checked. ``force=True`` always makes them.
+
+    Parameters
+    ----------
+    draw : Callable[..., Any]
+        ``draw(**params)`` draws one frame and returns the figure (or None).
+    grid : Mapping[str, Sequence[Any]]
+        Parameter name -> its grid values.
+    labels : Mapping[str, str] | None, default None
+        Parameter name -> the slider's label (default: the name).
+    force : bool, default False
+        Whether to build the widgets under a notebook executor too.
     """
     import ipywidgets
     import matplotlib.pyplot as plt
