@@ -21,7 +21,6 @@ import re
 from pathlib import Path
 
 import pytest
-import torch
 
 from gtlib import checks
 from gtlib.checks import Constraint, _show
