@@ -28,6 +28,10 @@ __all__ = ["MLP", "BatchedMLP", "make_mlp", "activation", "ACTIVATIONS", "MAX_PA
 #: Largest number of parameters an :class:`MLP` may hold (2**31, 8 GiB of float32).
 MAX_PARAMETERS = 2**31
 
+#: The activations by name (``"leaky_relu"`` has negative slope 0.1); see
+#: :func:`gtlib.models.activation`.
+#:
+#: :meta hide-value:
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": F.relu,
     "gelu": F.gelu,
@@ -40,7 +44,26 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 
 
 def activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The activation function called ``name`` (one of :data:`ACTIVATIONS`)."""
+    """The activation function called ``name`` (one of :data:`ACTIVATIONS`).
+
+    Parameters
+    ----------
+    name : str
+        ``"relu"``, ``"gelu"``, ``"silu"``, ``"tanh"``, ``"sigmoid"``, ``"leaky_relu"`` (negative
+        slope 0.1) or ``"identity"``.
+
+    Returns
+    -------
+    callable
+        The elementwise function, ``torch.Tensor -> torch.Tensor``.
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is not a str.
+    ValueError
+        If ``name`` is not a key of :data:`ACTIVATIONS`.
+    """
     if not isinstance(name, str):
         raise TypeError(f"activation must be a str, got {type(name).__name__}")
     if name not in ACTIVATIONS:
@@ -49,22 +72,49 @@ def activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
 
 
 class MLP(nn.Module):
-    """A fully connected network ``in_dim -> [width] * depth -> out_dim``.
+    r"""A fully connected network ``in_dim -> [width] * depth -> out_dim``.
+
+    With ``L = depth`` hidden layers and activation :math:`\sigma` it computes
+
+    .. math::
+
+        h^{(0)} = x, \qquad
+        h^{(l+1)} = \sigma\big(W^{(l)} h^{(l)} + b^{(l)}\big), \qquad
+        f(x) = W^{(L)} h^{(L)} + b^{(L)}.
+
+    The layers are kept in ``model.layers`` (a ``torch.nn.ModuleList`` of ``torch.nn.Linear``),
+    first layer first, so that weights can be read, permuted and interpolated layer by layer.
 
     Parameters
     ----------
-    in_dim, out_dim : int
-        Input and output sizes.
+    in_dim : int
+        Input size.
     width : int
         Hidden units per layer.
     depth : int
         Number of hidden layers (0 gives a linear model).
-    bias : bool
+    out_dim : int
+        Output size.
+    bias : bool, default True
         Whether the linear layers have biases (Nagarajan and Kolter's nets have none).
-    activation : str
+    activation : str, default "relu"
         A name from :data:`ACTIVATIONS`.
 
+    Raises
+    ------
+    TypeError, ValueError
+        If a size is not an int >= 1 (``depth`` >= 0), ``bias`` is not a bool, ``activation`` is
+        not a known name, or the network would hold more than
+        :data:`gtlib.models.MAX_PARAMETERS` parameters.
+
+    Notes
+    -----
     Initialization is PyTorch's default (Kaiming-uniform with ``a=sqrt(5)``).
+
+    References
+    ----------
+    He, K., Zhang, X., Ren, S. and Sun, J. (2015). Delving deep into rectifiers: surpassing
+    human-level performance on ImageNet classification. ICCV.
     """
 
     def __init__(self, in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
@@ -88,6 +138,7 @@ class MLP(nn.Module):
 
     @property
     def depth(self) -> int:
+        """Number of hidden layers."""
         return len(self.layers) - 1
 
     def _check_input(self, x: torch.Tensor) -> None:
@@ -103,6 +154,18 @@ class MLP(nn.Module):
         check_finite("x", x)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The logits ``(batch, out_dim)`` of the inputs ``x`` ``(batch, in_dim)``.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            Inputs ``(batch, in_dim)``, finite, in the network's dtype.
+
+        Returns
+        -------
+        torch.Tensor
+            The logits, ``(batch, out_dim)``.
+        """
         self._check_input(x)
         return self._forward(x)
 
@@ -113,7 +176,18 @@ class MLP(nn.Module):
         return self.layers[-1](x)
 
     def features(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """Post-activation features of every hidden layer, then the logits."""
+        """Post-activation features of every hidden layer, then the logits.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            Inputs ``(batch, in_dim)``, finite, in the network's dtype.
+
+        Returns
+        -------
+        list of torch.Tensor
+            ``depth`` tensors ``(batch, width)``, then the logits ``(batch, out_dim)``.
+        """
         self._check_input(x)
         out = []
         for layer in self.layers[:-1]:
@@ -133,24 +207,30 @@ def make_mlp(seed: int, in_dim: int, width: int, depth: int, out_dim: int, bias:
     """An :class:`MLP` whose initialization is fixed by ``seed`` alone.
 
     The global random state is left as it was: the network is drawn inside a forked RNG seeded
-    with ``seed``, so member ``i`` of :meth:`BatchedMLP.init` and the ``i``-th model of
-    :func:`gtlib.train.train_sequentially` start from the same weights.
+    with ``seed``, so member ``i`` of :meth:`gtlib.models.BatchedMLP.init` and the ``i``-th model
+    of :func:`gtlib.train.train_sequentially` start from the same weights.
 
     Parameters
     ----------
     seed : int
         Seed of the initialization (PyTorch's default, Kaiming-uniform with ``a=sqrt(5)``).
     in_dim, width, depth, out_dim : int
-        The shape, as for :class:`MLP`.
-    bias : bool
+        The shape, as for :class:`gtlib.models.MLP`.
+    bias : bool, default True
         Whether the linear layers have biases.
-    act : str
+    act : str, default "relu"
         A name from :data:`ACTIVATIONS`.
 
     Returns
     -------
     MLP
         A freshly initialized network on the CPU, in float32.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``seed`` is not a valid seed, or the shape or activation is refused by
+        :class:`gtlib.models.MLP`.
 
     References
     ----------
@@ -178,14 +258,14 @@ class BatchedMLP(nn.Module):
 
     Parameters
     ----------
-    weights : list of tensors ``(E, out_l, in_l)``
-        The stacked weight matrices, first layer first.
-    biases : list of tensors ``(E, out_l)`` or None
-        The stacked biases, one per layer; None for networks without biases.
-    act : str
+    weights : list of torch.Tensor
+        The stacked weight matrices ``(E, out_l, in_l)``, first layer first.
+    biases : list of torch.Tensor or None
+        The stacked biases ``(E, out_l)``, one per layer; None for networks without biases.
+    act : str, default "relu"
         Activation name (see :data:`ACTIVATIONS`).
-    hidden_mask : tensor ``(E, width)`` or None
-        Optional 0/1 mask of hidden units (same for every hidden layer).
+    hidden_mask : torch.Tensor or None, default None
+        Optional 0/1 mask ``(E, width)`` of hidden units (same for every hidden layer).
 
     Raises
     ------
@@ -253,19 +333,25 @@ class BatchedMLP(nn.Module):
     # -- construction ---------------------------------------------------------------------------
     @classmethod
     def from_models(cls, models: Sequence[MLP], hidden_mask: torch.Tensor | None = None) -> "BatchedMLP":
-        """Stack the weights of identically shaped :class:`MLP` s.
+        """Stack the weights of identically shaped :class:`gtlib.models.MLP` networks.
 
         Parameters
         ----------
         models : list of MLP
             At least one network; all of the same shape and activation.
-        hidden_mask : tensor ``(E, width)`` or None
-            Optional 0/1 mask of hidden units.
+        hidden_mask : torch.Tensor or None, default None
+            Optional 0/1 mask ``(E, width)`` of hidden units.
 
         Returns
         -------
         BatchedMLP
             A stack whose member ``i`` computes what ``models[i]`` computes (a copy of its weights).
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``models`` is not a non-empty list of :class:`gtlib.models.MLP` of one shape and
+            activation, or the mask does not fit them.
         """
         if isinstance(models, (str, MLP)) or not isinstance(models, (list, tuple)):
             raise TypeError(f"models must be a list of MLPs, got {type(models).__name__}")
@@ -292,23 +378,29 @@ class BatchedMLP(nn.Module):
     def init(cls, seeds: Sequence[int], in_dim: int, width: int, depth: int, out_dim: int,
              bias: bool = True, act: str = "relu", hidden_mask: torch.Tensor | None = None,
              device: str | torch.device = "cpu") -> "BatchedMLP":
-        """E freshly initialized MLPs, member ``i`` initialized exactly as ``make_mlp(seeds[i], ...)``.
+        """E freshly initialized MLPs, member ``i`` initialized as ``make_mlp(seeds[i], ...)``.
 
         Parameters
         ----------
         seeds : sequence of int
             One seed per member (E = ``len(seeds)``).
         in_dim, width, depth, out_dim, bias, act
-            The members' shape, as for :func:`make_mlp`.
-        hidden_mask : tensor ``(E, width)`` or None
-            Optional 0/1 mask of hidden units.
-        device : str or torch.device
+            The members' shape, as for :func:`gtlib.models.make_mlp`.
+        hidden_mask : torch.Tensor or None, default None
+            Optional 0/1 mask ``(E, width)`` of hidden units.
+        device : str or torch.device, default "cpu"
             Where the stack lives.
 
         Returns
         -------
         BatchedMLP
             The stack, on ``device``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``seeds`` are not valid seeds, ``device`` is not a device, or the shape,
+            activation or mask is refused.
         """
         seeds = check_seeds("seeds", seeds)
         Device().check("device", device)
@@ -321,7 +413,7 @@ class BatchedMLP(nn.Module):
         return int(self.weights[0].shape[0])
 
     def member(self, i: int) -> MLP:
-        """Member ``i`` as a stand-alone :class:`MLP` (a copy).
+        """Member ``i`` as a stand-alone :class:`gtlib.models.MLP` (a copy).
 
         The hidden mask, if any, is baked into the copy's weights: a masked unit gets no input and
         the next layer ignores it, so the copy computes exactly what the member computes.
@@ -335,6 +427,11 @@ class BatchedMLP(nn.Module):
         -------
         MLP
             A network with the member's weights, on the stack's device and dtype.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``i`` is not an int in ``[0, E)``.
         """
         i = check_int("i", i, minimum=0)
         if i >= self.size:
@@ -365,13 +462,20 @@ class BatchedMLP(nn.Module):
 
         Parameters
         ----------
-        x : tensor ``(n, d)`` or ``(E, n, d)``
-            Inputs shared by all members, or one batch per member; the weights' dtype, finite.
+        x : torch.Tensor
+            Inputs ``(n, d)`` shared by all members, or one batch ``(E, n, d)`` per member; the
+            weights' dtype, finite.
 
         Returns
         -------
-        list of tensors
+        list of torch.Tensor
             The post-activation (and masked) features of every hidden layer, then the logits.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``x`` is not a finite tensor of the weights' dtype and of shape ``(n, d)`` or
+            ``(E, n, d)``.
         """
         d = self.weights[0].shape[2]
         if isinstance(x, torch.Tensor) and x.ndim in (2, 3):
@@ -412,4 +516,16 @@ class BatchedMLP(nn.Module):
         return self._features(x, keep=False)[0]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The members' logits ``(E, n, C)``.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            Inputs ``(n, d)`` shared by all members, or one batch ``(E, n, d)`` per member.
+
+        Returns
+        -------
+        torch.Tensor
+            The logits, ``(E, n, C)``.
+        """
         return self.features(x)[-1]

@@ -13,9 +13,10 @@ Every exercise that computes something has three cells in its notebook:
 :func:`check` prints one line, :func:`verdict` returns it as a :class:`Verdict`: ``correct``,
 ``not answered yet`` (the answer is still ``None``) or ``not right yet`` with what is off ("your
 accuracy 0.91 is above the expected range. It is not below the accuracy with 4000 signals; did
-you ...?"). It never prints the expected value and never raises for a wrong answer, so a student edition runs from top to bottom before the student has
-answered anything. It raises only for a mistake in the call itself (an unknown exercise, a
-missing or unexpected keyword, a bad tolerance, a NaN expected value), naming the argument.
+you ...?"). It never prints the expected value and never raises for a wrong answer, so a student
+edition runs from top to bottom before the student has answered anything. It raises only for a
+mistake in the call itself (an unknown exercise, a missing or unexpected keyword, a bad tolerance,
+a NaN expected value), naming the argument.
 
 What an exercise's answer must be is registered here, under the exercise's label: a *judge* that
 receives the answer and the chapter objects the check cell passes in (``mlp_out=mlp_out``), and,
@@ -44,13 +45,29 @@ NOT_ANSWERED = None
 
 
 class SelfCheckFailed(AssertionError):
-    """Raised instead of printing, for an answer that is not correct, when
-    ``GTLIB_STRICT_SELFCHECKS=1``."""
+    """Raised instead of printing, for an answer that is not correct, in strict mode.
+
+    :func:`gtlib.selfcheck.check` raises it when the environment sets
+    ``GTLIB_STRICT_SELFCHECKS=1``, so that a run can prove the solutions pass their own checks.
+    """
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of a check: ``status`` is ``"correct"``, ``"unanswered"`` or ``"wrong"``."""
+    """The outcome of a check: ``status`` is ``"correct"``, ``"unanswered"`` or ``"wrong"``.
+
+    A verdict is true exactly when the answer is correct (``bool(v) == v.ok``).
+
+    Parameters
+    ----------
+    name : str
+        The exercise's label, e.g. ``"prelim-ex2"``.
+    status : str
+        ``"correct"``, ``"unanswered"`` (the answer is still ``None``) or ``"wrong"``.
+    message : str
+        What the student reads after the status: the success message, what is off, or what the
+        answer should be.
+    """
 
     name: str
     status: str
@@ -58,12 +75,20 @@ class Verdict:
 
     @property
     def ok(self) -> bool:
+        """Whether the answer is correct."""
         return self.status == "correct"
 
     def __bool__(self) -> bool:
         return self.ok
 
     def line(self) -> str:
+        """The one line :func:`gtlib.selfcheck.check` prints.
+
+        Returns
+        -------
+        str
+            ``"Self-check <name>: <correct | not answered yet | not right yet>. <message>"``.
+        """
         head = {"correct": "correct", "unanswered": "not answered yet",
                 "wrong": "not right yet"}[self.status]
         return f"Self-check {self.name}: {head}. {self.message}".rstrip()
@@ -157,9 +182,39 @@ def _fraction(answer: Any, what: str) -> float:
 
 def close(answer: Any, expected: Any, *, rtol: float = 1e-6, atol: float = 0.0,
           what: str = "value", hint: str = "") -> None:
-    """Raise the student-facing message unless ``answer`` matches ``expected`` elementwise within
-    ``atol + rtol * |expected|``. The message says which way the answer is off, never the
-    expected value. Bad ``rtol``, ``atol`` or ``expected`` raise ``TypeError``/``ValueError``."""
+    r"""Raise the student-facing message unless ``answer`` matches ``expected`` elementwise.
+
+    The answer matches when every entry is within ``atol + rtol * |expected|``,
+
+    .. math::
+
+        |a_k - e_k| \leq \mathrm{atol} + \mathrm{rtol}\, |e_k| \quad \text{for every } k.
+
+    The message says which way the answer is off, never the expected value. Bad ``rtol``,
+    ``atol`` or ``expected`` raise ``TypeError``/``ValueError``.
+
+    Parameters
+    ----------
+    answer : Any
+        The student's answer: a number or an array of numbers (a tensor is read as an array).
+    expected : Any
+        The right value, of the answer's shape; finite numbers.
+    rtol : float, default 1e-6
+        Relative tolerance; a finite number >= 0.
+    atol : float, default 0.0
+        Absolute tolerance; a finite number >= 0.
+    what : str, default "value"
+        What the answer is, as the message names it ("accuracy", "distances from
+        initialization").
+    hint : str, default ""
+        A sentence appended to the message when the answer is off.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``rtol`` or ``atol`` is not a finite number >= 0, or ``expected`` is not a non-empty
+        array of finite numbers (a mistake in the check cell, not in the answer).
+    """
     rtol, atol = _tolerance("rtol", rtol), _tolerance("atol", atol)
     exp = _reference("expected", expected)
     got = _as_array(answer, what)
@@ -181,8 +236,36 @@ def close(answer: Any, expected: Any, *, rtol: float = 1e-6, atol: float = 0.0,
 
 def within(answer: Any, low: Any = None, high: Any = None, *, what: str = "value",
            hint_low: str = "", hint_high: str = "") -> float:
-    """Raise the student-facing message unless ``low < answer < high`` (``None``: no bound);
-    returns the answer as a float. ``low``/``high`` that are NaN raise ``ValueError``."""
+    """Raise the student-facing message unless ``low < answer < high`` (``None``: no bound).
+
+    Returns the answer as a float. ``low``/``high`` that are NaN raise ``ValueError``.
+
+    Parameters
+    ----------
+    answer : Any
+        The student's answer: one number (a one-element array or tensor is read as a number).
+    low : Any, default None
+        The lower bound, excluded (None: no lower bound); a finite number.
+    high : Any, default None
+        The upper bound, excluded (None: no upper bound); a finite number above ``low``.
+    what : str, default "value"
+        What the answer is, as the message names it.
+    hint_low : str, default ""
+        A sentence appended to the message when the answer is at or below ``low``.
+    hint_high : str, default ""
+        A sentence appended to the message when the answer is at or above ``high``.
+
+    Returns
+    -------
+    float
+        The answer, when it lies in the range.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``low`` or ``high`` is not a finite number, or ``low`` is not below ``high`` (a mistake
+        in the check cell, not in the answer).
+    """
     lo = None if low is None else float(_reference("low", low).reshape(()))
     hi = None if high is None else float(_reference("high", high).reshape(()))
     if lo is not None and hi is not None and not lo < hi:
@@ -212,6 +295,9 @@ class Exercise:
     judge: Callable[..., str]
 
 
+#: The registered self-checks, by exercise label: what :func:`gtlib.selfcheck.verdict` looks up.
+#:
+#: :meta hide-value:
 EXERCISES: dict[str, Exercise] = {}
 
 
@@ -687,12 +773,37 @@ def _sib_ex8(ans):
 # ----------------------------------------------------------------------------------------------
 
 def verdict(name: str, answer: Any, **given: Any) -> Verdict:
-    """The :class:`Verdict` on the answer to exercise ``name`` (its label, e.g.
-    ``"prelim-ex2"``), without printing it; :func:`check` prints it.
+    """The :class:`gtlib.selfcheck.Verdict` on the answer to exercise ``name``, without printing it.
 
-    ``given`` are the chapter objects the exercise's check needs (see :data:`EXERCISES`). An
-    ``answer`` of ``None`` (or ``...``) is "not answered yet". Raises only for a bad call:
+    ``name`` is the exercise's label, e.g. ``"prelim-ex2"``; :func:`gtlib.selfcheck.check` prints
+    the verdict. ``given`` are the chapter objects the exercise's check needs (see
+    :data:`gtlib.selfcheck.EXERCISES`).
+    An ``answer`` of ``None`` (or ``...``) is "not answered yet". Raises only for a bad call:
     ``TypeError``/``ValueError`` naming the argument.
+
+    Parameters
+    ----------
+    name : str
+        The exercise's label, a key of :data:`gtlib.selfcheck.EXERCISES`.
+    answer : Any
+        The student's answer (``None`` or ``...``: not answered yet).
+    **given : Any
+        The chapter objects the exercise's check needs, by the names it declares (e.g.
+        ``mlp_out=mlp_out``); exactly those.
+
+    Returns
+    -------
+    Verdict
+        ``"correct"`` with the exercise's message, ``"unanswered"`` with what the answer should
+        be, or ``"wrong"`` with what is off (never the expected value).
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is not a str, or a keyword the exercise needs is missing or one it does not
+        take is given.
+    ValueError
+        If ``name`` is not the label of an exercise with a self-check.
     """
     if not isinstance(name, str):
         raise TypeError(f"name must be an exercise label (a str), got {name!r}")
@@ -719,11 +830,29 @@ def verdict(name: str, answer: Any, **given: Any) -> Verdict:
 
 
 def check(name: str, answer: Any, **given: Any) -> None:
-    """Print the :func:`verdict` on the answer to exercise ``name`` as one line.
+    """Print the :func:`gtlib.selfcheck.verdict` on the answer to exercise ``name`` as one line.
 
     Never raises for a wrong or missing answer, except with ``GTLIB_STRICT_SELFCHECKS=1``, where an
-    answer that is not correct raises :class:`SelfCheckFailed`. Returns nothing, so that a check
-    cell shows the line and nothing else.
+    answer that is not correct raises :class:`gtlib.selfcheck.SelfCheckFailed`. Returns nothing, so
+    that a check cell shows the line and nothing else.
+
+    Parameters
+    ----------
+    name : str
+        The exercise's label, e.g. ``"prelim-ex2"``.
+    answer : Any
+        The student's answer (``None`` or ``...``: not answered yet).
+    **given : Any
+        The chapter objects the exercise's check needs, by the names it declares (e.g.
+        ``mlp_out=mlp_out``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad call, as :func:`gtlib.selfcheck.verdict` (an unknown exercise, a missing or
+        unexpected keyword).
+    SelfCheckFailed
+        If the answer is not correct and ``GTLIB_STRICT_SELFCHECKS=1``.
     """
     v = verdict(name, answer, **given)
     if not v.ok and os.environ.get("GTLIB_STRICT_SELFCHECKS", "") == "1":

@@ -34,18 +34,68 @@ __all__ = [
     "check_data", "stop_reason", "LOSSES", "OPTIMIZERS",
 ]
 
+#: The names the ``optimizer`` field of a :class:`gtlib.train.TrainConfig` accepts.
 OPTIMIZERS = ("sgd", "adamw")
+#: The names the ``loss`` field of a :class:`gtlib.train.TrainConfig` accepts (see
+#: :func:`gtlib.train.loss_fn`).
 LOSSES = ("cross_entropy", "mse")
 
 
 @dataclass
 class TrainConfig(Config):
-    """How to train. ``batch_size=None`` means full batch; ``steps`` caps the number of updates.
+    r"""How to train: the optimizer, its hyperparameters, the minibatches and the stop rules.
+
+    ``batch_size=None`` means full batch; ``steps`` caps the number of updates.
 
     Stop rules (the first one met ends training): ``epochs``/``steps``; ``target_train_acc``
     (fraction); ``margin_gamma`` with ``margin_fraction`` (stop once at least that fraction of the
-    training points has margin ``f_y - max_{j != y} f_j >= margin_gamma``). Rules are checked every
-    ``check_every`` steps on the whole training set.
+    training points has margin ``f_y - max_{j != y} f_j >= margin_gamma``, that is
+
+    .. math::
+
+        \frac{1}{n} \sum_{i=1}^{n}
+        \mathbb{1}\Big[f_{y_i}(x_i) - \max_{j \neq y_i} f_j(x_i) \geq \gamma\Big]
+        \geq \rho
+
+    with :math:`\gamma` = ``margin_gamma`` and :math:`\rho` = ``margin_fraction``). Rules are
+    checked every ``check_every`` steps on the whole training set.
+
+    Parameters
+    ----------
+    optimizer : str, default "sgd"
+        ``"sgd"`` (optionally with momentum) or ``"adamw"``; one of ('sgd', 'adamw').
+    lr : float, default 0.1
+        Learning rate; a finite number > 0.
+    momentum : float, default 0.0
+        SGD's momentum (ignored by AdamW); a finite number in [0, 1).
+    weight_decay : float, default 0.0
+        Weight decay (coupled for SGD, decoupled for AdamW, as in PyTorch); a finite number >= 0.
+    batch_size : int or None, default 64
+        Minibatch size (None: full batch); an int >= 1 or None.
+    epochs : int, default 10
+        Number of passes over the training set; an int >= 1.
+    steps : int or None, default None
+        Cap on the number of updates (None: no cap); an int >= 1 or None.
+    loss : str, default "cross_entropy"
+        The loss, ``"cross_entropy"`` or ``"mse"`` (see :func:`gtlib.train.loss_fn`).
+    target_train_acc : float or None, default None
+        Training accuracy at which training stops (None: no such rule); a finite number in
+        [0, 1] or None.
+    margin_gamma : float or None, default None
+        Margin that a fraction ``margin_fraction`` of the training points must reach for training
+        to stop (None: no such rule); a finite number > 0 or None.
+    margin_fraction : float, default 0.99
+        See ``margin_gamma``; a finite number in [0, 1].
+    check_every : int, default 50
+        Steps between two checks of the stop rules (and two rows of the
+        :class:`gtlib.train.History`); an int >= 1.
+    seed : int, default 0
+        Seed of the minibatch order; an int >= 0.
+
+    References
+    ----------
+    Nagarajan, V. and Kolter, J. Z. (2019). Uniform convergence may be unable to explain
+    generalization in deep learning. NeurIPS.
     """
 
     optimizer: str = param("sgd", Options(OPTIMIZERS))
@@ -65,7 +115,24 @@ class TrainConfig(Config):
 
 @dataclass
 class History(Result):
-    """What happened during training: one row per check (``step``), plus probe outputs."""
+    """What happened during training: one row per check (``step``), plus probe outputs.
+
+    Parameters
+    ----------
+    step : list of int, optional
+        The step of every check (the number of updates taken before it).
+    loss : list, optional
+        The training loss at every check: a float, or a ``(E,)`` tensor for an ensemble.
+    train_acc : list, optional
+        The training accuracy at every check: a float, or a ``(E,)`` tensor for an ensemble.
+    probes : dict of str to list, optional
+        Per probe name, the probe's value at every check (see :func:`gtlib.train.train`);
+        :func:`gtlib.train.train_ensemble` adds ``"stop_step"``, each member's stopping step.
+    stopped_by : str, default "epochs"
+        The rule that ended training: ``"epochs"`` (the length of the run),
+        ``"target_train_acc"``, ``"margin"`` or, for an ensemble, ``"all members met the stop
+        rule"``.
+    """
 
     step: list[int] = field(default_factory=list)
     loss: list[float] = field(default_factory=list)
@@ -75,13 +142,41 @@ class History(Result):
 
     @property
     def steps_taken(self) -> int:
+        """The step of the last check (0 before any)."""
         return self.step[-1] if self.step else 0
 
 
 def margins(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Multiclass margins ``f_y(x) - max_{j != y} f_j(x)`` (positive means correctly classified).
+    r"""Multiclass margins ``f_y(x) - max_{j != y} f_j(x)`` (positive means correctly classified).
 
-    Works on ``(n, C)`` logits, or ``(E, n, C)`` for an ensemble.
+    Works on ``(n, C)`` logits, or ``(E, n, C)`` for an ensemble:
+
+    .. math::
+
+        \gamma(x, y) = f_y(x) - \max_{j \neq y} f_j(x).
+
+    Parameters
+    ----------
+    logits : torch.Tensor
+        The outputs ``f(x)``, ``(n, C)`` or ``(E, n, C)``; floating point, finite, not empty.
+    y : torch.Tensor
+        Integer labels in ``[0, C)``, ``(n,)``, or ``(E, n)`` with ``(E, n, C)`` logits.
+
+    Returns
+    -------
+    torch.Tensor
+        The margins, ``(n,)`` or ``(E, n)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``logits`` is not a finite non-empty float ``(n, C)`` or ``(E, n, C)`` tensor, or ``y``
+        not labels that match it.
+
+    References
+    ----------
+    Bartlett, P. L., Foster, D. J. and Telgarsky, M. (2017). Spectrally-normalized margin bounds
+    for neural networks. NeurIPS.
     """
     _check_logits(logits, y, finite=True)
     return member_margins(logits, y)
@@ -106,15 +201,67 @@ def _check_logits(logits, y, finite: bool = False) -> None:
 
 
 def accuracy(logits: torch.Tensor, y: torch.Tensor) -> float | torch.Tensor:
-    """Fraction of rows whose arg-max equals the label (per member for ``(E, n, C)`` logits)."""
+    r"""Fraction of rows whose arg-max equals the label (per member for ``(E, n, C)`` logits).
+
+    .. math::
+
+        \mathrm{acc} = \frac{1}{n} \sum_{i=1}^{n} \mathbb{1}\big[\arg\max_j f_j(x_i) = y_i\big]
+
+    Parameters
+    ----------
+    logits : torch.Tensor
+        The outputs, ``(n, C)`` or ``(E, n, C)``; floating point, finite, not empty.
+    y : torch.Tensor
+        Integer labels in ``[0, C)``, ``(n,)``, or ``(E, n)`` with ``(E, n, C)`` logits.
+
+    Returns
+    -------
+    float or torch.Tensor
+        The accuracy as a float for ``(n, C)`` logits, a ``(E,)`` tensor for ``(E, n, C)`` ones.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``logits`` is not a finite non-empty float ``(n, C)`` or ``(E, n, C)`` tensor, or ``y``
+        not labels that match it.
+    """
     _check_logits(logits, y, finite=True)
     correct = (logits.argmax(-1) == y).float()
     return correct.mean().item() if logits.ndim == 2 else correct.mean(-1)
 
 
 def loss_fn(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Mean loss over the last-but-one axis: cross-entropy, or MSE to one-hot targets (summed over
-    the classes)."""
+    r"""Mean loss over the points: cross-entropy, or MSE to one-hot targets.
+
+    The mean is over the last-but-one axis (and over the members for ``(E, n, C)`` logits); MSE
+    sums the squared error over the classes. With ``z = logits``,
+
+    .. math::
+
+        \mathrm{CE} = -\frac{1}{n} \sum_{i=1}^{n} \log \operatorname{softmax}(z_i)_{y_i},
+        \qquad
+        \mathrm{MSE} = \frac{1}{n} \sum_{i=1}^{n} \lVert z_i - \mathrm{onehot}(y_i) \rVert_2^2.
+
+    Parameters
+    ----------
+    name : str
+        ``"cross_entropy"`` or ``"mse"``.
+    logits : torch.Tensor
+        The outputs, ``(n, C)`` or ``(E, n, C)``; floating point, finite, not empty.
+    y : torch.Tensor
+        Integer labels in ``[0, C)``, ``(n,)``, or ``(E, n)`` with ``(E, n, C)`` logits.
+
+    Returns
+    -------
+    torch.Tensor
+        The mean loss, a scalar (differentiable).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``name`` is not a known loss, ``logits`` is not a finite non-empty float tensor of
+        shape ``(n, C)`` or ``(E, n, C)``, or ``y`` not labels that match it.
+    """
     Options(LOSSES).check("name", name)
     _check_logits(logits, y, finite=True)
     return _loss(name, logits, y)
@@ -131,7 +278,30 @@ def _loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
-    """The optimizer named by ``cfg`` over ``params`` (``cfg.optimizer`` in :data:`OPTIMIZERS`)."""
+    """The optimizer named by ``cfg`` over ``params`` (``cfg.optimizer`` in :data:`OPTIMIZERS`).
+
+    Parameters
+    ----------
+    params : iterable of torch.Tensor
+        The tensors to optimize (e.g. ``model.parameters()``); at least one.
+    cfg : TrainConfig
+        Supplies ``optimizer``, ``lr``, ``momentum`` (SGD only) and ``weight_decay``.
+
+    Returns
+    -------
+    torch.optim.Optimizer
+        ``torch.optim.SGD`` or ``torch.optim.AdamW`` with the settings of ``cfg``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``cfg`` is not a valid :class:`gtlib.train.TrainConfig`, or ``params`` is not a
+        non-empty iterable of tensors.
+
+    References
+    ----------
+    Loshchilov, I. and Hutter, F. (2019). Decoupled weight decay regularization. ICLR.
+    """
     _check_cfg(cfg)
     if isinstance(params, (torch.Tensor, str)) or not hasattr(params, "__iter__"):
         raise TypeError(f"params must be an iterable of tensors, got {type(params).__name__}")
@@ -152,7 +322,28 @@ def _check_cfg(cfg) -> "TrainConfig":
 
 
 def total_steps(n: int, cfg: TrainConfig) -> int:
-    """Number of updates ``cfg`` allows on ``n`` training points (before any early stop)."""
+    """Number of updates ``cfg`` allows on ``n`` training points (before any early stop).
+
+    That is ``cfg.epochs`` times the number of minibatches per epoch (``ceil(n / batch_size)``,
+    1 for full batch), capped at ``cfg.steps``.
+
+    Parameters
+    ----------
+    n : int
+        Number of training points; an int >= 1.
+    cfg : TrainConfig
+        Supplies ``epochs``, ``batch_size`` and ``steps``.
+
+    Returns
+    -------
+    int
+        The number of updates.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``n`` is not an int >= 1 or ``cfg`` not a valid :class:`gtlib.train.TrainConfig`.
+    """
     n = check_int("n", n)
     _check_cfg(cfg)
     per_epoch = 1 if cfg.batch_size is None else -(-n // cfg.batch_size)
@@ -161,8 +352,33 @@ def total_steps(n: int, cfg: TrainConfig) -> int:
 
 
 def batch_indices(n: int, cfg: TrainConfig, generator: torch.Generator, device) -> Iterator:
-    """An endless iterator over the index tensors of the minibatches: a fresh permutation per
-    epoch, last batch short (``n`` must be >= 1: there is no batch to draw from no data)."""
+    """An endless iterator over the index tensors of the minibatches.
+
+    A fresh permutation per epoch, the last batch short (``n`` must be >= 1: there is no batch to
+    draw from no data); with ``cfg.batch_size=None`` every batch is the whole training set.
+
+    Parameters
+    ----------
+    n : int
+        Number of training points; an int >= 1.
+    cfg : TrainConfig
+        Supplies ``batch_size``.
+    generator : torch.Generator
+        The source of the permutations (seed it for a reproducible order).
+    device : str or torch.device
+        Where the index tensors live.
+
+    Returns
+    -------
+    iterator of torch.Tensor
+        The minibatches' index tensors (int64), without end.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``n`` is not an int >= 1, ``cfg`` not a valid :class:`gtlib.train.TrainConfig`,
+        ``generator`` not a ``torch.Generator`` or ``device`` not a device.
+    """
     n = check_int("n", n)
     _check_cfg(cfg)
     if not isinstance(generator, torch.Generator):
@@ -184,9 +400,28 @@ def _batches(n: int, batch_size: int | None, generator: torch.Generator, device)
 
 def check_data(x: torch.Tensor, y: torch.Tensor, num_classes: int | None = None,
                per_member: int | None = None) -> None:
-    """Refuse training data that cannot be trained on: ``x`` must be a non-empty finite float
-    ``(n, d)`` tensor, ``y`` integer labels ``(n,)`` (or ``(per_member, n)``) in
-    ``[0, num_classes)`` on the same device."""
+    """Refuse training data that cannot be trained on.
+
+    ``x`` must be a non-empty finite float ``(n, d)`` tensor, ``y`` integer labels ``(n,)`` (or
+    ``(per_member, n)``) in ``[0, num_classes)`` on the same device.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Training inputs, ``(n, d)``.
+    y : torch.Tensor
+        Integer labels, ``(n,)`` or ``(per_member, n)``.
+    num_classes : int or None, default None
+        The number of classes C (None: any non-negative label).
+    per_member : int or None, default None
+        The number E of members that may each have their own labelling (None: ``y`` must be
+        ``(n,)``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If the data are not as described (the message names ``x`` or ``y``).
+    """
     if num_classes is not None:
         check_int("num_classes", num_classes)
     if per_member is not None:
@@ -209,7 +444,33 @@ def check_data(x: torch.Tensor, y: torch.Tensor, num_classes: int | None = None,
 
 
 def stop_reason(logits: torch.Tensor, y: torch.Tensor, cfg: TrainConfig) -> str | None:
-    """Which stop rule (if any) the training-set ``logits`` meet."""
+    """Which stop rule (if any) the training-set ``logits`` meet.
+
+    Parameters
+    ----------
+    logits : torch.Tensor
+        The model's outputs on the whole training set, ``(n, C)``.
+    y : torch.Tensor
+        The training labels, ``(n,)``.
+    cfg : TrainConfig
+        Supplies the rules: ``target_train_acc``, ``margin_gamma`` and ``margin_fraction``.
+
+    Returns
+    -------
+    str or None
+        ``"target_train_acc"``, ``"margin"``, or None if no rule is met.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``cfg`` is not a valid :class:`gtlib.train.TrainConfig`, ``logits`` not a finite
+        non-empty float tensor, or ``y`` not labels that match it.
+
+    References
+    ----------
+    Nagarajan, V. and Kolter, J. Z. (2019). Uniform convergence may be unable to explain
+    generalization in deep learning. NeurIPS.
+    """
     _check_cfg(cfg)
     _check_logits(logits, y, finite=True)
     return _stop_reason(logits, y, cfg)
@@ -235,16 +496,52 @@ def _out_features(model: nn.Module) -> int | None:
 
 def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
           probes: dict[str, Callable[[nn.Module], object]] | None = None) -> History:
-    """Train ``model`` on ``(x, y)`` in place and return its :class:`History`.
+    r"""Train ``model`` on ``(x, y)`` in place and return its :class:`gtlib.train.History`.
 
     ``probes`` maps a name to a function of the model evaluated at every check (e.g. test accuracy
-    or a weight norm); its values are stored in ``history.probes[name]``.
+    or a weight norm); its values are stored in ``history.probes[name]``. Each update is a step of
+    the optimizer of ``cfg`` on the mean loss of a minibatch ``B`` (see
+    :func:`gtlib.train.loss_fn`),
+
+    .. math::
+
+        \theta \leftarrow \theta - \eta\, \nabla_\theta \frac{1}{|B|} \sum_{i \in B}
+        \ell\big(f_\theta(x_i), y_i\big)
+
+    for plain SGD with learning rate :math:`\eta`; training stops at the first rule of ``cfg``
+    met (see :class:`gtlib.train.TrainConfig`).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        One network (not a :class:`gtlib.models.BatchedMLP`: use
+        :func:`gtlib.train.train_ensemble`), trained in place.
+    x : torch.Tensor
+        Training inputs ``(n, d)``; finite, the model's dtype.
+    y : torch.Tensor
+        Integer labels ``(n,)`` in ``[0, C)``.
+    cfg : TrainConfig
+        How to train (optimizer, learning rate, batch size, length, stop rules).
+    probes : dict of str to callable or None, default None
+        Functions of the model evaluated at every check; values in ``history.probes[name]``.
+
+    Returns
+    -------
+    History
+        The loss and training accuracy at every check, the probes' values and the rule that
+        stopped training.
 
     Raises
     ------
     TypeError, ValueError
         If ``x`` is not a non-empty finite float ``(n, d)`` tensor, ``y`` not ``n`` integer labels
-        in ``[0, C)`` for the model's ``C`` outputs, or ``cfg`` not a :class:`TrainConfig`.
+        in ``[0, C)`` for the model's ``C`` outputs, or ``cfg`` not a
+        :class:`gtlib.train.TrainConfig`.
+
+    References
+    ----------
+    Nagarajan, V. and Kolter, J. Z. (2019). Uniform convergence may be unable to explain
+    generalization in deep learning. NeurIPS.
     """
     _check_cfg(cfg)
     if not isinstance(model, nn.Module):
@@ -311,16 +608,22 @@ def ensemble_loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Ten
     Parameters
     ----------
     name : str
-        ``"cross_entropy"`` or ``"mse"`` (see :data:`LOSSES`).
-    logits : tensor ``(E, n, C)``
-        The members' outputs.
-    y : tensor ``(n,)`` or ``(E, n)``
-        Integer labels in ``[0, C)``, shared or one labelling per member.
+        ``"cross_entropy"`` or ``"mse"`` (see ``LOSSES``).
+    logits : torch.Tensor
+        The members' outputs, ``(E, n, C)``.
+    y : torch.Tensor
+        Integer labels in ``[0, C)``, ``(n,)`` shared or ``(E, n)`` one labelling per member.
 
     Returns
     -------
-    tensor ``(E,)``
-        Each member's mean loss.
+    torch.Tensor
+        Each member's mean loss, ``(E,)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``name`` is not a known loss, ``logits`` not a float ``(E, n, C)`` tensor, or ``y``
+        not labels that match it.
     """
     Options(LOSSES).check("name", name)
     Tensor("float", 3).check("logits", logits)
@@ -360,15 +663,16 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
     ----------
     model : BatchedMLP
         The stack to train (in place).
-    x : tensor ``(n, d)``
-        Training inputs, finite, the model's dtype.
-    y : tensor ``(n,)`` or ``(E, n)``
-        Shared labels, or one labelling per member (e.g. different corruption levels).
+    x : torch.Tensor
+        Training inputs ``(n, d)``, finite, the model's dtype.
+    y : torch.Tensor
+        Shared labels ``(n,)``, or one labelling ``(E, n)`` per member (e.g. different corruption
+        levels).
     cfg : TrainConfig
         How to train (optimizer, learning rate, batch size, length, stop rules).
-    seeds : sequence of int or None
-        One minibatch seed per member; default ``cfg.seed + i``.
-    probes : dict of str to callable or None
+    seeds : sequence of int or None, default None
+        One minibatch seed per member; None: ``cfg.seed + i``.
+    probes : dict of str to callable or None, default None
         Functions of the model evaluated at every check; values in ``history.probes[name]``.
 
     Returns
@@ -382,6 +686,11 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
     TypeError, ValueError
         If ``model`` is not a :class:`~gtlib.models.BatchedMLP`, the data do not fit it, or the
         seeds are not one per member.
+
+    References
+    ----------
+    Nagarajan, V. and Kolter, J. Z. (2019). Uniform convergence may be unable to explain
+    generalization in deep learning. NeurIPS (the margin stop rule).
     """
     _check_cfg(cfg)
     if not isinstance(model, BatchedMLP):
@@ -435,31 +744,48 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
 def train_sequentially(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
                        in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
                        act: str = "relu") -> list[MLP]:
-    """The reference the engine is checked against: the loop a reader would write with PyTorch
-    alone, one model after another (``torch.optim``, ``loss.backward()``).
+    """Train one MLP per seed with a plain PyTorch loop, the reference for the engine.
 
-    Model ``i`` is ``make_mlp(seeds[i], ...)`` trained for the full length of ``cfg`` on the
-    minibatches :func:`batch_indices` draws from seed ``seeds[i]``: the initialization and the
-    order :func:`train_ensemble` gives member ``i``. It shares no code with
-    :mod:`gtlib.engine`, so the two agreeing is evidence for both.
+    This is the loop a reader would write with PyTorch alone, one model after another
+    (``torch.optim``, ``loss.backward()``). Model ``i`` is ``make_mlp(seeds[i], ...)`` trained
+    for the full length of ``cfg`` on the minibatches :func:`gtlib.train.batch_indices` draws from
+    seed ``seeds[i]``: the initialization and the order :func:`gtlib.train.train_ensemble` gives
+    member ``i``. It shares no code with :mod:`gtlib.engine`, so the two agreeing is evidence for
+    both.
 
     Parameters
     ----------
     seeds : sequence of int
         One seed per model (initialization and minibatch order).
-    x : tensor ``(n, d)``
-        Training inputs.
-    y : tensor ``(n,)``
-        Integer labels in ``[0, out_dim)``.
+    x : torch.Tensor
+        Training inputs ``(n, d)``.
+    y : torch.Tensor
+        Integer labels ``(n,)`` in ``[0, out_dim)``.
     cfg : TrainConfig
         How to train; must not set a stop rule (the reference has a fixed length).
-    in_dim, width, depth, out_dim, bias, act
-        The models' shape, as for :func:`~gtlib.models.make_mlp`.
+    in_dim : int
+        Input size, as for :func:`~gtlib.models.make_mlp`.
+    width : int
+        Hidden units per layer.
+    depth : int
+        Number of hidden layers.
+    out_dim : int
+        Number of classes.
+    bias : bool, default True
+        Whether the linear layers have biases.
+    act : str, default "relu"
+        The activation's name.
 
     Returns
     -------
     list of MLP
         The trained models, in the order of ``seeds``, on ``x``'s device and dtype.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``cfg`` is not a valid :class:`gtlib.train.TrainConfig` or sets a stop rule, the data
+        are refused by :func:`gtlib.train.check_data`, or the seeds or shape are invalid.
     """
     _check_cfg(cfg)
     out_dim = check_int("out_dim", out_dim)
