@@ -1309,7 +1309,7 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds: Dataset, seed: int = 0) -> MLPSweepRe
 
     Train ``cfg.replicates`` MLPs per width on ``ds`` with ``cfg.label_noise`` of its labels corrupted.
 
-    Each group of widths (times the replicates) is one masked :class:`BatchedMLP` whose members
+    Each group of widths (times the replicates) is one masked :class:`gtlib.models.BatchedMLP` whose members
     share the group's maximum width, trained with SGD + momentum exactly as separate networks
     would be. Errors are averaged over the replicates (different initializations and minibatch
     orders). Returns widths, parameter counts, train error (on the noisy labels), test error (on
