@@ -4,7 +4,8 @@ This module backs the chapter ``book/uniform-convergence.ipynb``. Read it top to
 
 1. **Random and corrupted labels** (Zhang, Bengio, Hardt, Recht and Vinyals, ICLR 2017, Figure 1):
    the same network and SGD that generalize on true labels memorize random ones.
-   :class:`CorruptionConfig`, :func:`corruption_experiment`.
+   :class:`CorruptionConfig`, :func:`corruption_experiment`, :func:`cnn_randomization` and its
+   capacity null :func:`linear_randomization`.
 2. **Norms and norm-based bounds**: spectral norms, (2,1)-norms, distance from initialization
    (Nagarajan and Kolter 2017), the spectrally normalized margin bound of Bartlett, Foster and
    Telgarsky (NeurIPS 2017, Theorem 1.1) and the PAC-Bayesian bound of Neyshabur, Bhojanapalli and
@@ -14,7 +15,8 @@ This module backs the chapter ``book/uniform-convergence.ipynb``. Read it top to
 4. **Training to a fixed margin as n grows** (Nagarajan and Kolter, NeurIPS 2019, Figure 1):
    :func:`train_on_subsets` trains one network per training-set size in a single batched loop,
    member ``i`` on the first ``sizes[i]`` points, each with its own stop rule.
-   :class:`MarginSweepConfig`, :func:`margin_sweep`.
+   :class:`MarginSweepConfig`, :func:`margin_sweep`, and the margin a network actually reached,
+   :func:`realized_margin`.
 5. **The overparameterized linear construction** (Nagarajan and Kolter 2019, Section 3.1) with its
    set S' of negated noise: :func:`linear_data`, :func:`one_step_gd`, :func:`linear_sprime`,
    :func:`linear_errors`, :func:`linear_sweep`.
@@ -38,8 +40,8 @@ from .checks import (SEED, Constraint, Device, InstanceOf, Interval, Options, Te
                      positive, tuple_of)
 from .config import Config, Result, param
 from .data import corrupt_labels, mnist1d
-from .engine import (ReplacementBatches, StackedOptimizer, StreamBatches, _member_batch, fit,
-                     stop_rule)
+from .engine import (ReplacementBatches, StackedOptimizer, StreamBatches, _margins,
+                     _member_batch, fit, stop_rule)
 from .models import BatchedMLP
 from .train import TrainConfig, accuracy, _ensemble_loss, train_ensemble
 
@@ -50,8 +52,8 @@ __all__ = [
     # functions
     "bartlett_bound", "boundary_slice", "bulge_width", "cap_fraction", "cnn_randomization",
     "corruption_experiment", "corruption_nn_test_error", "distance_from_init", "linear_errors",
-    "linear_nn_errors", "linear_sweep", "log_ticks", "margin_sweep", "plot_slice", "slice_points",
-    "spheres_sweep",
+    "linear_nn_errors", "linear_randomization", "linear_sweep", "log_ticks", "margin_sweep",
+    "plot_slice", "realized_margin", "slice_points", "spheres_sweep",
 ]
 
 
@@ -527,6 +529,85 @@ def cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
                                                   for a in train_acc])
 
 
+@boundary(cfg=InstanceOf(CNNRandomizationConfig), seed=SEED, device=_DEVICE)
+def linear_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
+                         device: str | None = None) -> CNNRandomizationResult:
+    """The capacity null of :func:`cnn_randomization`: a linear softmax classifier in the CNN's place.
+
+    Everything but the model is the CNN's: the same training and test signals, the same labellings
+    (``cfg.true_runs`` members on the true labels, ``cfg.random_runs`` on the CNN's random
+    labellings, :func:`gtlib.data.corrupt_labels` with the same seeds), the same minibatch order
+    (:class:`gtlib.engine.ReplacementBatches` with the CNN's seeds), plain SGD at ``cfg.lr`` for at
+    most ``cfg.max_steps`` steps, and the same stop rule (training accuracy at least
+    ``cfg.target_train_acc``, checked every ``cfg.check_every`` steps). The model is
+    ``softmax(x W + b)`` (``W`` of shape ``(40, classes)``, drawn uniformly in ``+-1/sqrt(40)``,
+    ``b = 0``): 410 parameters for 4000 points, too few to memorize a random labelling. It is the
+    measured null of the memorization claim of Zhang et al. (2017), Section 2: with the capacity
+    removed, the same optimizer and step budget no longer fit random labels.
+
+    Parameters
+    ----------
+    cfg : CNNRandomizationConfig
+        The CNN experiment's settings, reused unchanged; a CNNRandomizationConfig.
+    seed : int, default 0
+        Seed of the run's random draws (the CNN run's seed, so the labellings match); an int in
+        [0, 2**63 - 1].
+    device : str | None, default None
+        Torch device of the run (default: ``GTLIB_DEVICE``); an available torch device or None.
+
+    Returns
+    -------
+    CNNRandomizationResult
+        The linear model's training curves and test errors, in the CNN result's layout.
+
+    References
+    ----------
+    Zhang, Bengio, Hardt, Recht and Vinyals (2017), "Understanding deep learning requires
+    rethinking generalization", Section 2.
+    """
+    cfg.validate()
+    seed = check_int("seed", seed, minimum=0)
+    ds = mnist1d(cfg.n_train, cfg.n_test, device=device)
+    dev, C = ds.x.device, ds.num_classes
+    K, R = cfg.true_runs, cfg.random_runs
+    ys = torch.stack([ds.y] * K + [corrupt_labels(ds.y, 1.0, C, seed=seed + 1000 + r)
+                                   for r in range(R)])
+    E = K + R
+    gens = [torch.Generator().manual_seed(seed * 100 + 90 + e) for e in range(E)]
+    W = torch.nn.Parameter(torch.stack([(torch.rand(ds.dim, C, generator=g) * 2 - 1)
+                                        / math.sqrt(ds.dim) for g in gens]).to(dev))
+    b = torch.nn.Parameter(torch.zeros(E, 1, C, device=dev))
+
+    def logits(x: torch.Tensor) -> torch.Tensor:          # x (n, 40) or (E, n, 40) -> (E, n, C)
+        return torch.baddbmm(b, x if x.ndim == 3 else x.expand(E, *x.shape), W)
+
+    with torch.no_grad():
+        init_err = (1 - accuracy(logits(ds.x_test), ds.y_test)).tolist()
+    opt = StackedOptimizer([W, b], "sgd", cfg.lr, members=E)
+    batches = ReplacementBatches(cfg.n_train, cfg.batch_size,
+                                 [seed * 100 + 70 + e for e in range(E)], dev)
+    reached = stop_rule(target_train_acc=cfg.target_train_acc)
+
+    def loss(step: int, idx: torch.Tensor) -> torch.Tensor:
+        return _ensemble_loss("cross_entropy", logits(ds.x[idx]), ys.gather(1, idx))
+
+    def check(step: int, due: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return reached(logits(ds.x), ys).cpu() & due
+
+    stop = fit(loss, opt, cfg.max_steps, batches, check, every=cfg.check_every).stop_step
+    with torch.no_grad():
+        test_err = (1 - accuracy(logits(ds.x_test), ds.y_test)).tolist()
+        train_acc = accuracy(logits(ds.x), ys)
+    names = [f"linear, true labels, run {k + 1}" for k in range(K)] + \
+        [f"linear, random labels, run {r + 1}" for r in range(R)]
+    return CNNRandomizationResult(names=names, labels=["true"] * K + ["random"] * R,
+                                  train_acc=train_acc.tolist(), test_error=test_err,
+                                  init_test_error=init_err, stop_step=stop,
+                                  reached_target=[bool(a >= cfg.target_train_acc)
+                                                  for a in train_acc])
+
+
 # ---------------------------------------------------------------------------------------------
 # 2. norms and norm-based bounds
 # ---------------------------------------------------------------------------------------------
@@ -964,13 +1045,58 @@ def train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, sizes:
                           epochs=[s * b / n for s, n in zip(run.stop_step, sizes)])
 
 
+@boundary(logits=Tensor("float", 2), y=Tensor("int", 1), fraction=fraction())
+def realized_margin(logits: torch.Tensor, y: torch.Tensor, fraction: float = 0.99) -> float:
+    """The largest margin ``g`` such that at least ``fraction`` of the points have margin ``>= g``.
+
+    The margin of a point is ``f_y(x) - max_{j != y} f_j(x)``. This is the margin a network
+    trained by Nagarajan and Kolter's stop rule (2019, Sec. 2: at most 1% of the training points
+    with margin below gamma) has actually reached: the stop rule guarantees it is at least gamma,
+    and it exceeds gamma by whatever the last steps before the check added. With ``n`` points it
+    is the ``(n - ceil(fraction * n) + 1)``-th smallest margin.
+
+    .. math::
+
+        \gamma_{\mathrm{real}} = \max\{g : |\{i : f_{y_i}(x_i) - \max_{j \ne y_i} f_j(x_i)
+        \ge g\}| \ge \lceil \mathrm{fraction} \cdot n \rceil\}
+
+    Parameters
+    ----------
+    logits : torch.Tensor
+        Outputs of the network on the points, shape ``(n, classes)``; finite floats.
+    y : torch.Tensor
+        Labels, shape ``(n,)``; ints in ``[0, classes)``.
+    fraction : float, default 0.99
+        Fraction of the points that must reach the margin; a finite number in [0, 1].
+
+    Returns
+    -------
+    float
+        The realized margin.
+
+    References
+    ----------
+    Nagarajan and Kolter (2019), "Uniform convergence may be unable to explain generalization in
+    deep learning", Section 2.
+    """
+    if logits.shape[0] != y.shape[0] or len(y) == 0:
+        raise ValueError(f"logits (n, C) and y (n,) must match and be non-empty, got "
+                         f"{tuple(logits.shape)} and {tuple(y.shape)}")
+    check_labels("y", y, num_classes=logits.shape[1], n=len(y))
+    m = torch.sort(_margins(logits, y)).values            # as the stop rule computes them
+    n = len(m)
+    keep = max(1, math.ceil(fraction * n - 1e-9))       # points that must clear the margin
+    return float(m[n - keep])
+
+
 @dataclass
 class MarginSweepConfig(Config):
     """Nagarajan and Kolter's Figure 1 on MNIST-1D: train to a fixed margin at several n.
 
     One bias-free ReLU MLP per training-set size (nested prefixes of one pool), plain SGD,
     stopped once ``margin_fraction`` of the training points have margin at least ``gamma``
-    (the paper: depth 5, width 1024, lr 0.1, batch 64, margin 10, 99%).
+    (the defaults of the authors' public code, ``experiments.py``: depth 5, width 500, no biases,
+    SGD lr 0.1, batch 64, margin 10, at most 0.1% of the points below it, sigmoid cross-entropy).
 
     Parameters
     ----------
@@ -1024,6 +1150,9 @@ class MarginSweepResult(Result):
 
     ``init_test_error`` and ``init_spectral_product`` are the same members' values at
     initialization, before training (the baseline in which n plays no role).
+    ``realized_margin`` is each member's margin at stop on its own training set
+    (:func:`realized_margin` at ``margin_fraction``): at least ``gamma`` by the stop rule, and the
+    bounds, evaluated at ``gamma``, are fair only if it is not much larger.
     """
 
     sizes: list[int]
@@ -1034,6 +1163,7 @@ class MarginSweepResult(Result):
     fits: dict = field(default_factory=dict)
     init_test_error: list[float] = field(default_factory=list)
     init_spectral_product: list[float] = field(default_factory=list)
+    realized_margin: list[float] = field(default_factory=list)   # see realized_margin()
 
     def series(self) -> dict[str, np.ndarray]:
         """The quantities plotted against n, by name."""
@@ -1103,11 +1233,13 @@ def margin_sweep(cfg: MarginSweepConfig, seed: int = 0, device: str | None = Non
                            check_every_epochs=cfg.check_every_epochs, max_epochs=cfg.max_epochs)
     with torch.no_grad():
         test_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
+        realized = [realized_margin(_member_logits(model, i, ds.x[:n]), ds.y[:n],
+                                    cfg.margin_fraction) for i, n in enumerate(used)]
     measures = [network_measures([w[i].detach() for w in model.weights], [w0[i] for w0 in init],
                                  ds.x[:n], cfg.gamma) for i, n in enumerate(used)]
     res = MarginSweepResult(sizes=sizes, test_error=test_err, met_margin=run.met_rule,
                             epochs=run.epochs, measures=measures, init_test_error=init_err,
-                            init_spectral_product=init_spec)
+                            init_spectral_product=init_spec, realized_margin=realized)
     res.fits = {k: power_law_fit(sizes, v) for k, v in res.series().items()}
     return res
 
@@ -1459,7 +1591,7 @@ class SpheresConfig(Config):
     d: int = param(200, count(2))
     radii: tuple = param((1.0, 1.2), tuple_of(positive(), min_len=2, increasing="strict"),
                          doc="(inner, outer)")
-    sizes: tuple = param((256, 512, 1024, 2048), tuple_of(count(), min_len=2, increasing="strict"))
+    sizes: tuple = param((256, 512, 1024, 2048), tuple_of(count(), min_len=1, increasing="strict"))
     n_test: int = param(4000, count())
     width: int = param(2000, count())
     lr: float = param(0.5, positive())

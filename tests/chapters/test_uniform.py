@@ -1841,6 +1841,40 @@ def test_bulge_width_against_a_reference_walk_on_a_random_member():
 # =================================================================================================
 # uniform.cap_fraction
 # =================================================================================================
+def test_linear_randomization_is_the_cnn_experiment_with_a_linear_model():
+    cfg = U.CNNRandomizationConfig(n_train=200, n_test=50, lr=0.1, batch_size=20,
+                                   max_steps=300, check_every=50, true_runs=2, random_runs=2)
+    r = U.linear_randomization(cfg, seed=0)
+    assert r.labels == ["true", "true", "random", "random"] and len(r.stop_step) == 4
+    # 410 parameters cannot fit 200 random labels: the random members run the whole budget
+    assert r.stop_step[2:] == [300, 300] and not any(r.reached_target[2:])
+    assert max(r.train_acc[2:]) < 0.9
+    assert all(0 <= e <= 1 for e in r.test_error + r.init_test_error)
+    # with more parameters than points the same model fits any labelling and stops at a check
+    tiny = U.CNNRandomizationConfig(n_train=12, n_test=20, lr=0.5, batch_size=12,
+                                    max_steps=4000, check_every=10, true_runs=2, random_runs=1)
+    t = U.linear_randomization(tiny, seed=0)
+    assert all(t.reached_target) and max(t.stop_step) < 4000 and min(t.train_acc) >= 0.99
+
+
+def test_realized_margin_known_answers():
+    # two classes; the margin of point i is logits[i, y_i] - logits[i, other]: 5 1 3 -2 4
+    y = torch.tensor([0, 0, 0, 0, 1])
+    logits = torch.tensor([[5.0, 0], [1, 0], [3, 0], [-2, 0], [0, 4]])
+    assert U.realized_margin(logits, y, 1.0) == -2.0       # every point: the smallest margin
+    assert U.realized_margin(logits, y, 0.8) == 1.0        # 4 of 5 points have margin >= 1
+    assert U.realized_margin(logits, y, 0.6) == 3.0        # 3 of 5
+    assert U.realized_margin(logits, y, 0.61) == 1.0       # 3.05 points: 4 must clear it
+    # the stop rule at gamma = the realized margin is met, and just above it is not
+    from gtlib.engine import stop_rule
+    for f in (0.6, 0.61, 0.8):
+        g = U.realized_margin(logits, y, f)
+        assert bool(stop_rule(margin_gamma=g, margin_fraction=f)(logits, y))
+        assert not bool(stop_rule(margin_gamma=g + 1e-3, margin_fraction=f)(logits, y))
+    with pytest.raises(ValueError):
+        U.realized_margin(logits, y[:3])
+
+
 def test_bulge_and_cap():
     assert U.cap_fraction(3, 60.0) == pytest.approx(0.25)            # (1 - cos 60) / 2
     assert U.cap_fraction(2, 90.0) == pytest.approx(0.5)
