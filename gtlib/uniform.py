@@ -1057,8 +1057,8 @@ def realized_margin(logits: torch.Tensor, y: torch.Tensor, fraction: float = 0.9
 
     .. math::
 
-        \gamma_{\mathrm{real}} = \max\{g : |\{i : f_{y_i}(x_i) - \max_{j \ne y_i} f_j(x_i)
-        \ge g\}| \ge \lceil \mathrm{fraction} \cdot n \rceil\}
+        \\gamma_{\\mathrm{real}} = \\max\\{g : |\\{i : f_{y_i}(x_i) - \\max_{j \\ne y_i} f_j(x_i)
+        \\ge g\\}| \\ge \\lceil \\mathrm{fraction} \\cdot n \\rceil\\}
 
     Parameters
     ----------
