@@ -23,6 +23,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -416,14 +417,22 @@ def _accessible_citations(app, pagename, templatename, context, doctree):
 def _lazy_images(app, pagename, templatename, context, doctree):
     """Let the browser fetch a figure only when the reader scrolls near it: a chapter holds 6-12
     figures (0.1-0.3 MB each) and most lie far below the first screen, so on a slow phone link
-    the page is readable long before its last figure arrives. The first image stays eager (it
-    may be on the first screen). The PDF tool makes every image eager before it prints."""
+    the page is readable long before its last figure arrives. The first figure stays eager (it
+    may be on the first screen), and so do small images that are not figures (the Colab logo of
+    the student link). The PDF tool makes every image eager before it prints."""
     body = context.get("body")
-    if not isinstance(body, str) or body.count("<img ") < 2:
+    if not isinstance(body, str) or "<img " not in body:
         return
-    first = body.index("<img ") + len("<img ")
-    rest = body[first:].replace("<img ", '<img loading="lazy" decoding="async" ')
-    context["body"] = body[:first] + rest
+    seen = [0]
+
+    def tag(m):
+        if "_images/" not in m.group(0):
+            return m.group(0)
+        seen[0] += 1
+        return m.group(0) if seen[0] == 1 else m.group(0).replace(
+            "<img ", '<img loading="lazy" decoding="async" ', 1)
+
+    context["body"] = re.sub(r"<img [^>]*>", tag, body)
 
 
 def _take_over_hide_solutions(app, config):
