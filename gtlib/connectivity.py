@@ -1657,7 +1657,7 @@ def train_pairs(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed:
     y : torch.Tensor
         Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     seed : int, default 0
-        Seed of the run's random draws; an int in [0, 9223344366820].
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
     snapshots : dict | None, default None
         Epochs at which the networks are recorded; a dict or None.
 
@@ -1818,7 +1818,7 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     y_test : torch.Tensor
         Test labels; a torch.Tensor (non-empty, integer, 1-dimensional).
     seed : int, default 0
-        Seed of the run's random draws; an int in [0, 9223344366820].
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
     recipe : Recipe | None, default None
         The training recipe; a Recipe or None.
     control : bool, default True
@@ -1976,7 +1976,7 @@ def depth_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed:
     y : torch.Tensor
         Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     seed : int, default 0
-        Seed of the run's random draws; an int in [0, 9223344366820].
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
 
     Returns
     -------
@@ -2170,7 +2170,7 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
     y_test : torch.Tensor
         Test labels; a torch.Tensor (non-empty, integer, 1-dimensional).
     seed : int, default 0
-        Seed of the run's random draws; an int in [0, 9223344366820].
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
     x_pre : torch.Tensor | None, default None
         Pretraining inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
     y_pre : torch.Tensor | None, default None
@@ -2354,7 +2354,7 @@ def pretraining_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     y_test : torch.Tensor
         Test labels; a torch.Tensor (non-empty, integer, 1-dimensional).
     seed : int, default 0
-        Seed of the run's random draws; an int in [0, 9223344366820].
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
     x_pre : torch.Tensor | None, default None
         Pretraining inputs; a torch.Tensor (non-empty, floating-point, 2-dimensional, finite).
     y_pre : torch.Tensor | None, default None
@@ -2472,7 +2472,7 @@ def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed
     y : torch.Tensor
         Integer labels of ``x``; a torch.Tensor (non-empty, integer, 1-dimensional).
     seed : int, default 0
-        Seed of the run's random draws; an int in [0, 9223372036854775806].
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
     max_iter : int, default 100
         Most iterations; an int >= 1.
     noise : float, default 0.0

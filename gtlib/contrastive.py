@@ -919,7 +919,7 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
         Pruning fraction of each model; a tuple (at least 1 item) of items each a finite number in
         [0, 1].
     seed : int, default 0
-        Seed of the run's random draws; an int in [0, 9223372036854774].
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
     replicates : int | None, default None
         Independent repetitions; an int in [1, 999] or None.
     hard_mask : bool, default False
@@ -1475,7 +1475,7 @@ def condition_table(run: EncoderRun, seed: int = 0) -> dict:
         The training run (:func:`train_encoders`); a training run, as returned by the chapter's
         training function; an EncoderRun.
     seed : int, default 0
-        Seed of the run's random draws; an int in [0, 9223372036854765807].
+        Seed of the run's random draws; an int in [0, 2**63 - 1].
 
     Returns
     -------
