@@ -720,11 +720,13 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
     def loss(step: int, idx: torch.Tensor | None) -> torch.Tensor:
         if idx is None:
             return _ensemble_loss(cfg.loss, model._logits(x), y_full)
-        return _ensemble_loss(cfg.loss, model._logits(x[idx]), y_full.gather(1, idx))
+        # shared labels: one plain index (gathering from the expanded view is slower)
+        y_batch = y[idx] if y.ndim == 1 else y.gather(1, idx)
+        return _ensemble_loss(cfg.loss, model._logits(x[idx]), y_batch)
 
     def check(step: int, due: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
-            logits = model(x)
+            logits = model._logits(x)  # the data were checked once, above
             hist.step.append(step)
             hist.loss.append(_ensemble_loss(cfg.loss, logits, y_full).cpu())
             acc = accuracy(logits, y_full)
