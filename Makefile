@@ -133,7 +133,7 @@ slides: setup
 
 test: lint unit book claims-gate site-check fresh-seed
 
-# The engine against its peers and the GEMM peak, one process, one thread (about 1-2 minutes).
+# The engine against its peers and the GEMM peak, one process, one thread (about 2-3 minutes of CPU).
 bench: setup
 	PYTHONPATH=$(CURDIR) $(BIN)/python book/_tools/bench_ensemble.py
 

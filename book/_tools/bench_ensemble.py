@@ -18,11 +18,13 @@ each method once, so load from other processes hits them alike), in CPU seconds 
 
 All four start from the same initializations and see the same minibatches (the engine's own
 order), and the ``agree`` column is the largest difference of any parameter from the engine's after
-the timed steps (float32 rounding; AdamW's normalised step turns rounding in near-zero gradients
-into differences of up to a few learning rates, so its column is larger). ``GEMM %`` is the step's floating-point work (the forward and backward matrix
-products) as a share of the single-thread fp32 ``torch.mm`` peak at 2048 x 2048 measured in this
-run; ``products`` is the time of the step's own matrix products alone (``bmm`` at the step's
-shapes for the batched methods, E separate ``mm`` for the plain loop), the part of a step that no
+``AGREE_STEPS`` steps (float32 rounding; AdamW's normalised step turns rounding in near-zero
+gradients into differences of up to a few learning rates, so its column is larger). Each timed run
+is 40-300 steps, as many as make about ``RUN_S`` of matrix products. ``GEMM %`` is the step's
+floating-point work (the forward and backward matrix products) as a share of the single-thread
+fp32 ``torch.mm`` peak at 2048 x 2048 measured in this run; ``products`` is the time of the step's
+own matrix products alone (``bmm`` at the step's shapes for the batched methods, E separate ``mm``
+for the plain loop), the part of a step that no
 bookkeeping can remove.
 """
 import time
@@ -38,7 +40,13 @@ from gtlib.train import TrainConfig, train_ensemble
 
 torch.set_num_threads(1)
 E, D, C = 8, 40, 10
-REPEATS, STEPS, SHORT = 7, 40, 4
+REPEATS = 7
+#: Each timed run takes about this much of matrix-product time at the GEMM peak (so 0.2-0.4 s of
+#: CPU): long enough that timer resolution and one-off costs are small against it. The steps of a
+#: run are this divided by one step's products, between 40 and 300.
+RUN_S = 0.12
+#: The ``agree`` column compares parameters after this many steps.
+AGREE_STEPS = 40
 ds = data.mnist1d(4000, 1000, device="cpu")
 N = len(ds.y)
 SIZES = [  # (who uses it, width, depth, batch)
@@ -205,26 +213,29 @@ METHODS = {"engine": engine, "plain loop": plain_loop, "torch.func": functorch,
            "baddbmm ref": baddbmm_ref}
 
 
-def bench(width, depth, batch, opt):
+def bench(width, depth, batch, opt, steps: int, short: int):
+    # agreement after AGREE_STEPS steps from the same start (over hundreds of steps float32
+    # rounding differences grow, and the column would measure the dynamics, not the method)
+    agree, ref = {}, None
+    for name, make in METHODS.items():
+        run, params = make(width, depth, batch, opt)
+        run(AGREE_STEPS)
+        if name == "engine":
+            ref = params()
+        else:
+            agree[name] = max(float((a - b).abs().max()) for a, b in zip(params(), ref))
     times = {k: [] for k in METHODS}
-    short = []
-    agree = {}
-    for r in range(REPEATS):
+    short_t = []
+    for _ in range(REPEATS):
         for name, make in METHODS.items():
             make(width, depth, batch, opt)[0](1)  # warm-up (first calls: vmap tracing, ...)
             if name == "engine":
                 run, _ = make(width, depth, batch, opt)
-                short.append(cpu(lambda: run(SHORT)))
-                run, params = make(width, depth, batch, opt)
-                times[name].append(cpu(lambda: run(SHORT + STEPS)))
-                ref = params()
-            else:
-                run, params = make(width, depth, batch, opt)
-                times[name].append(cpu(lambda: run(SHORT + STEPS)))
-                if r == 0:
-                    agree[name] = max(float((a - b).abs().max()) for a, b in zip(params(), ref))
-    per = {k: min(v) / (SHORT + STEPS) for k, v in times.items()}
-    per["engine"] = (min(times["engine"]) - min(short)) / STEPS
+                short_t.append(cpu(lambda: run(short)))
+            run, _ = make(width, depth, batch, opt)
+            times[name].append(cpu(lambda: run(short + steps)))
+    per = {k: min(v) / (short + steps) for k, v in times.items()}
+    per["engine"] = (min(times["engine"]) - min(short_t)) / steps
     return per, agree
 
 
@@ -239,8 +250,9 @@ def main():
     for opt in OPTS:
         print(head)
         for who, width, depth, batch in SIZES:
-            per, agree = bench(width, depth, batch, opt)
             fl = flops(width, depth, batch)
+            steps = int(min(300, max(40, RUN_S / (fl / peak))))
+            per, agree = bench(width, depth, batch, opt, steps, max(4, steps // 10))
             prod = {True: products(width, depth, batch, True),
                     False: products(width, depth, batch, False)}
             shape = f"40-{'-'.join([str(width)] * depth)}-10/{batch}"
