@@ -492,26 +492,18 @@ class BatchedMLP(nn.Module):
     def _features(self, x: torch.Tensor, keep: bool = True) -> list[torch.Tensor]:
         """:meth:`features` without the checks (training: the data were checked once); with
         ``keep=False`` only the logits."""
-        # Plain lists and locals: this runs at every training step, where attribute lookups
-        # through nn.Module and no-op views (each a node of the backward graph) cost as much as
-        # the small layers' products.
-        weights = list(self.weights._parameters.values())
-        biases = list(self.biases._parameters.values()) if self.has_bias else None
-        mask = self.hidden_mask
-        mask = None if mask is None else mask.unsqueeze(1)
-        act = self.act
-        h = x.unsqueeze(0).expand(weights[0].shape[0], -1, -1) if x.ndim == 2 else x
+        h = x if x.ndim == 3 else x.unsqueeze(0).expand(self.size, -1, -1)
         out = []
-        last = len(weights) - 1
-        for l, w in enumerate(weights):
-            if biases is not None:  # one fused kernel: b + h W^T
-                h = torch.baddbmm(biases[l].unsqueeze(1), h, w.transpose(1, 2))
+        last = len(self.weights) - 1
+        for l, w in enumerate(self.weights):
+            if self.has_bias:  # one fused kernel: b + h W^T
+                h = torch.baddbmm(self.biases[l].unsqueeze(1), h, w.transpose(1, 2))
             else:
                 h = torch.matmul(h, w.transpose(1, 2))
             if l < last:
-                h = act(h)
-                if mask is not None:
-                    h = h * mask
+                h = self.act(h)
+                if self.hidden_mask is not None:
+                    h = h * self.hidden_mask.unsqueeze(1)
             if keep or l == last:
                 out.append(h)
         return out
