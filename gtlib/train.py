@@ -720,7 +720,7 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
     def loss(step: int, idx: torch.Tensor | None) -> torch.Tensor:
         if idx is None:
             return _ensemble_loss(cfg.loss, model._logits(x), y_full)
-        # shared labels: one plain index (gathering from the expanded view is slower)
+        # shared labels: a plain index (faster than gathering from the expanded view)
         y_batch = y[idx] if y.ndim == 1 else y.gather(1, idx)
         return _ensemble_loss(cfg.loss, model._logits(x[idx]), y_batch)
 
