@@ -51,6 +51,14 @@ def parse_seeds(text: str) -> list[int]:
     return out
 
 
+#: Runs a command and writes its CPU seconds (its own and its kernel's, user + system) to a file:
+#: wall time on a shared machine says little about a chapter's budget, CPU time does.
+_TIMED = ("import os, subprocess, sys; p = subprocess.Popen(sys.argv[2:]); "
+          "_, status, use = os.wait4(p.pid, 0); "
+          "open(sys.argv[1], 'w').write(repr(use.ru_utime + use.ru_stime)); "
+          "sys.exit(os.waitstatus_to_exitcode(status))")
+
+
 def run_one(slug: str, seed: int, timeout: int) -> dict:
     results = WORK / f"seed-{seed}"
     results.mkdir(parents=True, exist_ok=True)
@@ -62,8 +70,10 @@ def run_one(slug: str, seed: int, timeout: int) -> dict:
            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("GTLIB_STRICT_CLAIMS", None)
     start = time.time()
-    cmd = [sys.executable, "-m", "pytest", "-q", "--nbval-lax", "-p", "no:cacheprovider",
-           f"book/{slug}.ipynb"]
+    cpu_file = results / f"{slug}.cpu"
+    cpu_file.unlink(missing_ok=True)
+    cmd = [sys.executable, "-c", _TIMED, str(cpu_file), sys.executable, "-m", "pytest", "-q",
+           "--nbval-lax", "-p", "no:cacheprovider", f"book/{slug}.ipynb"]
     try:
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=timeout)
@@ -71,9 +81,11 @@ def run_one(slug: str, seed: int, timeout: int) -> dict:
     except subprocess.TimeoutExpired:
         ok, tail = False, f"timed out after {timeout} s"
     wall = time.time() - start
-    print(f"  {slug} seed {seed}: {'ok' if ok else 'CELL ERRORS'} in {wall:.0f} s", flush=True)
+    cpu = float(cpu_file.read_text()) if cpu_file.exists() else None
+    print(f"  {slug} seed {seed}: {'ok' if ok else 'CELL ERRORS'} in {wall:.0f} s"
+          + ("" if cpu is None else f" ({cpu:.0f} s of CPU)"), flush=True)
     return {"slug": slug, "seed": seed, "ok": ok, "tail": tail, "wall_s": round(wall, 1),
-            "results": stale}
+            "cpu_s": None if cpu is None else round(cpu, 1), "results": stale}
 
 
 def _margins(claim: dict) -> tuple[float | None, str]:
@@ -126,6 +138,7 @@ def aggregate(slug: str, runs: list[dict]) -> dict:
             "command": f"make sweep CHAPTERS={slug}",
             "cell_errors": [r["seed"] for r in runs if not r["ok"]],
             "wall_s": {str(r["seed"]): r["wall_s"] for r in runs},
+            "cpu_s": {str(r["seed"]): r.get("cpu_s") for r in runs},
             "claims": claims}
 
 
