@@ -492,12 +492,13 @@ class BatchedMLP(nn.Module):
     def _features(self, x: torch.Tensor, keep: bool = True) -> list[torch.Tensor]:
         """:meth:`features` without the checks (training: the data were checked once); with
         ``keep=False`` only the logits."""
-        h = x if x.ndim == 3 else x.unsqueeze(0).expand(self.size, -1, -1)
+        weights, biases = self._stacks()
+        h = x if x.ndim == 3 else x.unsqueeze(0).expand(len(weights[0]), -1, -1)
         out = []
-        last = len(self.weights) - 1
-        for l, w in enumerate(self.weights):
-            if self.has_bias:  # one fused kernel: b + h W^T
-                h = torch.baddbmm(self.biases[l].unsqueeze(1), h, w.transpose(1, 2))
+        last = len(weights) - 1
+        for l, w in enumerate(weights):
+            if biases is not None:  # one fused kernel: b + h W^T
+                h = torch.baddbmm(biases[l].unsqueeze(1), h, w.transpose(1, 2))
             else:
                 h = torch.matmul(h, w.transpose(1, 2))
             if l < last:
@@ -507,6 +508,14 @@ class BatchedMLP(nn.Module):
             if keep or l == last:
                 out.append(h)
         return out
+
+    def _stacks(self) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
+        """The stacked weights and biases (None without biases) as plain lists: indexing a
+        ``ParameterList`` goes through ``nn.Module``'s attribute lookup, a cost paid at every
+        training step that is as large as the small layers' products."""
+        weights = list(self.weights._parameters.values())
+        biases = list(self.biases._parameters.values()) if self.has_bias else None
+        return weights, biases
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
         """The logits ``(E, n, C)``, unchecked (the training loop's forward pass)."""
