@@ -1434,7 +1434,8 @@ def width_peak_summary(widths, err_reps, threshold: float | None = None,
 
 
 @boundary(widths=_ARR, err_reps=_Array(2), threshold=positive(optional=True))
-def split_peak_test(widths, err_reps, threshold: float | None = None) -> dict:
+def split_peak_test(widths, err_reps, threshold: float | None = None,
+                    at_threshold: bool = False) -> dict:
     """A width sweep's peak, chosen on one half of the replicates and measured on the other.
 
     Picking the largest of several noisy means (the peak) and the smallest of several others
@@ -1449,6 +1450,10 @@ def split_peak_test(widths, err_reps, threshold: float | None = None) -> dict:
     (``sqrt(s_a^2 / m + s_b^2 / m)``). Given the selection, the held-out differences are
     unbiased, so ``gap > 2 se`` is a one-sided test at about 2.5% under no bump.
 
+    With ``at_threshold`` the peak is not chosen at all: it is the width ``threshold`` itself
+    (which must be one of the inner widths), the place where Nakkiran et al. (2020) put the
+    peak. Only the best smaller width is then chosen on the first half.
+
     Returns ``peak_width``, ``left_width``, ``gap_left``, ``gap_right``, ``se_left``,
     ``se_right`` and ``measured`` (the number of held-out replicates).
 
@@ -1460,18 +1465,32 @@ def split_peak_test(widths, err_reps, threshold: float | None = None) -> dict:
         Test errors, replicates by widths; a non-empty 2-D array (list or numpy array) of finite
         numbers.
     threshold : float | None, default None
-        The error level that selects the candidate widths (see above); a finite number > 0 or None.
+        The interpolation threshold, a width: the candidate peaks lie within a factor 2 of it
+        (see above); a finite number > 0 or None.
+    at_threshold : bool, default False
+        Take the peak at the width ``threshold`` instead of choosing it; a bool (True needs a
+        ``threshold`` equal to an inner width).
 
     Returns
     -------
     dict
         The keys listed above.
+
+    References
+    ----------
+    Nakkiran et al. (2020), "Deep Double Descent: Where Bigger Models and More Data Hurt", Fig. 1.
     """
     widths, e = _width_reps(widths, err_reps, 4)
     half = e.shape[0] // 2
     sel, mea = e[:half].mean(0), e[half:]
     inner = np.arange(1, widths.size - 1)
-    if threshold is not None:
+    if at_threshold:
+        if threshold is None or not np.any(widths[inner] == threshold):
+            raise ValueError(f"threshold must be one of the inner widths "
+                             f"{widths[inner].tolist()} when at_threshold is True, got "
+                             f"{threshold}")
+        inner = inner[widths[inner] == threshold]
+    elif threshold is not None:
         near = inner[(widths[inner] >= threshold / 2) & (widths[inner] <= 2 * threshold)]
         inner = near if near.size else inner
     i = int(inner[np.argmax(sel[inner])])
@@ -1633,11 +1652,13 @@ def effective_parameters(model: torch.nn.Module, x: torch.Tensor, y: torch.Tenso
 
     Lanczos computes the top ``k`` eigenvalues; if the smallest of them still counts for more than
     ``weight_tol`` (``lambda_k / (lambda_k + alpha) > weight_tol``), an uncomputed eigenvalue might
-    matter, so ``k`` is doubled (up to ``max_k``). This certifies each left-out eigenvalue, not
-    their sum. With ``probes > 0`` the sum is bounded too: every left-out eigenvalue adds at most
-    ``lambda / alpha`` to ``N_eff``, so ``N_eff <= neff + tail / alpha`` with ``tail`` the trace
-    left after the top ``k`` (:func:`tail_trace`; exact only if no left-out eigenvalue is
-    negative). Returns ``neff`` (a lower bound: the top ``k`` terms), ``eigs``, ``k``,
+    matter, so ``k`` is doubled (up to ``max_k``). This bounds each left-out eigenvalue's term (if
+    Lanczos found the true top ``k``), not their sum. With ``probes > 0`` the sum is *estimated*:
+    every left-out eigenvalue adds at most ``lambda / alpha`` to ``N_eff``, so
+    ``N_eff <= neff + tail / alpha`` with ``tail`` the trace left after the top ``k``
+    (:func:`tail_trace`, a Hutchinson estimate; the inequality needs every left-out eigenvalue
+    non-negative). ``neff_upper`` is therefore an estimate of an upper end (two standard errors
+    of ``probes`` random probes), not a certificate. Returns ``neff`` (a lower bound: the top ``k`` terms), ``eigs``, ``k``,
     ``covered``, ``n_params``, ``train_loss`` (mean cross-entropy on ``x, y``) and, with probes, ``tail``, ``tail_se`` and ``neff_upper``
     (``neff + max(tail + 2 tail_se, 0) / alpha``).
 

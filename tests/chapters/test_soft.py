@@ -1504,6 +1504,16 @@ def test_split_peak_test_selects_on_one_half_and_measures_on_the_other():
     # invariance: reordering the measuring replicates changes nothing
     d2 = soft.split_peak_test(w, np.vstack([sel, mea[::-1]]), threshold=16)
     assert all(d2[k] == pytest.approx(d[k]) for k in d)
+    # at_threshold: the peak is the threshold width itself, not chosen; left is still chosen
+    d3 = soft.split_peak_test(w, np.vstack([sel, mea]), threshold=32, at_threshold=True)
+    assert d3["peak_width"] == 32 and d3["left_width"] == 8
+    assert d3["gap_left"] == pytest.approx(m[3] - m[1])
+    assert d3["gap_right"] == pytest.approx(m[3] - m[4])
+    assert d3["se_right"] == pytest.approx(math.sqrt(v[3] / 3 + v[4] / 3))
+    with pytest.raises(ValueError, match="threshold"):
+        soft.split_peak_test(w, np.vstack([sel, mea]), threshold=24, at_threshold=True)
+    with pytest.raises(ValueError, match="threshold"):
+        soft.split_peak_test(w, np.vstack([sel, mea]), threshold=64, at_threshold=True)
     # no bump anywhere: the held-out gaps of a flat sweep average zero (bias removed)
     rng = np.random.default_rng(0)
     gaps = [soft.split_peak_test(np.arange(1, 12), rng.normal(size=(8, 11)))["gap_left"]
@@ -1524,6 +1534,8 @@ def test_split_peak_test_selects_on_one_half_and_measures_on_the_other():
     ((None, np.zeros((4, 3))), "widths"),
     (([4, 8, 16], np.zeros((4, 3)), -1.0), "threshold"),
     (([4, 8, 16], np.zeros((4, 3)), "16"), "threshold"),
+    (([4, 8, 16], np.zeros((4, 3)), 8, "yes"), "at_threshold"),
+    (([4, 8, 16], np.zeros((4, 3)), None, True), "threshold"),
 ])
 def test_split_peak_test_refuses_bad_input(args, name):
     _raises((TypeError, ValueError), name, soft.split_peak_test, *args)
@@ -1606,7 +1618,7 @@ def test_lanczos_matches_dense_hessian_eigenvalues():
     assert res["neff"] <= full + 1e-9 and full - res["neff"] <= 0.05 * (P - res["k"])
 
 
-def test_tail_trace_certifies_neff_against_the_dense_hessian():
+def test_tail_trace_bounds_neff_against_the_dense_hessian():
     torch.manual_seed(1)
     model = soft.MLP(3, 5, 1, 2)
     x, y = torch.randn(30, 3), torch.randint(2, (30,))
