@@ -723,8 +723,9 @@ def bias_equivalence(W0: torch.Tensor, W1: torch.Tensor, b0: torch.Tensor, b1: t
     -------
     dict
         ``slope`` (least squares of ``d_e`` on ``d_b`` through the origin), ``corr`` (their
-        correlation across neurons), ``bias_change`` (the mean ``|b_1 - b_0|``) and
-        ``weight_change`` (the mean ``|d_e|``).
+        correlation across neurons), ``bias_change`` (the mean ``|b_1 - b_0|``), ``bias_move``
+        (the mean ``|d_b|``: what training moved the biases beyond weight decay's own shrinking)
+        and ``weight_change`` (the mean ``|d_e|``).
     """
     if W0.shape != W1.shape:
         raise ValueError(f"W0 and W1 must have the same shape, got {tuple(W0.shape)} and "
@@ -744,7 +745,8 @@ def bias_equivalence(W0: torch.Tensor, W1: torch.Tensor, b0: torch.Tensor, b1: t
                          "vary across neurons to define a slope and a correlation")
     corr = float(torch.corrcoef(torch.stack([de, db]))[0, 1])
     return {"slope": float((de * db).sum() / (db * db).sum()), "corr": corr,
-            "bias_change": float((b1 - b0).abs().mean()), "weight_change": float(de.abs().mean())}
+            "bias_change": float((b1 - b0).abs().mean()), "bias_move": float(db.abs().mean()),
+            "weight_change": float(de.abs().mean())}
 
 
 @boundary(pre=Tensor("float", (2, 3)), y=_Signs())
@@ -1520,6 +1522,9 @@ class DistillResult(Result):
     ``student_background_norm`` is the paper's metric, the mean of ``||P_b^T w_j||`` over the
     student's neurons, and ``student_background_mean`` the mean of ``|u . P_b^T w_j|`` along the
     background mean direction (:func:`mean_direction_components`), each (before, after).
+    ``probe_initial`` is the linear probe's accuracy (``"ID"``, ``"OOD"``) on the student's
+    representation *before* distillation (at its initialization), and ``curve_id[0]`` its
+    relative error then: the never-distilled student.
     """
 
     teacher_acc: dict[str, float]
@@ -1532,6 +1537,7 @@ class DistillResult(Result):
     curve_ood: list[float]
     student_background_norm: tuple[float, float]
     student_background_mean: tuple[float, float] = (0.0, 0.0)
+    probe_initial: dict[str, float] = field(default_factory=dict)
 
 
 @boundary(seed=_RUN_SEED)
@@ -1589,6 +1595,9 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
         if cfg.target == "preactivation":
             t_pre = teacher._preactivations(train.x)[0]
             scale_pre = (t_pre ** 2).sum(-1).mean()
+    with torch.no_grad():                # the never-distilled student, probed as the others
+        s0 = [student._hidden(z)[0] for z in (train.x, test.x, x_ood)]
+    p0 = linear_probe(s0[0], train.y, [(s0[1], test.y), (s0[2], test.y)])
     bg0 = float(projection_norms(student.W.detach(), emb)[1].mean())
     mean0 = float(mean_direction_components(student.W.detach(), emb)[0].abs().mean())
     steps, cid, cood = [], [], []
@@ -1615,7 +1624,8 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
     pt = linear_probe(target, train.y, [(t_test, test.y), (t_ood, test.y)])
     ps = linear_probe(s_train, train.y, [(s_test, test.y), (s_ood, test.y)])
     return DistillResult(teacher_acc=t_acc, probe_teacher={"ID": pt[0], "OOD": pt[1]},
-                         probe_student={"ID": ps[0], "OOD": ps[1]}, error_id=cid[-1],
+                         probe_student={"ID": ps[0], "OOD": ps[1]},
+                         probe_initial={"ID": p0[0], "OOD": p0[1]}, error_id=cid[-1],
                          error_ood=cood[-1], curve_step=steps, curve_id=cid, curve_ood=cood,
                          student_background_norm=(bg0, float(projection_norms(student.W.detach(), emb)[1].mean())),
                          student_background_mean=(mean0, float(
@@ -1709,6 +1719,10 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
     Train a ReLU MLP and a linear classifier on MNIST-1D + background, and a classifier on the
     background alone; return their accuracies (train, ID test, test under each shift magnitude).
 
+    Each model's entry also has ``"negated"``: the test accuracy with every background
+    coordinate negated, ``z_b -> -z_b`` (for ``U[0,1]`` the paper's shift to ``-U[0,1]``; for a
+    centred background a fresh-looking draw from the training distribution).
+
     With ``cfg.centred_mlp`` the result also has ``"ReLU MLP, centred"``: the MLP with the same
     seeds, trained and tested on a centred background; ``cfg.centred_linear`` adds
     ``"linear, centred"`` likewise, and ``cfg.constant`` adds ``"ReLU MLP, constant"`` and
@@ -1770,6 +1784,9 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
             out[name] = {"train": accuracy(model(xtr[:, cols]), y_tr),
                          "shift": [accuracy(model(shift_last(xte, k, m)[:, cols]), y_te)
                                    for m in cfg.magnitudes]}
+            neg = xte.clone()
+            neg[:, -k:] = -neg[:, -k:]          # the background negated: z_b -> -z_b
+            out[name]["negated"] = accuracy(model(neg[:, cols]), y_te)
         out[name]["ID"] = out[name]["shift"][list(cfg.magnitudes).index(0.0)]
         out[name]["OOD"] = out[name]["shift"][list(cfg.magnitudes).index(1.0)]
     return out

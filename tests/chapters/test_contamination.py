@@ -1162,7 +1162,8 @@ def test_run_distillation_matches_the_old_loops_at_other_seeds_and_centred(seed,
     new = fc.run_distillation(cfg, seed=seed, device="cpu").to_dict()
     assert new["curve_step"] == [0, 2, 4, 5]
     assert set(new) == set(old)
-    for key in old:
+    assert set(new["probe_initial"]) == {"ID", "OOD"}   # the never-distilled student is new
+    for key in set(old) - {"probe_initial"}:
         if isinstance(old[key], dict):
             assert new[key] == old[key], key
         else:
@@ -1198,6 +1199,7 @@ def test_bias_equivalence_known_slope(emb):
     assert out["corr"] == pytest.approx(1.0, abs=1e-5)
     assert out["bias_change"] == pytest.approx(float((b1 - b0).abs().mean()), rel=1e-6)
     assert out["weight_change"] == pytest.approx(c * float(db.abs().mean()), rel=1e-4)
+    assert out["bias_move"] == pytest.approx(float(db.abs().mean()), rel=1e-5)
     # a sign flip of the relation flips slope and correlation; scaling both changes keeps corr
     W1n = _weights_with_components(emb, rho * a0 - c * db, 3.0, 2)
     neg = fc.bias_equivalence(W0, W1n, b0, b1, emb, decay=rho)
@@ -1715,6 +1717,7 @@ def test_gate_free_distillation_student():
     # same teacher (its probe and accuracy), different student fits
     assert pre.probe_teacher == hid.probe_teacher and pre.teacher_acc == hid.teacher_acc
     assert pre.curve_id[0] == pytest.approx(hid.curve_id[0])    # same initialization
+    assert pre.probe_initial == hid.probe_initial               # the same never-distilled student
     assert pre.curve_id[-1] != hid.curve_id[-1]
     with pytest.raises((ValueError, TypeError), match="target"):
         replace(base, target="logits")
@@ -1755,7 +1758,8 @@ def test_run_distillation_matches_the_old_loops():
     assert new["curve_step"] == old["curve_step"] == [0, 10, 20, 25]
     assert new["curve_id"][-1] < new["curve_id"][0]  # the student learned
     assert set(new) == set(old)
-    for key in old:
+    assert set(new["probe_initial"]) == {"ID", "OOD"}   # the never-distilled student is new
+    for key in set(old) - {"probe_initial"}:
         if isinstance(old[key], dict):
             assert new[key] == old[key], key  # accuracies on 20 points: no prediction flips
         else:
@@ -1823,6 +1827,9 @@ def test_run_mnist1d_is_its_recipe(centred_mlp):
                 xs[:, -5:] -= m
                 shift.append(accuracy(model(xs[:, cols]), ds.y_test))
             assert out[name]["train"] == pytest.approx(accuracy(model(xtr[:, cols]), ds.y))
+            neg = xte.clone()
+            neg[:, -5:] = -neg[:, -5:]
+            assert out[name]["negated"] == pytest.approx(accuracy(model(neg[:, cols]), ds.y_test))
         assert out[name]["shift"] == pytest.approx(shift), name
         assert out[name]["ID"] == out[name]["shift"][2] and out[name]["OOD"] == out[name]["shift"][0]
 
