@@ -1151,10 +1151,15 @@ def weak_additivity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
 # ---------------------------------------------------------------------------------------------
 
 
-@boundary(alphas=_Numbers(), x=INPUTS, eps=positive(), stats_b=InstanceOf(MLP, optional=True))
+REPAIR_MODES = ("full", "mean", "layer")
+
+
+@boundary(alphas=_Numbers(), x=INPUTS, eps=positive(), stats_b=InstanceOf(MLP, optional=True),
+          mode=Options(REPAIR_MODES))
 @torch.no_grad()
 def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
-                 eps: float = 1e-6, stats_b: MLP | None = None) -> BatchedMLP:
+                 eps: float = 1e-6, stats_b: MLP | None = None,
+                 mode: str = "full") -> BatchedMLP:
     """REPAIR (Jordan et al., ICLR 2023): interpolated networks with renormalized units.
 
     For every ``alpha`` and every hidden layer, in order from the input, each unit's
@@ -1165,8 +1170,42 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
     correction is folded into the layer's weights and bias, so the result is again a
     plain MLP per alpha. ``x`` should be training inputs (the statistics are part of the
     repaired model). ``stats_b`` (default ``b``) is the network whose unit statistics stand in
-    for ``b``'s: a randomly permuted copy of ``b`` gives REPAIR's measured null, the same
-    corrections applied to the wrong units.
+    for ``b``'s: a randomly permuted copy of ``b`` aims the same corrections at the wrong units.
+
+    ``mode`` picks what is restored: ``"full"`` (REPAIR) each unit's mean and standard
+    deviation; ``"mean"`` each unit's mean only, with no rescaling (the measured null that keeps
+    the shift and removes the variance restoration); ``"layer"`` each unit's mean and one common
+    rescaling per layer, the ratio of the layer's mean target deviation to its mean deviation
+    (variance restored per layer, not per unit).
+
+    Parameters
+    ----------
+    a : MLP
+        The first network (the path starts here); an MLP with biases.
+    b : MLP
+        The second network (the path ends here); an MLP of ``a``'s shape.
+    alphas : Sequence[float]
+        Interpolation coefficients; a sequence of finite numbers.
+    x : torch.Tensor
+        Inputs on which the statistics are measured; a torch.Tensor (at least two rows,
+        floating-point, 2-dimensional, finite).
+    eps : float, default 1e-6
+        Units whose interpolated deviation is at most ``eps`` are shifted but not rescaled; a
+        number > 0.
+    stats_b : MLP | None, default None
+        The network whose unit statistics stand in for ``b``'s; an MLP of ``b``'s shape or None.
+    mode : str, default "full"
+        What is restored; one of ``"full"``, ``"mean"``, ``"layer"``.
+
+    Returns
+    -------
+    BatchedMLP
+        One repaired interpolated network per alpha.
+
+    References
+    ----------
+    Jordan, Sedghi, Saukh, Entezari and Neyshabur (2023), "REPAIR: REnormalizing Permuted
+    Activations for Interpolation Repair", ICLR.
     """
     _check_same_shape(a, b)
     if stats_b is not None:
@@ -1186,7 +1225,13 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
         mu, sd = z.mean(1), z.std(1)
         mu_t = (1 - al) * za[l].mean(0) + al * zb[l].mean(0)
         sd_t = (1 - al) * za[l].std(0) + al * zb[l].std(0)
-        scale = torch.where(sd > eps, sd_t / sd.clamp_min(eps), torch.ones_like(sd))
+        if mode == "mean":
+            scale = torch.ones_like(sd)
+        elif mode == "layer":
+            scale = (sd_t.mean(1, keepdim=True) / sd.mean(1, keepdim=True).clamp_min(eps)
+                     ).expand_as(sd)
+        else:
+            scale = torch.where(sd > eps, sd_t / sd.clamp_min(eps), torch.ones_like(sd))
         ws[l] = ws[l] * scale.unsqueeze(2)
         bs[l] = (bs[l] - mu) * scale + mu_t
         h = a.act(torch.matmul(h, ws[l].transpose(1, 2)) + bs[l].unsqueeze(1))
@@ -1194,9 +1239,10 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
 
 
 @boundary(x_stats=INPUTS, x=INPUTS, y=LABELS, alphas=GRID,
-          stats_b=InstanceOf(MLP, optional=True))
+          stats_b=InstanceOf(MLP, optional=True), mode=Options(REPAIR_MODES))
 def repair_path(a: MLP, b: MLP, x_stats: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
-                alphas: Sequence[float] | int = 25, stats_b: MLP | None = None) -> Path:
+                alphas: Sequence[float] | int = 25, stats_b: MLP | None = None,
+                mode: str = "full") -> Path:
     """Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations.
 
     Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations (statistics on ``x_stats``;
@@ -1222,6 +1268,9 @@ def repair_path(a: MLP, b: MLP, x_stats: torch.Tensor, x: torch.Tensor, y: torch
     stats_b : MLP | None, default None
         The network whose unit statistics stand in for ``b``'s (default ``b``; see
         :func:`repair_stack`); an MLP or None.
+    mode : str, default "full"
+        What is restored (see :func:`repair_stack`); one of ``"full"``, ``"mean"``,
+        ``"layer"``.
 
     Returns
     -------
@@ -1234,7 +1283,8 @@ def repair_path(a: MLP, b: MLP, x_stats: torch.Tensor, x: torch.Tensor, y: torch
     _check_inputs("x_stats", x_stats, a, min_rows=2)
     _check_data(a, x, y)
     alphas = _alpha_grid(alphas)
-    return _evaluate_stack(repair_stack(a, b, alphas, x_stats, stats_b=stats_b), alphas, x, y)
+    return _evaluate_stack(repair_stack(a, b, alphas, x_stats, stats_b=stats_b, mode=mode),
+                           alphas, x, y)
 
 
 @boundary(ts=_Numbers())
@@ -2154,7 +2204,9 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
     With ``sweep`` (a :func:`pretraining_sweep` of the same config, data and seed), its fully
     pretrained model, probes and first two fine-tuning runs per task are used instead of being
     trained again (the pretraining is the same run; the fine-tuning runs differ only in their
-    minibatch seeds).
+    minibatch seeds), and the control is the sweep's arm without pretraining instead: the
+    pretraining run's random initialization, with its probes, fine-tuned with the same recipe
+    as the pretrained model (the same learning rate and epochs; its first run per task).
 
     Parameters
     ----------
@@ -2214,10 +2266,13 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
              freeze_last_layer=True)
         ft = members(ft)
         ft = [ft[0:2], ft[2:4]]
-    init = make_mlp(_seeds(seed, 45, 1)[0], d, width, cfg.depth, 5).to(x.device)
-    sc = stack([init, init])
-    _fit(sc, X, Y, cfg.spawn_recipe, seeds=_seeds(seed, 46, 2))
-    sc = members(sc)
+    if sweep is not None and sweep.start is not None:  # budget-matched: arm 0 of the sweep
+        init, sc = sweep.start, [sweep.start_finetuned[t][0] for t in (0, 1)]
+    else:
+        init = make_mlp(_seeds(seed, 45, 1)[0], d, width, cfg.depth, 5).to(x.device)
+        sc = stack([init, init])
+        _fit(sc, X, Y, cfg.spawn_recipe, seeds=_seeds(seed, 46, 2))
+        sc = members(sc)
 
     acc_pre = [accuracy(probes[t], *te[t]) for t in (0, 1)]
     acc_ft = [[accuracy(m, *te[t]) for m in ft[t]] for t in (0, 1)]
@@ -2272,6 +2327,13 @@ class PretrainingSweep(Result):
     pretrained: MLP | None = None  # the fully pretrained model (its pretraining head)
     probes: list | None = None     # its probes, one per task
     finetuned: list | None = None  # finetuned[t]: its ``runs`` fine-tunings of task t
+    start: MLP | None = None       # arm 0's body: the pretraining run's random initialization
+    start_finetuned: list | None = None  # start_finetuned[t]: arm 0's fine-tunings of task t
+    shuffled_ctl: np.ndarray | None = None       # (runs, layers): from a shuffled-label body
+    shuffled_ctl_base: np.ndarray | None = None
+    shuffled_disagree: np.ndarray | None = None  # (2, pairs): its disagreement ratios
+    shuffled_displacement: np.ndarray | None = None  # (2, runs): how far its runs moved
+    shuffled_acc: np.ndarray | None = None       # (2, runs): their test accuracy
 
     @property
     def ctl_ratio(self) -> np.ndarray:
@@ -2282,6 +2344,11 @@ class PretrainingSweep(Result):
     def null_ctl_ratio(self) -> np.ndarray:
         """The same for the second random initialization, (runs, layers)."""
         return self.null_ctl / np.maximum(self.null_ctl_base, 1e-12)
+
+    @property
+    def shuffled_ctl_ratio(self) -> np.ndarray:
+        """The same for the body pretrained on shuffled labels, (runs, layers)."""
+        return self.shuffled_ctl / np.maximum(self.shuffled_ctl_base, 1e-12)
 
 
 @torch.no_grad()
@@ -2330,7 +2397,9 @@ def pretraining_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     minibatch seeds of :func:`cross_task_experiment`) is snapshotted after each of
     ``cfg.pretrain_epochs`` epochs (0: its random initialization; the last must be the full
     run). A second pretraining run from another initialization is trained alongside, and a
-    second random initialization is drawn. From every starting body, a linear probe per task
+    third on the same inputs with their labels shuffled (the same budget of pretraining, nothing
+    to learn from the labels: the ``shuffled_*`` arm); a second random initialization is
+    drawn. From every starting body, a linear probe per task
     (``cfg.probe_recipe``, frozen body) and then ``cfg.ft_runs`` fine-tunings per task
     (``cfg.ft_recipe``, frozen head, each its own minibatch order) are trained: the same
     learning rate and number of epochs in every arm. Measures, per arm, the CTL dissimilarity of
@@ -2379,15 +2448,19 @@ def pretraining_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     if steps[-1] != total:
         raise ValueError(f"cfg.pretrain_epochs must end at the pretraining run's length "
                          f"({rec.epochs} epochs), got {cfg.pretrain_epochs}")
-    pre = BatchedMLP.init(_seeds(seed, 40, 1) + _seeds(seed, 60, 1), d, cfg.ctl_width, cfg.depth,
-                          k_pre, device=x.device)
-    snaps = _fit(pre, x_pre, y_pre, rec, seeds=_seeds(seed, 41, 1) + _seeds(seed, 61, 1),
+    pre = BatchedMLP.init(_seeds(seed, 40, 1) + _seeds(seed, 60, 1) + _seeds(seed, 65, 1), d,
+                          cfg.ctl_width, cfg.depth, k_pre, device=x.device)
+    g = torch.Generator().manual_seed(_seeds(seed, 66, 1)[0])
+    y_shuf = y_pre[torch.randperm(len(y_pre), generator=g).to(y_pre.device)]
+    snaps = _fit(pre, x_pre, torch.stack([y_pre, y_pre, y_shuf]), rec,
+                 seeds=_seeds(seed, 41, 1) + _seeds(seed, 61, 1) + _seeds(seed, 67, 1),
                  snapshot_steps=[k for k in steps if k < total])
     full = members(pre)
     L = len(steps)
     bodies = [snaps[k][0] if k < total else full[0] for k in steps]
     bodies += [make_mlp(_seeds(seed, 62, 1)[0], d, cfg.ctl_width, cfg.depth, k_pre).to(x.device),
-               full[1]]  # index L: second random init; L + 1: second pretrained model
+               full[1], full[2]]  # L: second random init; L + 1: second pretrained model;
+    # L + 2: pretrained on shuffled labels (the same budget, nothing to learn from the labels)
     heads = [make_mlp(s, d, cfg.ctl_width, cfg.depth, 5).to(x.device) for s in _seeds(seed, 42, 2)]
     labels = torch.stack([task_labels(y, t) for t in (0, 1)])
     probes = stack([with_head(b, h.layers[-1].weight, h.layers[-1].bias)
@@ -2407,24 +2480,27 @@ def pretraining_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
         e = [endpoint_dissimilarity(net(b, 0, r), net(b, 1, r), x_test)[:-1] for r in range(R)]
         return np.array(c), np.array(e)
 
-    ctl = [ctl_of(b) for b in range(L + 1)]
+    ctl = [ctl_of(b) for b in range(L + 1)] + [ctl_of(L + 2)]
     disp = np.array([[[_displacement(probes[2 * b + t], net(b, t, r)) for r in range(R)]
-                      for t in (0, 1)] for b in range(L)])
+                      for t in (0, 1)] for b in list(range(L)) + [L + 2]])
     acc = np.array([[[accuracy(net(b, t, r), x_test, te[t]) for r in range(R)] for t in (0, 1)]
-                    for b in range(L)])
+                    for b in list(range(L)) + [L + 2]])
     acc_probe = np.array([[accuracy(probes[2 * b + t], x_test, te[t]) for t in (0, 1)]
                           for b in range(L)])
     top = L - 1
     dis = np.array([[[_disagreement_ratio(net(b, t, i), net(b, t, j), x_test)
                       for i in range(R) for j in range(i + 1, R)] for t in (0, 1)]
-                    for b in range(L)])
+                    for b in list(range(L)) + [L + 2]])
     uns = np.array([[_disagreement_ratio(net(top, t, r), net(L + 1, t, r), x_test)
                      for r in range(R)] for t in (0, 1)])
     return PretrainingSweep([float(e) for e in cfg.pretrain_epochs],
                             np.array([c for c, _ in ctl[:L]]), np.array([e for _, e in ctl[:L]]),
-                            ctl[L][0], ctl[L][1], disp, acc, acc_probe, dis, uns, full[0],
+                            ctl[L][0], ctl[L][1], disp[:L], acc[:L], acc_probe, dis[:L], uns,
+                            full[0],
                             [probes[2 * top + t] for t in (0, 1)],
-                            [[net(top, t, r) for r in range(R)] for t in (0, 1)])
+                            [[net(top, t, r) for r in range(R)] for t in (0, 1)],
+                            bodies[0], [[net(0, t, r) for r in range(R)] for t in (0, 1)],
+                            ctl[L + 1][0], ctl[L + 1][1], dis[L], disp[L], acc[L])
 
 
 @boundary(scale=nonnegative(), seed=SEED)

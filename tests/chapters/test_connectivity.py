@@ -1517,6 +1517,33 @@ def test_repair_stats_b_default_and_null():
 
 
 @pytest.mark.reference
+def test_repair_modes_mean_only_and_per_layer():
+    a, b = net_ref(74, depth=2), net_ref(75, depth=2)
+    x, _ = data(n=40, seed=5)
+    al = [0.0, 0.4, 1.0]
+    full = C.repair_stack(a, b, al, x)
+    za = np_forward(*npw(a), x.double().numpy())[0]
+    zb = np_forward(*npw(b), x.double().numpy())[0]
+    for mode in ("mean", "layer"):
+        s = C.repair_stack(a, b, al, x, mode=mode)
+        for i, t in enumerate(al):
+            m, lin = s.member(i), npw(C.lerp(a, b, t))[0]
+            zm = np_forward(*npw(m), x.double().numpy())[0]
+            mu_t = (1 - t) * za[0].mean(0) + t * zb[0].mean(0)
+            np.testing.assert_allclose(zm[0].mean(0), mu_t, atol=2e-5)  # means reset
+            ratio = npw(m)[0][0] / lin[0]  # first layer: one factor (mean) or one per layer
+            np.testing.assert_allclose(ratio, ratio[0, 0] * np.ones_like(ratio), rtol=1e-4)
+            if mode == "mean":
+                np.testing.assert_allclose(ratio, 1.0, rtol=1e-5)
+            else:  # the layer's mean deviation is the mean target deviation
+                sd_t = (1 - t) * za[0].std(0, ddof=1) + t * zb[0].std(0, ddof=1)
+                assert zm[0].std(0, ddof=1).mean() == pytest.approx(sd_t.mean(), rel=1e-4)
+    assert not torch.allclose(full.weights[0][1], s.weights[0][1])
+    with pytest.raises(ValueError, match="mode"):
+        C.repair_stack(a, b, al, x, mode="unit")
+
+
+@pytest.mark.reference
 def test_repair_stack_statistics_and_folding():
     a, b = net_ref(70, depth=2), net_ref(71, depth=2)
     x, y = data(n=40, seed=3)
@@ -2072,12 +2099,24 @@ def test_pretraining_sweep_tiny():
     assert ps.displacement.shape == ps.acc.shape == (3, 2, 3) and ps.acc_probe.shape == (3, 2)
     assert ps.disagree.shape == (3, 2, 3) and ps.unshared_disagree.shape == (2, 3)
     assert (ps.displacement > 0).all() and ((ps.acc >= 0) & (ps.acc <= 1)).all()
+    # the shuffled-label arm: same budget, its own CTL, averaging and displacement
+    assert ps.shuffled_ctl.shape == ps.shuffled_ctl_base.shape == (3, 2)
+    assert ps.shuffled_ctl_ratio.shape == (3, 2) and ps.shuffled_disagree.shape == (2, 3)
+    assert ps.shuffled_displacement.shape == ps.shuffled_acc.shape == (2, 3)
+    assert (ps.shuffled_displacement > 0).all()
+    assert not np.allclose(ps.shuffled_ctl, ps.ctl[-1])
     # the fully pretrained body is the one cross_task_experiment pretrains (same seeds)
     ct = C.cross_task_experiment(cfg, x, y, x, y, seed=0, x_pre=x, y_pre=y)
     assert ps.acc_probe[-1].tolist() == pytest.approx(ct.acc_pre, abs=0.05)
     reuse = C.cross_task_experiment(cfg, x, y, x, y, seed=0, x_pre=x, y_pre=y, sweep=ps)
     assert reuse.pretrained is ps.pretrained and reuse.finetuned[1][1] is ps.finetuned[1][1]
     assert reuse.acc_ft[0][0] == C.accuracy(ps.finetuned[0][0], x, C.task_labels(y, 0))
+    # with a sweep, the control is its arm without pretraining, at the same fine-tuning budget
+    assert reuse.init is ps.start and reuse.scratch[1] is ps.start_finetuned[1][0]
+    assert len(ps.start_finetuned) == 2 and len(ps.start_finetuned[0]) == 3
+    w0 = C.params(ps.start)[0][0]
+    assert not torch.equal(w0, C.params(ps.pretrained)[0][0])
+    assert reuse.acc_scratch[0] == C.accuracy(ps.start_finetuned[0][0], x, C.task_labels(y, 0))
     with pytest.raises(ValueError, match="pretrain_epochs"):
         C.pretraining_sweep(C.ConnectivityConfig(ctl_width=8, depth=2, spawn_recipe=r,
                                                  pretrain_epochs=(0, 1)), x, y, x, y,
