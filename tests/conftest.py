@@ -10,7 +10,10 @@ torch.set_num_threads(1)
 
 @pytest.fixture(autouse=True)
 def _isolated_results(tmp_path, monkeypatch):
-    """Unit tests never write into the real results folder."""
+    """Unit tests never write into the real results folder, and each starts from the same global
+    random state: a test that draws unseeded data sees the same draw whatever ran before it on its
+    worker."""
+    torch.manual_seed(0)
     monkeypatch.setenv("GTLIB_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.delenv("GTLIB_SCALE", raising=False)
     monkeypatch.delenv("GTLIB_DEVICE", raising=False)
