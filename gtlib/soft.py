@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from numpy.polynomial import legendre as _leg
 
-from .checks import (SEED, Constraint, InstanceOf, Interval, Options, Tensor, boundary,
+from .checks import (SEED, Boolean, Constraint, InstanceOf, Interval, Options, Tensor, boundary,
                      check_int, check_labels, check_positive, count, fraction,
                      nonnegative, positive, tuple_of)
 from .config import Config, Result, param
@@ -1433,7 +1433,8 @@ def width_peak_summary(widths, err_reps, threshold: float | None = None,
     return out
 
 
-@boundary(widths=_ARR, err_reps=_Array(2), threshold=positive(optional=True))
+@boundary(widths=_ARR, err_reps=_Array(2), threshold=positive(optional=True),
+          at_threshold=Boolean())
 def split_peak_test(widths, err_reps, threshold: float | None = None,
                     at_threshold: bool = False) -> dict:
     """A width sweep's peak, chosen on one half of the replicates and measured on the other.
@@ -1658,8 +1659,9 @@ def effective_parameters(model: torch.nn.Module, x: torch.Tensor, y: torch.Tenso
     ``N_eff <= neff + tail / alpha`` with ``tail`` the trace left after the top ``k``
     (:func:`tail_trace`, a Hutchinson estimate; the inequality needs every left-out eigenvalue
     non-negative). ``neff_upper`` is therefore an estimate of an upper end (two standard errors
-    of ``probes`` random probes), not a certificate. Returns ``neff`` (a lower bound: the top ``k`` terms), ``eigs``, ``k``,
-    ``covered``, ``n_params``, ``train_loss`` (mean cross-entropy on ``x, y``) and, with probes, ``tail``, ``tail_se`` and ``neff_upper``
+    of ``probes`` random probes), not a certificate. Returns ``neff`` (a lower bound: the top
+    ``k`` terms), ``eigs``, ``k``, ``covered``, ``n_params``, ``train_loss`` (mean cross-entropy
+    on ``x, y``) and, with probes, ``tail``, ``tail_se`` and ``neff_upper``
     (``neff + max(tail + 2 tail_se, 0) / alpha``).
 
     Parameters
