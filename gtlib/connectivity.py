@@ -1173,8 +1173,8 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
     for ``b``'s: a randomly permuted copy of ``b`` aims the same corrections at the wrong units.
 
     ``mode`` picks what is restored: ``"full"`` (REPAIR) each unit's mean and standard
-    deviation; ``"mean"`` each unit's mean only, with no rescaling (the measured null that keeps
-    the shift and removes the variance restoration); ``"layer"`` each unit's mean and one common
+    deviation; ``"mean"`` each unit's mean only, with no rescaling (a partial repair: the shift
+    without the variance restoration); ``"layer"`` each unit's mean and one common
     rescaling per layer, the ratio of the layer's mean target deviation to its mean deviation
     (variance restored per layer, not per unit).
 
