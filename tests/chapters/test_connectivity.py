@@ -1516,14 +1516,20 @@ def test_repair_stats_b_default_and_null():
         C.repair_stack(a, b, al, X, stats_b=net(2, width=8))
 
 
-@pytest.mark.reference
-def test_repair_modes_mean_only_and_per_layer():
-    a, b = net_ref(74, depth=2), net_ref(75, depth=2)
-    x, _ = data(n=40, seed=5)
-    al = [0.0, 0.4, 1.0]
-    full = C.repair_stack(a, b, al, x)
+def _repair_case(seed_a, seed_b, data_seed):
+    """Two depth-2 reference networks, 40 inputs and each network's pre-activations on them."""
+    a, b = net_ref(seed_a, depth=2), net_ref(seed_b, depth=2)
+    x, _ = data(n=40, seed=data_seed)
     za = np_forward(*npw(a), x.double().numpy())[0]
     zb = np_forward(*npw(b), x.double().numpy())[0]
+    return a, b, x, za, zb
+
+
+@pytest.mark.reference
+def test_repair_modes_mean_only_and_per_layer():
+    a, b, x, za, zb = _repair_case(74, 75, data_seed=5)
+    al = [0.0, 0.4, 1.0]
+    full = C.repair_stack(a, b, al, x)
     for mode in ("mean", "layer"):
         s = C.repair_stack(a, b, al, x, mode=mode)
         for i, t in enumerate(al):
@@ -1545,12 +1551,9 @@ def test_repair_modes_mean_only_and_per_layer():
 
 @pytest.mark.reference
 def test_repair_stack_statistics_and_folding():
-    a, b = net_ref(70, depth=2), net_ref(71, depth=2)
-    x, y = data(n=40, seed=3)
+    a, b, x, za, zb = _repair_case(70, 71, data_seed=3)
     al = [0.0, 0.3, 1.0]
     s = C.repair_stack(a, b, al, x)
-    za = np_forward(*npw(a), x.double().numpy())[0]
-    zb = np_forward(*npw(b), x.double().numpy())[0]
     for i, t in enumerate(al):
         m = s.member(i)
         zm = np_forward(*npw(m), x.double().numpy())[0]
