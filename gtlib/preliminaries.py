@@ -82,11 +82,12 @@ def _check_run(ds, cfg, seed) -> int:
     return int(_SEED.check("seed", seed))
 
 
-def train_models(ds: Dataset, cfg: PrelimConfig, depth: int, seed: int = 0) -> tuple[BatchedMLP, dict]:
-    """Train ``cfg.seeds`` MLPs of the given ``depth`` (0 = a linear classifier) as one ensemble.
+def train_models(ds: Dataset, cfg: PrelimConfig, depth: int,
+                 seed: int = 0) -> tuple[BatchedMLP, dict]:
+    """Train ``cfg.seeds`` MLPs of the given ``depth`` (0: linear) as one ensemble.
 
-    AdamW, minibatches of ``cfg.batch_size``, ``cfg.epochs`` epochs; returns the trained stack and
-    a dict with per-seed train and test accuracy.
+    AdamW, minibatches of ``cfg.batch_size``, ``cfg.epochs`` epochs; returns the
+    trained stack and a dict with per-seed train and test accuracy.
 
     Parameters
     ----------
@@ -102,13 +103,14 @@ def train_models(ds: Dataset, cfg: PrelimConfig, depth: int, seed: int = 0) -> t
     Returns
     -------
     tuple of (BatchedMLP, dict)
-        The trained stack of ``cfg.seeds`` models, and a dict with each seed's train and test
-        accuracy.
+        The trained stack of ``cfg.seeds`` models, and a dict with each seed's train
+        and test accuracy.
     """
     seed = _check_run(ds, cfg, seed)
     depth = check_int("depth", depth, minimum=0)
     seeds = [seed * 1000 + i for i in range(cfg.seeds)]
-    model = BatchedMLP.init(seeds, ds.dim, cfg.width, depth, ds.num_classes, device=ds.x.device)
+    model = BatchedMLP.init(seeds, ds.dim, cfg.width, depth, ds.num_classes,
+                            device=ds.x.device)
     tc = TrainConfig(optimizer="adamw", lr=cfg.lr, weight_decay=cfg.weight_decay,
                      batch_size=cfg.batch_size, epochs=cfg.epochs, check_every=10**9)
     hist = train_ensemble(model, ds.x, ds.y, tc, seeds=seeds)

@@ -175,10 +175,9 @@ def legendre_features(x, degree: int) -> np.ndarray:
 def order_penalty(degree: int, gamma: float, scale: float = 1.0) -> np.ndarray:
     r"""The per-coefficient weights ``scale * gamma**j`` of Wilson's regularizer.
 
-    The per-coefficient weights ``scale * gamma**j`` of Wilson's regularizer ``sum_j gamma^j w_j^2``.
-
-    ``gamma > 1`` makes high orders expensive without forbidding them: the soft inductive bias.
-    ``gamma = 1`` is ordinary ridge regression.
+    The regularizer is ``sum_j gamma^j w_j^2``. ``gamma > 1`` makes high orders
+    expensive without forbidding them: the soft inductive bias. ``gamma = 1`` is
+    ordinary ridge regression.
 
     .. math::
 
@@ -189,7 +188,8 @@ def order_penalty(degree: int, gamma: float, scale: float = 1.0) -> np.ndarray:
     degree : int
         Polynomial degree; an int >= 0.
     gamma : float
-        Order-penalty base: coefficient ``j`` costs ``gamma**j``; a finite number >= 1.
+        Order-penalty base: coefficient ``j`` costs ``gamma**j``; a finite number >=
+        1.
     scale : float, default 1.0
         Overall scale of the penalty; a finite number >= 0.
 
@@ -1943,12 +1943,13 @@ def _bound_args(train_error: float, n: int, delta: float) -> tuple[int, float]:
 
 
 @boundary(**_BOUND, bits=nonnegative())
-def countable_bound(train_error: float, bits: float, n: int, delta: float = 0.05) -> float:
-    r"""Wilson (2025), Eq. 1: ``R_hat + sqrt((K ln 2 + ln(1/delta)) / (2n))`` with ``K`` in bits.
+def countable_bound(train_error: float, bits: float, n: int,
+                    delta: float = 0.05) -> float:
+    r"""Wilson (2025), Eq. 1: ``R_hat + sqrt((K ln 2 + ln(1/delta)) / (2n))``.
 
-    Holds with probability ``1 - delta`` simultaneously for every hypothesis with a prefix-free
-    description of ``K`` bits (Occam / countable-hypothesis bound; Hoeffding plus a union bound
-    weighted by ``2^-K``).
+    Holds with probability ``1 - delta`` simultaneously for every hypothesis with a
+    prefix-free description of ``K`` bits (Occam / countable-hypothesis bound;
+    Hoeffding plus a union bound weighted by ``2^-K``).
 
     .. math::
 
@@ -1963,8 +1964,8 @@ def countable_bound(train_error: float, bits: float, n: int, delta: float = 0.05
     n : int
         Number of training points; an int >= 1.
     delta : float, default 0.05
-        Confidence parameter: the bound holds with probability at least ``1 - delta``; a finite
-        number in (0, 1).
+        Confidence parameter: the bound holds with probability at least
+        ``1 - delta``; a finite number in (0, 1).
 
     Returns
     -------
@@ -1973,13 +1974,14 @@ def countable_bound(train_error: float, bits: float, n: int, delta: float = 0.05
 
     References
     ----------
-    Wilson (2025), "Deep Learning is Not So Mysterious or Different", ICML 2025, Eq. 1.
-    Lotfi et al. (2022), "PAC-Bayes Compression Bounds So Tight That They Can Explain
-    Generalization".
+    Wilson (2025), "Deep Learning is Not So Mysterious or Different", ICML 2025, Eq.
+    1. Lotfi et al. (2022), "PAC-Bayes Compression Bounds So Tight That They Can
+    Explain Generalization".
     """
     bits = _pos("bits", bits, allow_zero=True)
     n, delta = _bound_args(train_error, n, delta)
-    return float(train_error + math.sqrt((bits * math.log(2) + math.log(1 / delta)) / (2 * n)))
+    complexity = bits * math.log(2) + math.log(1 / delta)
+    return float(train_error + math.sqrt(complexity / (2 * n)))
 
 
 @boundary(**_BOUND, n_params=count(), bits_per_param=count())
@@ -2063,13 +2065,15 @@ def _kl_inverse(q: float, c: float, tol: float = 1e-12) -> float:
 
 
 @boundary(**_BOUND, kl=nonnegative())
-def pac_bayes_kl_bound(train_error: float, kl: float, n: int, delta: float = 0.05) -> float:
-    """The McAllester/Maurer PAC-Bayes bound in its kl form (Maurer 2004; Seeger 2002).
+def pac_bayes_kl_bound(train_error: float, kl: float, n: int,
+                       delta: float = 0.05) -> float:
+    """The McAllester/Maurer PAC-Bayes bound in kl form (Maurer 2004; Seeger 2002).
 
-    With probability ``1 - delta`` over the sample, for every posterior ``Q`` at once,
-    ``kl(R_hat(Q) || R(Q)) <= (KL(Q || P) + ln(2 sqrt(n) / delta)) / n``; the bound is the
-    largest ``R(Q)`` allowed. A point mass on ``h`` with a prior ``P(h) = 2^-K(h)`` has
-    ``KL = K ln 2``: pass ``kl = K * ln 2`` for the countable-hypothesis bound in kl form.
+    With probability ``1 - delta`` over the sample, for every posterior ``Q`` at
+    once, ``kl(R_hat(Q) || R(Q)) <= (KL(Q || P) + ln(2 sqrt(n) / delta)) / n``; the
+    bound is the largest ``R(Q)`` allowed. A point mass on ``h`` with a prior
+    ``P(h) = 2^-K(h)`` has ``KL = K ln 2``: pass ``kl = K * ln 2`` for the
+    countable-hypothesis bound in kl form.
 
     Parameters
     ----------
@@ -2080,8 +2084,8 @@ def pac_bayes_kl_bound(train_error: float, kl: float, n: int, delta: float = 0.0
     n : int
         Number of training points; an int >= 1.
     delta : float, default 0.05
-        Confidence parameter: the bound holds with probability at least ``1 - delta``; a finite
-        number in (0, 1).
+        Confidence parameter: the bound holds with probability at least
+        ``1 - delta``; a finite number in (0, 1).
 
     Returns
     -------

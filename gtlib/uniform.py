@@ -700,33 +700,37 @@ class NetworkMeasures(Result):
 
 
 @boundary(data_norm=positive(), gamma=positive(), n=count())
-def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor], data_norm: float,
-                   gamma: float, n: int, spectral: Sequence[float] | None = None) -> float:
+def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor],
+                   data_norm: float, gamma: float, n: int,
+                   spectral: Sequence[float] | None = None) -> float:
     r"""The complexity term of Bartlett, Foster and Telgarsky (2017), Theorem 1.1.
 
-    The complexity term of Bartlett, Foster and Telgarsky (2017), Theorem 1.1, without constants and logs.
+    Without constants and logs:
 
     .. math::
         \frac{\|X\|_F}{\gamma\, n}\;\prod_{l=1}^{L}\|W_l\|_2\;
-        \Big(\sum_{l=1}^{L}\frac{\|(W_l - W_l^0)^\top\|_{2,1}^{2/3}}{\|W_l\|_2^{2/3}}\Big)^{3/2}
+        \Big(\sum_{l=1}^{L}
+        \frac{\|(W_l - W_l^0)^\top\|_{2,1}^{2/3}}{\|W_l\|_2^{2/3}}\Big)^{3/2}
 
-    ``data_norm`` is ``||X||_F = sqrt(sum_i ||x_i||^2)`` over the ``n`` training inputs, as in the
-    theorem (so ``||X||_F / n = rms input norm / sqrt(n)``; Nagarajan and Kolter's code uses the
-    largest input norm over ``sqrt(n)`` instead, which is larger by the ratio max/rms). Reference
-    matrices ``M_l = W_l^0`` (the initialization, as Nagarajan and Kolter 2019 do) and 1-Lipschitz
-    activations. The theorem adds ``ln(W)`` (W the largest width) times this, an
-    ``O(sqrt(ln(1/delta)/n))`` term and the empirical margin loss, and hides a constant in
-    O-notation; all are left out, so the value is a lower estimate of the bound itself.
-    ``spectral`` may pass the layers' spectral norms if they are already known.
+    ``data_norm`` is ``||X||_F = sqrt(sum_i ||x_i||^2)`` over the ``n`` training
+    inputs, as in the theorem (so ``||X||_F / n = rms input norm / sqrt(n)``;
+    Nagarajan and Kolter's code uses the largest input norm over ``sqrt(n)`` instead,
+    which is larger by the ratio max/rms). Reference matrices ``M_l = W_l^0`` (the
+    initialization, as Nagarajan and Kolter 2019 do) and 1-Lipschitz activations. The
+    theorem adds ``ln(W)`` (W the largest width) times this, an
+    ``O(sqrt(ln(1/delta)/n))`` term and the empirical margin loss, and hides a
+    constant in O-notation; all are left out, so the value is a lower estimate of the
+    bound itself. ``spectral`` may pass the layers' spectral norms if they are
+    already known.
 
     Parameters
     ----------
     weights : Sequence[torch.Tensor]
-        Weight matrices, one per layer; a non-empty list or tuple whose items are each a
-        torch.Tensor (non-empty, finite).
+        Weight matrices, one per layer; a non-empty list or tuple whose items are
+        each a torch.Tensor (non-empty, finite).
     init : Sequence[torch.Tensor]
-        The weights at initialization; a non-empty list or tuple whose items are each a
-        torch.Tensor (non-empty, finite).
+        The weights at initialization; a non-empty list or tuple whose items are each
+        a torch.Tensor (non-empty, finite).
     data_norm : float
         Frobenius norm of the data matrix; a finite number > 0.
     gamma : float
@@ -734,8 +738,8 @@ def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor]
     n : int
         Number of training points; an int >= 1.
     spectral : Sequence[float] | None, default None
-        Spectral norms of the layers (None: computed); a non-empty list or tuple whose items are
-        each a finite number or None.
+        Spectral norms of the layers (None: computed); a non-empty list or tuple
+        whose items are each a finite number or None.
 
     Returns
     -------
@@ -744,12 +748,13 @@ def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor]
 
     References
     ----------
-    Bartlett, Foster and Telgarsky (2017), "Spectrally-normalized margin bounds for neural
-    networks", Theorem 1.1.
+    Bartlett, Foster and Telgarsky (2017), "Spectrally-normalized margin bounds for
+    neural networks", Theorem 1.1.
     """
     _check_bound_args(weights, init, data_norm, gamma, n, spectral, "data_norm")
     spec = spectral or [float(spectral_norm(w)) for w in weights]
-    ratio = sum((float(norm_21(w - w0)) / s) ** (2 / 3) for w, w0, s in zip(weights, init, spec))
+    ratio = sum((float(norm_21(w - w0)) / s) ** (2 / 3)
+                for w, w0, s in zip(weights, init, spec))
     return float(data_norm * np.prod(spec) * ratio ** 1.5 / (gamma * n))
 
 
@@ -1307,8 +1312,11 @@ def linear_data(cfg: LinearConstruction, seed: int = 0):
 
 
 @boundary(x1=Tensor("float", 2), x2=Tensor("float", 2), y=Tensor("float", 1))
-def one_step_gd(x1: torch.Tensor, x2: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Weights after one step of size 1 from zero on ``-sum_i y_i w.x_i``: ``w = sum_i y_i x_i``.
+def one_step_gd(x1: torch.Tensor, x2: torch.Tensor,
+                y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Weights after one step of size 1 from zero on ``-sum_i y_i w.x_i``.
+
+    The step gives ``w = sum_i y_i x_i``.
 
     Raises
     ------
@@ -1331,10 +1339,11 @@ def _check_linear(x1, x2, y) -> None:
 
 @boundary(x1=Tensor("float", 2), x2=Tensor("float", 2), y=Tensor("float", 1))
 def linear_sprime(x1: torch.Tensor, x2: torch.Tensor, y: torch.Tensor):
-    """Nagarajan and Kolter's S': the training set with its noise part negated, ``(x1, -x2, y)``.
+    """Nagarajan and Kolter's S': the training set with its noise part negated.
 
-    Negating ``x2`` leaves the distribution unchanged, so S' is itself an i.i.d. sample of
-    ``cfg.m`` points, which is what lets it defeat every two-sided uniform-convergence bound.
+    ``S' = (x1, -x2, y)``. Negating ``x2`` leaves the distribution unchanged, so S'
+    is itself an i.i.d. sample of ``cfg.m`` points, which is what lets it defeat
+    every two-sided uniform-convergence bound.
     """
     _check_linear(x1, x2, y)
     return x1, -x2, y

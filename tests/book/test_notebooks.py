@@ -110,8 +110,35 @@ def test_code_lines_fit_the_column(path):
     assert not long, f"{path.name}: code lines over {MAX_LINE} characters (cell, length): {long}"
 
 
+LISTING = re.compile(r"```\{literalinclude\} (\S+)\n((?::[\w-]+:[^\n]*\n)*)")
+
+
+def listings(path):
+    """Every library listing of a notebook: (target file, its options), as the page gives them."""
+    for cell in load(path)["cells"]:
+        if cell["cell_type"] == "markdown":
+            for m in LISTING.finditer(source(cell)):
+                yield m.group(1), dict(re.findall(r":([\w-]+):[ ]?([^\n]*)", m.group(2)))
+
+
+@convention("line_length")
+def test_library_listings_fit_the_column(path):
+    """A listing of gtlib on the page holds its lines to the code column, as Sphinx renders it."""
+    from sphinx.config import Config
+    from sphinx.directives.code import LiteralIncludeReader
+
+    long = []
+    for target, options in listings(path):
+        if "dedent" in options:
+            options["dedent"] = int(options["dedent"])
+        text, _ = LiteralIncludeReader(str(path.parent / target), options, Config()).read()
+        long += [(options.get("pyobject"), len(line)) for line in text.splitlines()
+                 if len(line) > MAX_LINE - 3]
+    assert not long, f"{path.name}: listing lines over {MAX_LINE - 3} characters: {long}"
+
+
 # a figure drawn by the cell itself (top-level code, not a function it only defines)
-FIGURE_CALL = re.compile(r"^(plt\.show\(\)|\S.*=\s*(plotting|plt)\.(subplots|small_multiples)\()",
+FIGURE_CALL = re.compile(r"^(plt\.show\(\)|\S.*=\s*((plotting|plt)\.)?(subplots|small_multiples)\()",
                          re.M)
 
 
