@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any, Callable
@@ -830,7 +831,9 @@ def verdict(name: str, answer: Any, **given: Any) -> Verdict:
 
 
 def check(name: str, answer: Any, **given: Any) -> None:
-    """Print the :func:`gtlib.selfcheck.verdict` on the answer to exercise ``name`` as one line.
+    """Print the :func:`gtlib.selfcheck.verdict` on the answer to exercise ``name``.
+
+    The verdict's line is wrapped at 85 characters, the width of the book's code column.
 
     Never raises for a wrong or missing answer, except with ``GTLIB_STRICT_SELFCHECKS=1``, where an
     answer that is not correct raises :class:`gtlib.selfcheck.SelfCheckFailed`. Returns nothing, so
@@ -857,4 +860,4 @@ def check(name: str, answer: Any, **given: Any) -> None:
     v = verdict(name, answer, **given)
     if not v.ok and os.environ.get("GTLIB_STRICT_SELFCHECKS", "") == "1":
         raise SelfCheckFailed(v.line())
-    print(v.line())
+    print(textwrap.fill(v.line(), 85, break_long_words=False, break_on_hyphens=False))

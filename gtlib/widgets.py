@@ -330,8 +330,8 @@ def static_slider(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]], *
 
 
 #: What a live-widget cell prints instead of its widgets when a notebook executor runs it.
-SKIPPED = ("(live widgets not made: this cell was run by a notebook executor, not by a reader; "
-           "run it in Jupyter or Colab, or pass force=True)")
+SKIPPED = ("(live widgets not made: this cell was run by a notebook executor, not by a\n"
+           "reader; run it in Jupyter or Colab, or pass force=True)")
 
 
 def reader_frontend() -> bool:

@@ -47,7 +47,10 @@ def test_accepts_the_solution_value(name, answer, given, capsys):
     assert v.ok and v.status == "correct", v.line()
     assert check(name, answer, **given) is None
     out = capsys.readouterr().out
-    assert out.count("\n") == 1 and out.startswith(f"Self-check {name}: correct.")
+    assert out.startswith(f"Self-check {name}: correct.") and out.endswith("\n")
+    # the verdict, wrapped to the book's code column, and nothing else
+    assert " ".join(out.split()) == " ".join(v.line().split())
+    assert max(len(line) for line in out.splitlines()) <= 85
 
 
 def test_accepts_values_computed_from_gtlib():
@@ -109,7 +112,7 @@ def test_the_sentinel_is_not_answered_yet(sentinel, capsys):
     v = verdict("prelim-ex2", sentinel, mlp_out=object())
     assert v.status == "unanswered" and not v
     check("uniform-convergence-ex2", sentinel, rand=object())
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # the printed line wraps at 85 characters
     assert out.startswith("Self-check uniform-convergence-ex2: not answered yet.")
     assert "answer cell" in out
 
