@@ -33,7 +33,7 @@ field declares what it accepts once, with :func:`param` and a constraint from :m
     @dataclass
     class SweepConfig(Config):
         '''What the sweep trains.'''
-        FULL = dict(n_train=16000, epochs=60)      # the `full` preset: overrides of the defaults
+        FULL = dict(n_train=16000, epochs=60)  # the `full` preset: overrides
         n_train: int = param(4000, Interval(int, 1))
         lr: float = param(0.1, Interval(float, 0, None, closed="neither"))
         optimizer: str = param("sgd", Options(("sgd", "adamw")))

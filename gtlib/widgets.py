@@ -238,9 +238,10 @@ def static_slider(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]], *
             plotting.label(ax, "position (index 0-39)", "value")
             return fig
 
-        widgets.static_slider(draw, {"noise": [0.0, 0.25, 0.5, 1.0]},
-                              labels={"noise": "correlated noise scale"},
-                              alt="An MNIST-1D signal of digit 0 with correlated noise {noise}")
+        widgets.static_slider(
+            draw, {"noise": [0.0, 0.25, 0.5, 1.0]},
+            labels={"noise": "correlated noise scale"},
+            alt="An MNIST-1D signal of digit 0 with correlated noise {noise}")
 
     Two parameters: ``grid={"noise": [...], "shift": [...]}`` and ``draw(noise, shift)``; the
     page then shows two sliders. Keep the grid small: every figure is stored in the page.
