@@ -6,7 +6,8 @@ be typeset by the vendored MathJax; notebook pages must carry their Colab link, 
 working interactive control; the reproduction report must list every chapter's claims.
 
 Pages a student can read on any screen (issue 21), at 1366 px (a laptop) and 390 px (a phone):
-nothing wider than the viewport, no code or output block that scrolls sideways, wide tables and
+nothing wider than the viewport, no code or output block that scrolls sideways (and on the laptop
+no line of code, output or listing that wraps), wide tables and
 equations only inside their own scroll box, no object dumps (``Name(field=...``), no Markdown
 table left as text, alt text on every figure, static sliders that change the figure, chapter
 pages of at most 4 MB, and no critical or serious axe-core violation (WCAG 2 A and AA).
@@ -189,7 +190,7 @@ LAYOUT_JS = r"""() => {
   };
   const out = {pageWidth: document.documentElement.scrollWidth, viewport: vw,
                scrollingCode: [], tooWide: [], dumps: [], pipeTables: [], badAlt: [],
-               distorted: [], smallTargets: []};
+               distorted: [], smallTargets: [], wrapped: []};
   // figures keep the shape of their file: drawn aspect ratio within 5% of the image's own
   for (const i of art.querySelectorAll('img')) {
     if (!i.naturalWidth || !i.clientWidth || !i.clientHeight) continue;
@@ -206,6 +207,25 @@ LAYOUT_JS = r"""() => {
   for (const pre of art.querySelectorAll('pre')) {
     if (pre.scrollWidth > pre.clientWidth + 1)
       out.scrollingCode.push(where(pre) + ': ' + pre.innerText.split('\n')[0].slice(0, 60));
+  }
+  // on a laptop no line of code, output or listing wraps: a block shows as many lines as it has
+  // (counted as the distinct rows its text is drawn on; a phone wraps long lines instead)
+  // (folded solutions are opened first, so that their code is measured too)
+  if (vw >= 1000) art.querySelectorAll('details').forEach(d => { d.open = true; });
+  if (vw >= 1000) for (const pre of art.querySelectorAll('pre')) {
+    if (pre.closest('.gtlib-slider') || !pre.offsetParent || !pre.innerText.trim()) continue;
+    const lines = pre.innerText.replace(/\n+$/, '').split('\n').filter(l => l.length > 0);
+    const range = document.createRange(); range.selectNodeContents(pre);
+    const tops = Array.from(range.getClientRects()).filter(r => r.width > 0)
+      .map(r => r.top).sort((a, b) => a - b);
+    const gap = 0.6 * parseFloat(getComputedStyle(pre).fontSize);
+    let rows = 0, last = -Infinity;
+    for (const t of tops) { if (t - last > gap) rows += 1; last = t; }
+    if (rows > lines.length) {
+      const longest = lines.reduce((a, b) => (b.length > a.length ? b : a), '');
+      out.wrapped.push(where(pre) + ': ' + (rows - lines.length) + ' extra rows, longest line '
+                       + longest.length + ' chars: ' + longest.trim().slice(0, 50));
+    }
   }
   // blocks that may be wide: inside the column, or inside a scroll box that is
   const blocks = art.querySelectorAll('table, img, div.math, mjx-container[display="true"],'
@@ -254,7 +274,8 @@ def test_readable_at_width(browser, server, rel, width):
                       ("pipeTables", "Markdown tables shown as text"),
                       ("badAlt", "images without alt text (or with a file path as alt)"),
                       ("distorted", "images drawn more than 5% off their aspect ratio"),
-                      ("smallTargets", "sliders less than 44 px tall")]:
+                      ("smallTargets", "sliders less than 44 px tall"),
+                      ("wrapped", "code, output or listing lines that wrap on a laptop")]:
         if r[key]:
             problems.append(f"{len(r[key])} {what}: {r[key][:6]}")
     assert not problems, f"{rel} at {width} px:\n  " + "\n  ".join(problems)
