@@ -16,7 +16,7 @@
   Book 1) are dropped, so that pages load without console errors; the widget library is left
   out of pages that show no widget.
 * Accessibility repairs of the theme and of docutils' output (axe-core, WCAG 2 A/AA): the search
-  button's accessible name, the colour-mode icons, citation list items.
+  button's accessible name, the colour-mode icons, citation list items, folded cells' toggles.
 """
 from __future__ import annotations
 
@@ -414,6 +414,15 @@ def _accessible_citations(app, pagename, templatename, context, doctree):
         context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
 
 
+def _accessible_toggles(app, pagename, templatename, context, doctree):
+    """A folded cell's ``summary`` carries ``aria-label="Toggle hidden content"`` (myst-nb), which
+    does not contain its visible text ("Show code cell source"): axe-core reports a serious
+    ``label-content-name-mismatch``. Without the label its accessible name is the visible text."""
+    body = context.get("body")
+    if isinstance(body, str) and '<summary aria-label="Toggle hidden content">' in body:
+        context["body"] = body.replace('<summary aria-label="Toggle hidden content">', "<summary>")
+
+
 def _lazy_images(app, pagename, templatename, context, doctree):
     """Let the browser fetch a figure only when the reader scrolls near it: a chapter holds 6-12
     figures (0.1-0.3 MB each) and most lie far below the first screen, so on a slow phone link
@@ -479,6 +488,7 @@ def setup(app):
     app.connect("config-inited", _take_over_hide_solutions, priority=900)
     app.connect("config-inited", _accessible_templates)
     app.connect("html-page-context", _accessible_citations)
+    app.connect("html-page-context", _accessible_toggles)
     app.connect("html-page-context", _lazy_images)
     app.add_transform(_RemoveSolutions)
     app.add_node(claims_report)
