@@ -61,9 +61,9 @@ __all__ = [
     "barrier_vs_epoch", "commutativity_bound_ratio", "commutativity_residual",
     "cross_task_experiment", "depth_sweep", "endpoint_dissimilarity", "evaluate_bezier",
     "evaluate_path", "fit_bezier", "llfc_dissimilarity", "llfc_profile", "logit_interpolation",
-    "permute", "planted_permutation_check", "pretraining_sweep", "random_perms", "repair_path",
-    "spawn_experiment", "task_labels", "task_vector", "train_nets", "train_pairs",
-    "weak_additivity", "weight_matching",
+    "permute", "perturb", "planted_permutation_check", "pretraining_sweep", "random_perms",
+    "repair_path", "spawn_experiment", "task_labels", "task_vector", "train_nets", "train_pairs",
+    "weak_additivity", "weight_distance", "weight_matching",
 ]
 
 
@@ -1442,6 +1442,32 @@ def average(models: Sequence[MLP]) -> MLP:
     return from_params(ws, bs, models[0].act_name)
 
 
+@boundary(a=InstanceOf(MLP), b=InstanceOf(MLP))
+def weight_distance(a: MLP, b: MLP) -> float:
+    """The Euclidean distance ``||theta_A - theta_B||`` over all weights and biases.
+
+    Parameters
+    ----------
+    a : MLP
+        The first network; an MLP.
+    b : MLP
+        The second network, of the same shape; an MLP.
+
+    Returns
+    -------
+    float
+        The distance between the two parameter vectors.
+
+    References
+    ----------
+    Zhou et al. (2024), "On the Emergence of Cross-Task Linearity in the Pretraining-Finetuning
+    Paradigm" (they relate linearity to how far apart the weights are).
+    """
+    _check_same_shape(a, b)
+    return float(torch.sqrt(sum(((p - q).detach() ** 2).sum()
+                                for p, q in zip(a.parameters(), b.parameters()))))
+
+
 @boundary()
 def task_vector(pretrained: MLP, finetuned: MLP) -> list[torch.Tensor]:
     """``theta_ft - theta_pre`` for every hidden layer's weights and biases (Ilharco et al. 2023).
@@ -1689,13 +1715,18 @@ def _seeds(seed: int, tag: int, k: int) -> list[int]:
     return [1_000_003 * int(seed) + 1_000 * tag + i for i in range(k)]
 
 
-@boundary(x=INPUTS, y=LABELS, seed=EXPERIMENT_SEED, snapshots=InstanceOf(dict, optional=True))
+@boundary(x=INPUTS, y=LABELS, seed=EXPERIMENT_SEED, snapshots=InstanceOf(dict, optional=True),
+          twin=InstanceOf(dict, optional=True))
 def train_pairs(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed: int = 0,
-                snapshots: dict | None = None) -> dict[int, tuple[MLP, MLP]]:
+                snapshots: dict | None = None, twin: dict | None = None
+                ) -> dict[int, tuple[MLP, MLP]]:
     """Two independently initialized and trained MLPs per width of ``cfg.widths`` (one stack each).
 
     If ``snapshots`` is a dict, it receives the pair of width ``cfg.epoch_width`` at the epochs
     ``cfg.epoch_snapshots`` (``{global step: [net A, net B]}``), taken during the same training.
+    If ``twin`` is a dict, it receives ``{width: net}`` for the widest width: a third network
+    in the same stack with network A's initialization and its own minibatch order (the pair
+    (A, twin) shares everything but the SGD noise, Frankle et al.'s spawning at step 0).
 
     Parameters
     ----------
@@ -1710,25 +1741,39 @@ def train_pairs(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed:
         Seed of the run's random draws; an int in [0, 2**63 - 1].
     snapshots : dict | None, default None
         Epochs at which the networks are recorded; a dict or None.
+    twin : dict | None, default None
+        Receives the widest width's twin of network A (same initialization, another
+        minibatch order); a dict or None.
 
     Returns
     -------
     dict[int, tuple[MLP, MLP]]
         Width -> the two trained networks.
+
+    References
+    ----------
+    Frankle, Dziugaite, Roy and Carbin (2020), "Linear Mode Connectivity and the Lottery Ticket
+    Hypothesis" (the twin).
     """
     C = _check_train_labels("y", y, len(x))
     out = {}
     per_epoch = -(-x.shape[0] // cfg.recipe.batch_size)
+    widest = max(int(w) for w in cfg.widths)
     for j, w in enumerate(cfg.widths):
         s = _seeds(seed, 10 + j, 2)
-        model = BatchedMLP.init(s, x.shape[-1], int(w), cfg.depth, C, device=x.device)
+        extra = twin is not None and int(w) == widest
+        init = s + [s[0]] if extra else s  # the twin starts where network A starts
+        model = BatchedMLP.init(init, x.shape[-1], int(w), cfg.depth, C, device=x.device)
         snap = [int(e * per_epoch) for e in cfg.epoch_snapshots] if (
             snapshots is not None and int(w) == cfg.epoch_width) else []
-        got = _fit(model, x, y, cfg.recipe, seeds=[10_000 + int(v) for v in s],
-                  snapshot_steps=snap)
-        out[int(w)] = tuple(members(model))
+        order = [10_000 + int(v) for v in s] + ([20_000 + int(s[0])] if extra else [])
+        got = _fit(model, x, y, cfg.recipe, seeds=order, snapshot_steps=snap)
+        nets = members(model)
+        out[int(w)] = tuple(nets[:2])
+        if extra:
+            twin[int(w)] = nets[2]
         if snap:
-            snapshots.update(got)
+            snapshots.update({k: v[:2] for k, v in got.items()})
             snapshots[cfg.recipe.steps(x.shape[0])] = list(out[int(w)])
     return out
 
@@ -2105,6 +2150,13 @@ class CrossTask(Result):
     scratch_best_lambda: float
     scratch_arith_train_acc: np.ndarray = None
     train_ends: dict = None      # training accuracy of "pre", "ft", "init", "scratch" per task
+    #: the same task addition from the sweep's shuffled-label body (its probes and first runs);
+    #: ``train_ends`` then also holds its "shuf_pre" and "shuf_ft"
+    shuffled_arith_train_acc: np.ndarray | None = None
+    shuffled_best_lambda: float = float("nan")
+    #: per task: the training gain kept at ``best_lambda`` when the *other* task's vector is
+    #: replaced by a random vector of the same norm, tensor by tensor (no interference)
+    random_vector_gain: list | None = None
 
     @staticmethod
     def _gain(acc, lam, best, start, end) -> list[float]:
@@ -2134,6 +2186,15 @@ class CrossTask(Result):
                           e["init"], e["scratch"])
 
     @property
+    def shuffled_train_gain_recovered(self) -> list[float]:
+        """The same on the training signals for the shuffled-label body (nan without it)."""
+        if self.shuffled_arith_train_acc is None:
+            return [float("nan"), float("nan")]
+        e = self.train_ends
+        return self._gain(self.shuffled_arith_train_acc, self.lambdas, self.shuffled_best_lambda,
+                          e["shuf_pre"], e["shuf_ft"])
+
+    @property
     def scratch_gain_recovered(self) -> list[float]:
         """The same for the control: (merged - init) / (scratch - init), at its own best lambda."""
         return self._gain(self.scratch_arith_acc, self.lambdas, self.scratch_best_lambda,
@@ -2156,6 +2217,24 @@ def _task_arithmetic(base: MLP, ends: Sequence[MLP], lam: np.ndarray, tr, te):
     hi = [accuracy(ends[t], *tr[t]) for t in (0, 1)]
     norm = np.stack([(acc_tr[:, t] - lo[t]) / max(1e-9, hi[t] - lo[t]) for t in (0, 1)], 1)
     return acc_te, acc_tr, float(lam[int(np.argmax(norm.min(1)))]), lo, hi
+
+
+@torch.no_grad()
+def _random_vector_gain(base: MLP, ends: Sequence[MLP], lam: float, tr, lo, hi,
+                        seed: int) -> list[float]:
+    """Per task ``t``: the training gain kept by ``base + lam (tau_t + r)``, where ``r`` is a
+    Gaussian vector with the norm of the other task's vector, tensor by tensor."""
+    gen = torch.Generator().manual_seed(int(seed))
+    taus = [task_vector(base, m) for m in ends]
+    out = []
+    for t in (0, 1):
+        rnd = []
+        for v in taus[1 - t]:
+            z = torch.randn(v.shape, generator=gen).to(v.device)
+            rnd.append(z * (v.norm() / z.norm().clamp_min(1e-12)))
+        acc = accuracy(apply_task_vectors(base, [taus[t], rnd], float(lam), ends[t]), *tr[t])
+        out.append(float((acc - lo[t]) / max(1e-9, hi[t] - lo[t])))
+    return out
 
 
 def _ctl_data(x, y, x_test, y_test, x_pre, y_pre):
@@ -2298,9 +2377,16 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
                                                            te)
     sc_te, sc_tr, sc_best, init_tr, sc_end_tr = _task_arithmetic(init, sc, lam, tr, te)
     ends = {"pre": pre_tr, "ft": ft_tr, "init": init_tr, "scratch": sc_end_tr}
+    sh_tr, sh_best = None, float("nan")
+    if sweep is not None and sweep.shuffled_body is not None:  # the shuffled-label body's arm
+        sh_ends = [sweep.shuffled_finetuned[t][0] for t in (0, 1)]
+        _, sh_tr, sh_best, ends["shuf_pre"], ends["shuf_ft"] = _task_arithmetic(
+            sweep.shuffled_body, sh_ends, lam, tr, te)
+    rnd = _random_vector_gain(pre, [ft[0][0], ft[1][0]], best, tr, pre_tr, ft_tr,
+                              _seeds(seed, 47, 1)[0])
     return CrossTask(pre, probes, ft, init, sc, acc_pre, acc_ft, acc_sc, acc_init, ctl, ctl_base,
                      ctl_sc, ctl_sc_base, avg_acc, ens_acc, agree, single, lam, acc_te, acc_tr,
-                     best, sc_te, sc_best, sc_tr, ends)
+                     best, sc_te, sc_best, sc_tr, ends, sh_tr, sh_best, rnd)
 
 
 @dataclass
@@ -2334,6 +2420,8 @@ class PretrainingSweep(Result):
     shuffled_disagree: np.ndarray | None = None  # (2, pairs): its disagreement ratios
     shuffled_displacement: np.ndarray | None = None  # (2, runs): how far its runs moved
     shuffled_acc: np.ndarray | None = None       # (2, runs): their test accuracy
+    shuffled_body: MLP | None = None             # the shuffled-label body (its pretraining head)
+    shuffled_finetuned: list | None = None       # shuffled_finetuned[t]: its runs of task t
 
     @property
     def ctl_ratio(self) -> np.ndarray:
@@ -2500,7 +2588,8 @@ def pretraining_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
                             [probes[2 * top + t] for t in (0, 1)],
                             [[net(top, t, r) for r in range(R)] for t in (0, 1)],
                             bodies[0], [[net(0, t, r) for r in range(R)] for t in (0, 1)],
-                            ctl[L + 1][0], ctl[L + 1][1], dis[L], disp[L], acc[L])
+                            ctl[L + 1][0], ctl[L + 1][1], dis[L], disp[L], acc[L], full[2],
+                            [[net(L + 2, t, r) for r in range(R)] for t in (0, 1)])
 
 
 @boundary(scale=nonnegative(), seed=SEED)
@@ -2520,6 +2609,40 @@ def add_noise(model: MLP, scale: float, seed: int = 0) -> MLP:
 
     return from_params([noisy(w) for w in ws], None if bs is None else [noisy(v) for v in bs],
                        model.act_name)
+
+
+@boundary(model=InstanceOf(MLP), distance=nonnegative(), seed=SEED)
+@torch.no_grad()
+def perturb(model: MLP, distance: float, seed: int = 0) -> MLP:
+    """A copy of ``model`` moved a Euclidean ``distance`` in a random direction.
+
+    The direction is the Gaussian noise of :func:`add_noise` (every layer's weights and biases
+    in proportion to their own spread), rescaled so that ``weight_distance(model, result)`` is
+    ``distance``. A pair ``(model, perturb(model, d))`` is as far apart as a pair at distance
+    ``d`` and shares everything else: the null of "the two networks are close in weights".
+
+    Parameters
+    ----------
+    model : MLP
+        The network; an MLP.
+    distance : float
+        How far to move it; a finite number >= 0.
+    seed : int, default 0
+        Seed of the direction; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    MLP
+        The perturbed copy.
+
+    References
+    ----------
+    Zhou et al. (2023), "Going Beyond Linear Mode Connectivity: The Layerwise Linear Feature
+    Connectivity" (the properties this null is read against).
+    """
+    noisy = add_noise(model, 1.0, seed)
+    d = weight_distance(model, noisy)
+    return lerp(model, noisy, distance / d) if d > 0 else copy.deepcopy(model)
 
 
 @boundary(x=INPUTS, y=LABELS, seed=Interval(int, 0, 2**63 - 2), max_iter=count(),

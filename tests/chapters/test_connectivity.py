@@ -1927,6 +1927,48 @@ def test_train_pairs_seeds_and_snapshots():
     assert C.train_pairs(cfg, x, y, seed=1).keys() == out.keys()
 
 
+def test_train_pairs_twin_shares_a_s_init_not_its_minibatch_order():
+    cfg = tiny_cfg()
+    x, y = data(n=20, seed=8)
+    twin, snaps = {}, {}
+    out = C.train_pairs(cfg, x, y, seed=1, twin=twin, snapshots=snaps)
+    assert sorted(twin) == [4]   # the widest width only
+    s = C._seeds(1, 11, 2)
+    want, _ = ref_fit_member(make_mlp(s[0], D, 4, 1, K), x, y, cfg.recipe, 20_000 + s[0])
+    same_params(twin[4], want, atol=1e-6)
+    for i in range(2):   # A and B are what they are without the twin
+        want, _ = ref_fit_member(make_mlp(s[i], D, 4, 1, K), x, y, cfg.recipe, 10_000 + s[i])
+        same_params(out[4][i], want, atol=1e-6)
+    assert all(len(v) == 2 for v in snaps.values())
+    with pytest.raises(TypeError, match="twin"):
+        C.train_pairs(cfg, x, y, seed=1, twin=[])
+
+
+# =================================================================================================
+# connectivity.weight_distance and perturb
+# =================================================================================================
+def test_weight_distance_by_hand_and_perturb_moves_exactly_that_far():
+    a, b = make_mlp(0, 5, 4, 2, 3), make_mlp(1, 5, 4, 2, 3)
+    want = float(np.sqrt(sum(((p - q) ** 2).sum().item()
+                              for p, q in zip(a.parameters(), b.parameters()))))
+    assert C.weight_distance(a, b) == pytest.approx(want, rel=1e-6)
+    assert C.weight_distance(a, a) == 0.0
+    assert C.weight_distance(a, b) == pytest.approx(C.weight_distance(b, a))
+    for d in (0.0, 0.5, 3.0):
+        m = C.perturb(a, d, seed=4)
+        assert C.weight_distance(a, m) == pytest.approx(d, abs=1e-5)
+    # the direction is add_noise's, rescaled: same seed, same direction
+    n = C.add_noise(a, 1.0, 4)
+    m = C.perturb(a, 2.0, seed=4)
+    u = torch.cat([(q - p).flatten() for p, q in zip(a.parameters(), n.parameters())])
+    v = torch.cat([(q - p).flatten() for p, q in zip(a.parameters(), m.parameters())])
+    assert torch.allclose(v, u * (2.0 / u.norm()), atol=1e-5)
+    with pytest.raises(ValueError):
+        C.weight_distance(a, make_mlp(1, 5, 6, 2, 3))
+    with pytest.raises(ValueError, match="distance"):
+        C.perturb(a, -1.0)
+
+
 # =================================================================================================
 # connectivity.align
 # =================================================================================================
@@ -2081,6 +2123,7 @@ def test_cross_task_experiment_tiny():
     assert all(0 <= a <= 1 for a in ct.agreement + ct.single_agreement)
     assert ct.best_lambda in (0.0, 0.5, 1.0) and len(ct.scratch_gain_recovered) == 2
     assert sorted(ct.train_ends) == ["ft", "init", "pre", "scratch"]
+    assert len(ct.random_vector_gain) == 2
     i = list(ct.lambdas).index(ct.best_lambda)
     e = ct.train_ends
     want = (ct.arith_train_acc[i, 0] - e["pre"][0]) / (e["ft"][0] - e["pre"][0])
@@ -2123,6 +2166,21 @@ def test_pretraining_sweep_tiny():
     w0 = C.params(ps.start)[0][0]
     assert not torch.equal(w0, C.params(ps.pretrained)[0][0])
     assert reuse.acc_scratch[0] == C.accuracy(ps.start_finetuned[0][0], x, C.task_labels(y, 0))
+    # the shuffled-label arm's task addition, from its body and its first run per task
+    assert ps.shuffled_finetuned[1][2] is not None and len(ps.shuffled_finetuned[0]) == 3
+    lam = np.asarray(cfg.lambdas, dtype=float)
+    tr = [(x, C.task_labels(y, t)) for t in (0, 1)]
+    _, acc, best, lo, hi = C._task_arithmetic(
+        ps.shuffled_body, [ps.shuffled_finetuned[t][0] for t in (0, 1)], lam, tr, tr)
+    assert reuse.shuffled_best_lambda == best
+    assert np.array_equal(reuse.shuffled_arith_train_acc, acc)
+    i = list(lam).index(best)
+    for t in (0, 1):
+        g = reuse.shuffled_train_gain_recovered[t]
+        assert (np.isnan(g) and hi[t] == lo[t]) or g == pytest.approx(
+            (acc[i, t] - lo[t]) / (hi[t] - lo[t]))
+    assert len(reuse.random_vector_gain) == 2
+    assert all(np.isnan(v) for v in ct.shuffled_train_gain_recovered)   # no sweep, no arm
     with pytest.raises(ValueError, match="pretrain_epochs"):
         C.pretraining_sweep(C.ConnectivityConfig(ctl_width=8, depth=2, spawn_recipe=r,
                                                  pretrain_epochs=(0, 1)), x, y, x, y,
@@ -2199,3 +2257,19 @@ def test_spawning_first_stable_and_mean_by_hand():
 def test_bad_input_is_refused_naming_the_argument(call, error, name):
     with pytest.raises(error, match=rf"\b{name}\b"):
         call()
+
+
+def test_random_vector_gain_by_hand():
+    # the random vector has the other task's norm tensor by tensor; with a zero other-task
+    # vector it is zero and the merge is base + lam * tau_t
+    torch.manual_seed(0)
+    base = make_mlp(0, 5, 4, 2, 3)
+    ends = [make_mlp(1, 5, 4, 2, 3), copy.deepcopy(base)]
+    x, y = torch.randn(30, 5), torch.randint(0, 3, (30,))
+    tr = [(x, y), (x, y)]
+    lo, hi = [0.1, 0.1], [0.9, 0.9]
+    got = C._random_vector_gain(base, ends, 1.0, tr, lo, hi, seed=3)
+    acc = C.accuracy(C.apply_task_vectors(base, [C.task_vector(base, ends[0])], 1.0, ends[0]),
+                     x, y)
+    assert got[0] == pytest.approx((acc - 0.1) / 0.8)
+    assert got == C._random_vector_gain(base, ends, 1.0, tr, lo, hi, seed=3)
