@@ -540,12 +540,12 @@ def _curve(alphas, values) -> tuple[np.ndarray, np.ndarray]:
 
 @boundary(alphas=_Numbers(), values=_Numbers())
 def barrier(alphas: Sequence[float], values: Sequence[float]) -> float:
-    r"""Barrier of a curve above its chord (Entezari et al. 2022, loss-barrier definition).
+    r"""Barrier of a curve above its chord (Entezari et al. 2022, loss barrier).
 
     ``max_alpha [v(alpha) - ((1 - alpha) v(0) + alpha v(1))]`` over the sampled
-    ``alphas``, which must start at 0 and end at 1. It is 0 for a curve that never rises
-    above its chord (a convex or flat curve), and negative only if the curve lies strictly
-    below its chord.
+    ``alphas``, which must start at 0 and end at 1. It is 0 for a curve that never
+    rises above its chord (a convex or flat curve), and negative only if the curve
+    lies strictly below its chord.
 
     .. math::
 
@@ -557,7 +557,8 @@ def barrier(alphas: Sequence[float], values: Sequence[float]) -> float:
         Interpolation points; a non-empty 1-D sequence of
         finite numbers.
     values : Sequence[float]
-        The curve's values at evenly spaced points; a non-empty 1-D sequence of finite numbers.
+        The curve's values at evenly spaced points; a non-empty 1-D sequence of
+        finite numbers.
 
     Returns
     -------
@@ -566,8 +567,8 @@ def barrier(alphas: Sequence[float], values: Sequence[float]) -> float:
 
     References
     ----------
-    Entezari, Sedghi, Saukh and Neyshabur (2022), "The Role of Permutation Invariance in Linear
-    Mode Connectivity of Neural Networks".
+    Entezari, Sedghi, Saukh and Neyshabur (2022), "The Role of Permutation Invariance
+    in Linear Mode Connectivity of Neural Networks".
     """
     a, v = _curve(alphas, values)
     chord = (1 - a) * v[0] + a * v[-1]
@@ -745,14 +746,14 @@ def _check_finite_weights(name: str, model: MLP) -> None:
 @boundary(max_iter=count(), seed=SEED)
 def weight_matching(a: MLP, b: MLP, max_iter: int = 100,
                     seed: int = 0) -> list[np.ndarray]:
-    """Permutations that align ``b`` to ``a`` by weight matching (Git Re-Basin, Alg. 1).
+    """Permutations aligning ``b`` to ``a`` by weight matching (Git Re-Basin Alg. 1).
 
     Maximizes ``sum_l <W_l^A, P_l W_l^B P_{l-1}^T> + <b_l^A, P_l b_l^B>`` over one
-    permutation ``P_l`` per hidden layer by coordinate descent: each pass visits the hidden
-    layers in a random order and solves the linear assignment problem of one layer (its
-    incoming and outgoing weights) with the others fixed, using
-    :func:`scipy.optimize.linear_sum_assignment`. Stops when a pass improves nothing or
-    after ``max_iter`` passes. Apply the result with ``permute(b, perms)``.
+    permutation ``P_l`` per hidden layer by coordinate descent: each pass visits the
+    hidden layers in a random order and solves the linear assignment problem of one
+    layer (its incoming and outgoing weights) with the others fixed, using
+    :func:`scipy.optimize.linear_sum_assignment`. Stops when a pass improves nothing
+    or after ``max_iter`` passes. Apply the result with ``permute(b, perms)``.
 
     Parameters
     ----------
@@ -772,8 +773,8 @@ def weight_matching(a: MLP, b: MLP, max_iter: int = 100,
 
     References
     ----------
-    Ainsworth, Hayase and Srinivasa (2023), "Git Re-Basin: Merging Models modulo Permutation
-    Symmetries", Algorithm 1.
+    Ainsworth, Hayase and Srinivasa (2023), "Git Re-Basin: Merging Models modulo
+    Permutation Symmetries", Algorithm 1.
     """
     _check_same_shape(a, b)
     _check_finite_weights("a", a)
@@ -1154,29 +1155,31 @@ def weak_additivity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
 REPAIR_MODES = ("full", "mean", "layer")
 
 
-@boundary(alphas=_Numbers(), x=INPUTS, eps=positive(), stats_b=InstanceOf(MLP, optional=True),
-          mode=Options(REPAIR_MODES))
+@boundary(alphas=_Numbers(), x=INPUTS, eps=positive(),
+          stats_b=InstanceOf(MLP, optional=True), mode=Options(REPAIR_MODES))
 @torch.no_grad()
 def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
                  eps: float = 1e-6, stats_b: MLP | None = None,
                  mode: str = "full") -> BatchedMLP:
-    """REPAIR (Jordan et al., ICLR 2023): interpolated networks with renormalized units.
+    """REPAIR (Jordan et al., ICLR 2023): interpolated nets with renormalized units.
 
     For every ``alpha`` and every hidden layer, in order from the input, each unit's
-    pre-activation in the interpolated network is rescaled and shifted so that its mean
-    and standard deviation over ``x`` become the interpolation of the endpoints'
-    statistics, ``mu = (1 - alpha) mu_A + alpha mu_B`` and ``sd = (1 - alpha) sd_A +
-    alpha sd_B`` (REPAIR undoes the "variance collapse" of the interpolated network). The
-    correction is folded into the layer's weights and bias, so the result is again a
-    plain MLP per alpha. ``x`` should be training inputs (the statistics are part of the
-    repaired model). ``stats_b`` (default ``b``) is the network whose unit statistics stand in
-    for ``b``'s: a randomly permuted copy of ``b`` aims the same corrections at the wrong units.
+    pre-activation in the interpolated network is rescaled and shifted so that its
+    mean and standard deviation over ``x`` become the interpolation of the endpoints'
+    statistics, ``mu = (1 - alpha) mu_A + alpha mu_B`` and
+    ``sd = (1 - alpha) sd_A + alpha sd_B`` (REPAIR undoes the "variance collapse" of
+    the interpolated network). The correction is folded into the layer's weights and
+    bias, so the result is again a plain MLP per alpha. ``x`` should be training
+    inputs (the statistics are part of the repaired model). ``stats_b`` (default
+    ``b``) is the network whose unit statistics stand in for ``b``'s: a randomly
+    permuted copy of ``b`` aims the same corrections at the wrong units.
 
-    ``mode`` picks what is restored: ``"full"`` (REPAIR) each unit's mean and standard
-    deviation; ``"mean"`` each unit's mean only, with no rescaling (a partial repair: the shift
-    without the variance restoration); ``"layer"`` each unit's mean and one common
-    rescaling per layer, the ratio of the layer's mean target deviation to its mean deviation
-    (variance restored per layer, not per unit).
+    ``mode`` picks what is restored: ``"full"`` (REPAIR) each unit's mean and
+    standard deviation; ``"mean"`` each unit's mean only, with no rescaling (a
+    partial repair: the shift without the variance restoration); ``"layer"`` each
+    unit's mean and one common rescaling per layer, the ratio of the layer's mean
+    target deviation to its mean deviation (variance restored per layer, not per
+    unit).
 
     Parameters
     ----------
@@ -1187,13 +1190,14 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
     alphas : Sequence[float]
         Interpolation coefficients; a sequence of finite numbers.
     x : torch.Tensor
-        Inputs on which the statistics are measured; a torch.Tensor (at least two rows,
-        floating-point, 2-dimensional, finite).
+        Inputs on which the statistics are measured; a torch.Tensor (at least two
+        rows, floating-point, 2-dimensional, finite).
     eps : float, default 1e-6
-        Units whose interpolated deviation is at most ``eps`` are shifted but not rescaled; a
-        number > 0.
+        Units whose interpolated deviation is at most ``eps`` are shifted but not
+        rescaled; a number > 0.
     stats_b : MLP | None, default None
-        The network whose unit statistics stand in for ``b``'s; an MLP of ``b``'s shape or None.
+        The network whose unit statistics stand in for ``b``'s; an MLP of ``b``'s
+        shape or None.
     mode : str, default "full"
         What is restored; one of ``"full"``, ``"mean"``, ``"layer"``.
 
@@ -1204,8 +1208,8 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
 
     References
     ----------
-    Jordan, Sedghi, Saukh, Entezari and Neyshabur (2023), "REPAIR: REnormalizing Permuted
-    Activations for Interpolation Repair", ICLR.
+    Jordan, Sedghi, Saukh, Entezari and Neyshabur (2023), "REPAIR: REnormalizing
+    Permuted Activations for Interpolation Repair", ICLR.
     """
     _check_same_shape(a, b)
     if stats_b is not None:
@@ -1214,11 +1218,13 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
         raise ValueError("a and b must have biases (REPAIR shifts them)")
     _check_inputs("x", x, a, min_rows=2)  # a standard deviation needs two rows
     alphas = _alpha_grid(alphas)
-    al = torch.as_tensor(np.asarray(alphas, dtype=np.float32)).to(x.device).view(-1, 1)
+    al = torch.as_tensor(np.asarray(alphas, dtype=np.float32))
+    al = al.to(x.device).view(-1, 1)
     stk = path_stack(a, b, alphas)
     ws = [w.detach().clone() for w in stk.weights]
     bs = [v.detach().clone() for v in stk.biases]
-    za, zb = _preactivations(a, x), _preactivations(b if stats_b is None else stats_b, x)
+    za = _preactivations(a, x)
+    zb = _preactivations(b if stats_b is None else stats_b, x)
     h = x.unsqueeze(0)
     for l in range(len(ws) - 1):
         z = torch.matmul(h, ws[l].transpose(1, 2)) + bs[l].unsqueeze(1)
@@ -1228,10 +1234,11 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
         if mode == "mean":
             scale = torch.ones_like(sd)
         elif mode == "layer":
-            scale = (sd_t.mean(1, keepdim=True) / sd.mean(1, keepdim=True).clamp_min(eps)
-                     ).expand_as(sd)
+            mean_sd = sd.mean(1, keepdim=True).clamp_min(eps)
+            scale = (sd_t.mean(1, keepdim=True) / mean_sd).expand_as(sd)
         else:
-            scale = torch.where(sd > eps, sd_t / sd.clamp_min(eps), torch.ones_like(sd))
+            ratio = sd_t / sd.clamp_min(eps)
+            scale = torch.where(sd > eps, ratio, torch.ones_like(sd))
         ws[l] = ws[l] * scale.unsqueeze(2)
         bs[l] = (bs[l] - mu) * scale + mu_t
         h = a.act(torch.matmul(h, ws[l].transpose(1, 2)) + bs[l].unsqueeze(1))
