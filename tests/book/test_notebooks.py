@@ -81,6 +81,7 @@ PENDING: dict[str, set] = {  # every chapter has adopted every convention
     "live_widgets_tagged": set(),
     "solutions": set(),
     "no_markdown_tables": set(),
+    "setup_folded": {"feature-contamination", "imbalanced-contrastive"},
 }
 
 
@@ -98,6 +99,18 @@ def code_cells(path):
 
 def source(cell):
     return "".join(cell["source"])
+
+
+@convention("setup_folded")
+def test_the_title_comes_first_and_the_setup_code_is_folded(path):
+    """A page opens with the chapter's title and question, not with install code: the set-up
+    cell follows the title and its code is folded on the site (the Preliminaries, which explain
+    that cell, show it)."""
+    cells = load(path)["cells"]
+    assert cells[0]["cell_type"] == "markdown" and source(cells[0]).startswith("# ")
+    if path.stem != "preliminaries":
+        first = next(c for c in cells if c["cell_type"] == "code")
+        assert "hide-input" in first["metadata"].get("tags", []), path.name
 
 
 MAX_LINE = 88  # the width of a code block in the site's text column
