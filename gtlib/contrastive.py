@@ -116,8 +116,9 @@ class ContrastiveConfig(Config):
 
     Every constant is our choice. With these constants the stage-I margin
     :func:`learning_margin` is ``mu = 10 / ratio``: ``mu > 1`` for every quick ratio, yet the
-    chapter measures that the minority features are learned only up to about ratio 3 (``mu > 1``
-    is necessary, not sufficient).
+    chapter measures that within ``steps`` the minority features are learned only up to ratio 4,
+    while at ratio 5 they grow past their start only in a run three times longer (``mu > 1`` is
+    necessary, not sufficient for learning within a given budget).
 
     Parameters
     ----------
