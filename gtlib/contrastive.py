@@ -50,8 +50,8 @@ __all__ = [
     # configs and results
     "ContrastiveConfig", "LongTailConfig",
     # functions
-    "best_alignment_curves", "condition_table", "draw_alignment", "energy_ratio",
-    "feature_frequencies", "feature_summary", "infonce", "infonce_orthogonal_closed_form",
+    "best_alignment_curves", "condition_table", "draw_alignment", "energy_curves",
+    "energy_ratio", "feature_frequencies", "feature_summary", "infonce", "infonce_orthogonal_closed_form",
     "learning_margin", "paired", "random_encoder_accuracy", "representations",
     "single_feature_samples", "stage_curves", "strong_specialists", "train_encoders",
     "train_longtail",
@@ -116,8 +116,9 @@ class ContrastiveConfig(Config):
 
     Every constant is our choice. With these constants the stage-I margin
     :func:`learning_margin` is ``mu = 10 / ratio``: ``mu > 1`` for every quick ratio, yet the
-    chapter measures that the minority features are learned only up to about ratio 3 (``mu > 1``
-    is necessary, not sufficient).
+    chapter measures that within ``steps`` the minority features are learned only up to ratio 4,
+    while at ratio 5 they grow past their start only in a run three times longer (``mu > 1`` is
+    necessary, not sufficient for learning within a given budget).
 
     Parameters
     ----------
@@ -884,10 +885,10 @@ def _bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
 
 
 @boundary(ratios=_Numbers(Interval(float, 1)), fractions=_Numbers(fraction()), seed=_RUN_SEED,
-          replicates=Interval(int, 1, 999, optional=True))
+          replicates=Interval(int, 1, 999, optional=True), stream=Interval(int, 0, 99))
 def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
                    replicates: int | None = None, hard_mask: bool = False,
-                   masks=None) -> EncoderRun:
+                   masks=None, stream: int = 0) -> EncoderRun:
     """Train one encoder per (ratio, fraction) pair and replicate, all at once (batched).
 
     Each model sees fresh population samples every step (common random numbers across models);
@@ -909,6 +910,12 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     (:func:`random_mask`, from a generator of its own, so the sample stream is unchanged): the
     control that tells what magnitude pruning adds to masking as such.
 
+    ``stream`` chooses an independent draw of the same experiment (same dictionary ``M``):
+    stream ``s`` starts replicate ``j`` from seed ``seed*1000 + s*R + j`` (``R`` replicates, as
+    if the replicates of stream 0 continued) and draws its samples and random masks from
+    generators of its own. Two streams of one condition are two independent sets of
+    replicates: the chapter's measured null for a difference between conditions.
+
     Parameters
     ----------
     cfg : ContrastiveConfig
@@ -926,6 +933,8 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
         Whether to mask both branches without the straight-through rule (the ablation); a bool.
     masks : object, default None
         One entry per condition, ``"magnitude"`` or ``"random"`` (default: all ``"magnitude"``).
+    stream : int, default 0
+        Which independent draw of initializations and samples; an int in [0, 99].
 
     Returns
     -------
@@ -947,6 +956,10 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
         raise ValueError(f"masks must hold one of {MASKS} per condition ({len(ratios)}), got "
                          f"{masks!r}")
     R = cfg.replicates if replicates is None else int(replicates)
+    if (stream + 1) * R > 998 - 2 * stream:
+        raise ValueError(f"stream {stream} with {R} replicates runs out of seeds: need "
+                         f"(stream + 1) * replicates <= 998 - 2 * stream")
+    first = seed * 1000 + stream * R  # seed of this stream's replicate 0
     conds = [(r, f, j) for j in range(R) for r, f in zip(ratios, fractions)]
     kinds = kinds * R
     E = len(conds)
@@ -956,14 +969,14 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
                          for r, _, _ in conds])
     inits = []
     for j in range(R):
-        g0 = torch.Generator().manual_seed(seed * 1000 + j)
+        g0 = torch.Generator().manual_seed(first + j)
         inits.append(torch.randn(m, d, generator=g0) * cfg.init_scale)
     W = torch.stack([inits[j] for _, _, j in conds]).requires_grad_()
     A = torch.zeros(E, d, d, requires_grad=True)
-    g = torch.Generator().manual_seed(seed * 1000 + 999)
+    g = torch.Generator().manual_seed(seed * 1000 + 999 - 2 * stream)
     fr = [f for _, f, _ in conds]
     rand = [e for e, k in enumerate(kinds) if k == "random" and fr[e] > 0]
-    g_mask = torch.Generator().manual_seed(seed * 1000 + 998)
+    g_mask = torch.Generator().manual_seed(seed * 1000 + 998 - 2 * stream)
     hist = {k: [] for k in ("step", "noise", "top", "second", "ratio", "proj", "neuron_noise")}
     opt = StackedOptimizer([W, A], "sgd", cfg.lr, weight_decay=cfg.weight_decay, members=E)
     mask = None
@@ -1006,7 +1019,7 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     fit(loss, opt, cfg.steps, check=record, every=cfg.log_every)
     history = {k: np.array(v) for k, v in hist.items()}
     return EncoderRun(config=cfg, M=M, W=W.detach(), A=A.detach(), ratios=[c[0] for c in conds],
-                      fractions=fr, seeds=[seed * 1000 + c[2] for c in conds], history=history,
+                      fractions=fr, seeds=[first + c[2] for c in conds], history=history,
                       masks=kinds)
 
 
@@ -1109,6 +1122,36 @@ def feature_probe_accuracy(run: EncoderRun, seed: int = 0) -> np.ndarray:
     correct = (pred == yte[None]).float()
     return np.stack([[correct[e, yte == k].mean().item() for k in range(K)]
                      for e in range(pred.shape[0])])
+
+
+def energy_curves(run: EncoderRun) -> np.ndarray:
+    """The minority/majority energy ratio of every model at every logged step, ``(T, E)``.
+
+    The same quantity as :func:`energy_ratio`, computed from the logged projections
+    ``run.history["proj"]`` (``|<w_r, M_k>|``, whose squares are the energies), so its last row
+    is the energy ratio of the trained weights. The chapter reads the effect of pruning along a
+    longer run from it: the paired gain at every step, not only at the end.
+
+    Parameters
+    ----------
+    run : EncoderRun
+        The training run.
+
+    Returns
+    -------
+    np.ndarray
+        The energy ratios, ``(T, E)``.
+
+    References
+    ----------
+    Liao, Zhou, Zhang, Wang and Zhang (2026), "Theoretical Analysis of Contrastive Learning
+    under Imbalanced Data: From Training Dynamics to a Pruning Solution".
+    """
+    if not isinstance(run, EncoderRun):
+        raise TypeError(f"run must be an EncoderRun, got {type(run).__name__}")
+    P, k = np.asarray(run.history["proj"]), run.config.n_features - run.config.n_minority
+    e = (P.astype(np.float64) ** 2).sum(axis=2)  # energy per feature: (T, E, K)
+    return e[..., k:].mean(-1) / np.maximum(e[..., :k].mean(-1), 1e-30)
 
 
 def best_alignment_curves(run: EncoderRun) -> dict:

@@ -291,6 +291,7 @@ SILENT = [
     (lambda: C.train_encoders(TINY, [1.0], [0.0], seed=-1), "seed"),
     (lambda: C.train_encoders(TINY, [1.0], [0.0], replicates=2.5), "replicates"),
     (lambda: C.train_encoders(TINY, [1.0], [0.0], hard_mask="yes"), "hard_mask"),
+    (lambda: C.train_encoders(TINY, [1.0], [0.0], stream=-1), "stream"),
     (lambda: C.stage_boundaries(np.arange(5), np.linspace(0, 1, 5), np.linspace(1, 3, 5),
                                 level=1.5), "level"),
     (lambda: C.ridge_probe(torch.randn(30, 5), torch.arange(30) % 3, torch.randn(12, 5).long(),
@@ -1275,6 +1276,38 @@ def test_train_encoders_initialization_seeds_and_pairing():
     assert torch.equal(again.W, run.W) and torch.equal(again.A, run.A)
     other = C.train_encoders(cfg, [1.0, 3.0], [0.0, 0.5], seed=3, replicates=2)
     assert not torch.allclose(other.W, run.W)
+
+
+def test_energy_curves_end_at_the_energy_ratio_and_start_at_the_initial_one():
+    cfg = tiny_cfg(steps=3, log_every=1)
+    run = C.train_encoders(cfg, [1.0, 3.0], [0.0, 0.5], seed=1, replicates=2)
+    e = C.energy_curves(run)
+    assert e.shape == (4, 4)
+    np.testing.assert_allclose(e[-1], C.energy_ratio(run.W, run.M, 2).numpy(), rtol=1e-5)
+    W0 = torch.randn(cfg.neurons, cfg.dim, generator=rng(1000)) * cfg.init_scale
+    np.testing.assert_allclose(e[0, 0], float(C.energy_ratio(W0, run.M, 2)), rtol=1e-5)
+    with pytest.raises(TypeError, match="EncoderRun"):
+        C.energy_curves({"proj": e})
+
+
+def test_train_encoders_stream_is_an_independent_draw_with_the_same_dictionary():
+    cfg = tiny_cfg(steps=3, log_every=1, init_scale=0.3)
+    base = C.train_encoders(cfg, [1.0, 3.0], [0.0, 0.5], seed=2, replicates=2)
+    zero = C.train_encoders(cfg, [1.0, 3.0], [0.0, 0.5], seed=2, replicates=2, stream=0)
+    assert torch.equal(zero.W, base.W)  # stream 0 is the default draw
+    one = C.train_encoders(cfg, [1.0, 3.0], [0.0, 0.5], seed=2, replicates=2, stream=1)
+    assert one.seeds == [2002, 2002, 2003, 2003] and torch.equal(one.M, base.M)
+    for e, j in enumerate([0, 0, 1, 1]):  # stream 1 starts where stream 0's replicates end
+        W0 = torch.randn(cfg.neurons, cfg.dim, generator=rng(2002 + j)) * 0.3
+        np.testing.assert_allclose(one.history["proj"][0, e],
+                                   C.alignment(W0, one.M)["proj"].numpy(), rtol=1e-6)
+    # replicates 2 and 3 of stream 0 start from the same weights but see other samples
+    more = C.train_encoders(cfg, [1.0], [0.0], seed=2, replicates=4)
+    same_start = C.train_encoders(cfg, [1.0], [0.0], seed=2, replicates=2, stream=1)
+    np.testing.assert_array_equal(more.history["proj"][0, 2:], same_start.history["proj"][0])
+    assert not torch.allclose(more.W[2:], same_start.W)
+    with pytest.raises(ValueError, match="runs out of seeds"):
+        C.train_encoders(cfg, [1.0], [0.0], replicates=500, stream=1)
 
 
 @pytest.mark.reference
