@@ -295,7 +295,7 @@ def sample_toy(n: int, emb: Embedding, kind: str = "theory", seed: int = 0,
 @boundary(x=_X)
 def shift_background(x: torch.Tensor, emb: Embedding,
                      magnitude: float = 1.0) -> torch.Tensor:
-    """The OOD shift: subtract ``magnitude`` from every background coordinate of ``x``.
+    """The OOD shift: subtract ``magnitude`` from every background coordinate.
 
     ``x - magnitude * P_b 1``. The core coordinates ``P_c^T x`` are unchanged, and at
     ``magnitude = 1`` a ``U[0,1]`` background becomes ``U[-1,0]``, distributed as the
@@ -304,8 +304,8 @@ def shift_background(x: torch.Tensor, emb: Embedding,
     Parameters
     ----------
     x : torch.Tensor
-        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2 or 3-dimensional,
-        finite).
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2 or
+        3-dimensional, finite).
     emb : Embedding
         The embedding of core and background features; a Embedding.
     magnitude : float, default 1.0
@@ -662,17 +662,18 @@ def mean_direction_components(W: torch.Tensor,
                               emb: Embedding) -> tuple[torch.Tensor, torch.Tensor]:
     """Split each neuron's background weights ``P_b^T w_j`` along the mean direction.
 
-    With ``e = 1 / sqrt(k_b)`` (the unit vector along all ``k_b`` background coordinates),
-    returns the signed components ``e . P_b^T w_j`` and the norms of the remainders
-    ``||P_b^T w_j - (e . P_b^T w_j) e||``, each ``(h,)`` or ``(E, h)``. A shift of every
-    background coordinate by ``-m`` moves neuron ``j``'s pre-activation by
-    ``-m sqrt(k_b) (e . P_b^T w_j)``: the shift sees only the first part.
+    With ``e = 1 / sqrt(k_b)`` (the unit vector along all ``k_b`` background
+    coordinates), returns the signed components ``e . P_b^T w_j`` and the norms of
+    the remainders ``||P_b^T w_j - (e . P_b^T w_j) e||``, each ``(h,)`` or
+    ``(E, h)``. A shift of every background coordinate by ``-m`` moves neuron ``j``'s
+    pre-activation by ``-m sqrt(k_b) (e . P_b^T w_j)``: the shift sees only the first
+    part.
 
     Parameters
     ----------
     W : torch.Tensor
-        First-layer weights; a torch.Tensor (non-empty, floating-point, 2 or 3-dimensional,
-        finite).
+        First-layer weights; a torch.Tensor (non-empty, floating-point, 2 or
+        3-dimensional, finite).
     emb : Embedding
         The embedding of core and background features; a Embedding.
 
@@ -683,8 +684,8 @@ def mean_direction_components(W: torch.Tensor,
 
     References
     ----------
-    Zhang, Zhao, Chen, Jiang and Chen (2024), "Feature Contamination: Neural Networks Learn
-    Uncorrelated Features and Fail to Generalize".
+    Zhang, Zhao, Chen, Jiang and Chen (2024), "Feature Contamination: Neural Networks
+    Learn Uncorrelated Features and Fail to Generalize".
     """
     _check_weights(W, emb)
     v = W @ emb.background                       # P_b^T w_j, (..., h, k_b)
@@ -786,32 +787,34 @@ def activation_asymmetry(pre: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return (active[..., pos, :].mean(-2) - active[..., neg, :].mean(-2)).abs()
 
 
-@boundary(pre=Tensor("float", (2, 3)), y=_Signs(), a=Tensor("float", (1, 2)), act=_ACT)
+@boundary(pre=Tensor("float", (2, 3)), y=_Signs(), a=Tensor("float", (1, 2)),
+          act=_ACT)
 def signed_asymmetry(pre: torch.Tensor, y: torch.Tensor, a: torch.Tensor,
                      act: str = "relu") -> torch.Tensor:
     """Per-neuron ``sign(a_j) (E[act'(pre_j) | y=+1] - E[act'(pre_j) | y=-1])``.
 
     For ReLU, ``act'`` is 1 on active units and 0 elsewhere, so this is
-    ``sign(a_j) (P(active | y=+1) - P(active | y=-1))``: positive when neuron ``j`` fires
-    mostly on the class its output weight ``a_j`` votes for (its "positive" class,
-    Theorem 4.1), negative when it fires mostly on the other class. For another activation
-    it is the same class asymmetry of the gate ``act'`` through which the neuron's gradient
-    flows. ``pre`` is ``(n, h)`` or ``(E, n, h)``, ``a`` is ``(h,)`` or ``(E, h)``.
+    ``sign(a_j) (P(active | y=+1) - P(active | y=-1))``: positive when neuron ``j``
+    fires mostly on the class its output weight ``a_j`` votes for (its "positive"
+    class, Theorem 4.1), negative when it fires mostly on the other class. For
+    another activation it is the same class asymmetry of the gate ``act'`` through
+    which the neuron's gradient flows. ``pre`` is ``(n, h)`` or ``(E, n, h)``, ``a``
+    is ``(h,)`` or ``(E, h)``.
 
     Parameters
     ----------
     pre : torch.Tensor
-        Pre-activations of the first layer, ``(..., n, width)``; a torch.Tensor (non-empty,
-        floating-point, 2 or 3-dimensional, finite).
+        Pre-activations of the first layer, ``(..., n, width)``; a torch.Tensor
+        (non-empty, floating-point, 2 or 3-dimensional, finite).
     y : torch.Tensor
-        Labels, -1.0 or +1.0; a torch.Tensor (non-empty, floating-point, 1-dimensional, finite) of
-        labels -1.0 and +1.0.
+        Labels, -1.0 or +1.0; a torch.Tensor (non-empty, floating-point,
+        1-dimensional, finite) of labels -1.0 and +1.0.
     a : torch.Tensor
-        Output weights, one per neuron; a torch.Tensor (non-empty, floating-point, 1 or
-        2-dimensional, finite).
+        Output weights, one per neuron; a torch.Tensor (non-empty, floating-point, 1
+        or 2-dimensional, finite).
     act : str, default 'relu'
-        The activation; one of ('relu', 'gelu', 'silu', 'tanh', 'sigmoid', 'leaky_relu',
-        'identity').
+        The activation; one of ('relu', 'gelu', 'silu', 'tanh', 'sigmoid',
+        'leaky_relu', 'identity').
 
     Returns
     -------

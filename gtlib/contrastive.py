@@ -418,11 +418,13 @@ def straight_through_mask(f: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def _straight_through_mask(f: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """:func:`straight_through_mask` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
-    if mask.ndim > f.ndim or any(a not in (1, b) for a, b in zip(mask.shape[::-1], f.shape[::-1])):
-        raise ValueError(f"mask of shape {tuple(mask.shape)} must broadcast to f's shape "
-                         f"{tuple(f.shape)}")
+    """:func:`straight_through_mask` without its boundary checks.
+
+    For callers whose arguments are already checked or built here."""
+    pairs = zip(mask.shape[::-1], f.shape[::-1])
+    if mask.ndim > f.ndim or any(a not in (1, b) for a, b in pairs):
+        raise ValueError(f"mask of shape {tuple(mask.shape)} must broadcast to "
+                         f"f's shape {tuple(f.shape)}")
     return f * mask + (f - f.detach()) * (1 - mask)
 
 
@@ -560,8 +562,9 @@ def magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
 
 
 def _magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
-    """:func:`magnitude_mask` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
+    """:func:`magnitude_mask` without its boundary checks.
+
+    For callers whose arguments are already checked or built here."""
     squeeze = W.ndim == 2
     if squeeze:
         W = W[None]
@@ -570,7 +573,8 @@ def _magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
     E, m, _ = W.shape
     fr = [fraction] * E if np.ndim(fraction) == 0 else list(fraction)
     if len(fr) != E:
-        raise ValueError(f"fraction must be a number or have one entry per model ({E})")
+        raise ValueError(
+            f"fraction must be a number or have one entry per model ({E})")
     fr = [check_fraction("fraction", f) for f in fr]
     norms = W.detach().norm(dim=-1)
     order = norms.argsort(dim=-1, stable=True)
@@ -602,7 +606,8 @@ def _random_mask(W: torch.Tensor, fraction, generator: torch.Generator) -> torch
     E, m, _ = W.shape
     fr = [fraction] * E if np.ndim(fraction) == 0 else list(fraction)
     if len(fr) != E:
-        raise ValueError(f"fraction must be a number or have one entry per model ({E})")
+        raise ValueError(
+            f"fraction must be a number or have one entry per model ({E})")
     fr = [check_fraction("fraction", f) for f in fr]
     mask = torch.ones(E, m, dtype=W.dtype, device=W.device)
     for e in range(E):
@@ -695,22 +700,22 @@ def _strong_specialists(W: torch.Tensor, M: torch.Tensor, ratio: float = 2.0,
 
 @boundary(W=Tensor("float", (2, 3)), M=Tensor("float", 2), n_minority=count())
 def energy_ratio(W: torch.Tensor, M: torch.Tensor, n_minority: int) -> torch.Tensor:
-    """Minority/majority energy ratio of neurons ``W`` ``(..., m, d)``: shape ``(...)``.
+    """Minority/majority energy ratio of neurons ``W`` ``(..., m, d)``.
 
-    ``sum_r sum_{k minority} <w_r, M_k>^2 / K_min`` over the same sum for the majority
-    features (divided by ``K - K_min``); the minority features are the last
-    ``n_minority`` columns of ``M``. It is 1 when both groups carry the same energy per
-    feature, and it is minority-specific: a change that scales every weight (pruning
-    inflates all norms a little) leaves it unchanged.
+    Shape ``(...)``: ``sum_r sum_{k minority} <w_r, M_k>^2 / K_min`` over the same
+    sum for the majority features (divided by ``K - K_min``); the minority features
+    are the last ``n_minority`` columns of ``M``. It is 1 when both groups carry the
+    same energy per feature, and it is minority-specific: a change that scales every
+    weight (pruning inflates all norms a little) leaves it unchanged.
 
     Parameters
     ----------
     W : torch.Tensor
-        Neuron weights, ``(..., m, d)``; a torch.Tensor (non-empty, floating-point, 2 or
-        3-dimensional, finite).
+        Neuron weights, ``(..., m, d)``; a torch.Tensor (non-empty, floating-point, 2
+        or 3-dimensional, finite).
     M : torch.Tensor
-        Orthonormal feature dictionary, ``(d, K)``; a torch.Tensor (non-empty, floating-point,
-        2-dimensional, finite).
+        Orthonormal feature dictionary, ``(d, K)``; a torch.Tensor (non-empty,
+        floating-point, 2-dimensional, finite).
     n_minority : int
         Number of minority (rare) features; an int >= 1.
 
@@ -721,9 +726,11 @@ def energy_ratio(W: torch.Tensor, M: torch.Tensor, n_minority: int) -> torch.Ten
     """
     K = M.shape[1]
     if not 0 < n_minority < K:
-        raise ValueError(f"n_minority must lie strictly between 0 and {K}, got {n_minority}")
+        raise ValueError(
+            f"n_minority must lie strictly between 0 and {K}, got {n_minority}")
     if W.shape[-1] != M.shape[0] or W.dtype != M.dtype:
-        raise ValueError(f"W's last dimension ({W.shape[-1]}) must equal M's rows, same dtype")
+        raise ValueError(
+            f"W's last dimension ({W.shape[-1]}) must equal M's rows, same dtype")
     e = ((W @ M) ** 2).sum(-2)  # energy per feature, summed over neurons: (..., K)
     minor = e[..., K - n_minority:].mean(-1)
     major = e[..., :K - n_minority].mean(-1)
