@@ -81,7 +81,7 @@ PENDING: dict[str, set] = {  # every chapter has adopted every convention
     "live_widgets_tagged": set(),
     "solutions": set(),
     "no_markdown_tables": set(),
-    "setup_folded": {"feature-contamination", "imbalanced-contrastive"},
+    "setup_folded": set(),
 }
 
 
