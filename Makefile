@@ -85,7 +85,7 @@ lint: setup
 	$(BIN)/ruff check --no-cache gtlib tests book/_tools book/_ext
 
 # gtlib's tests (tests/core, tests/chapters: one module each, mirroring gtlib/) and the notebook,
-# build and packaging tests (tests/book); `pytest tests/chapters/test_uniform.py` runs one module's.
+# build and packaging tests (tests/book); `pytest tests/chapters/soft/test_gp.py` runs one module's.
 unit: setup
 	$(BIN)/python -m pytest -q -n $(JOBS) --ignore=tests/site tests
 

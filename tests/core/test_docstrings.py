@@ -1,8 +1,9 @@
 """Every public name of gtlib has a numpydoc docstring that numpydoc's own validator accepts.
 
-The public names are each module's ``__all__``; the modules are found as ``gtlib/*.py``, so a new
-module is covered as soon as it exists. The API reference page (``book/api.md``) renders these
-docstrings, so a missing ``Parameters`` entry would be a missing line on the site.
+The public names are each module's ``__all__``; the modules are found as ``gtlib/*.py`` and
+``gtlib/*/__init__.py``, so a new module is covered as soon as it exists. The API reference page
+(``book/api.md``) renders these docstrings, so a missing ``Parameters`` entry would be a missing
+line on the site.
 """
 from __future__ import annotations
 
@@ -36,9 +37,14 @@ SKIP_MODULES: set[str] = set()
 
 
 def _modules() -> list[str]:
+    # a chapter split into a package (gtlib/<p>/__init__.py) is one module here: its __init__
+    # re-exports its submodules' __all__, and book/api.md documents it under the package's name
     names = []
-    for path in sorted((ROOT / "gtlib").glob("*.py")):
-        names.append("gtlib" if path.stem == "__init__" else f"gtlib.{path.stem}")
+    for path in sorted([*(ROOT / "gtlib").glob("*.py"), *(ROOT / "gtlib").glob("*/__init__.py")]):
+        if path == ROOT / "gtlib" / "__init__.py":
+            names.append("gtlib")
+        else:
+            names.append("gtlib." + (path.parent.name if path.stem == "__init__" else path.stem))
     return names
 
 

@@ -1,9 +1,10 @@
 """Every public function refuses every bad argument with an error that names it (generated).
 
-For each name in each gtlib module's ``__all__`` (modules found as ``gtlib/*.py``) that carries
-:func:`gtlib.checks.boundary`, the test reads the constraints the decorator checks
-(``func.__gtlib_constraints__``), builds a valid call (each required argument's
-:meth:`~gtlib.checks.Constraint.valid_value`, or an example from ``EXAMPLES`` below), and then,
+For each name in each gtlib module's ``__all__`` (modules found as ``gtlib/*.py`` and
+``gtlib/*/__init__.py``) that carries :func:`gtlib.checks.boundary`, the test reads the
+constraints the decorator checks (``func.__gtlib_constraints__``), builds a valid call (each
+required argument's :meth:`~gtlib.checks.Constraint.valid_value`, or an example from ``EXAMPLES``
+below), and then,
 for each checked argument and each value its constraint refuses
 (:meth:`~gtlib.checks.Constraint.invalid_values`), calls the function with that one argument
 replaced: the call must raise ``TypeError`` or ``ValueError`` naming the argument. One test item
@@ -46,8 +47,12 @@ EXAMPLES = {"_Axes": _axes}
 
 
 def _modules() -> list:
-    return [importlib.import_module("gtlib" if p.stem == "__init__" else f"gtlib.{p.stem}")
-            for p in sorted((ROOT / "gtlib").glob("*.py"))]
+    # gtlib's modules, a chapter split into a package (gtlib/<p>/__init__.py) counted as one module:
+    # its __init__ re-exports its submodules' __all__
+    paths = sorted([*(ROOT / "gtlib").glob("*.py"), *(ROOT / "gtlib").glob("*/__init__.py")])
+    return [importlib.import_module("gtlib" if p == ROOT / "gtlib" / "__init__.py" else
+                                    "gtlib." + (p.parent.name if p.stem == "__init__" else p.stem))
+            for p in paths]
 
 
 def _public_boundary_functions() -> list:

@@ -1,9 +1,9 @@
 """The training loops of gtlib.soft before gtlib.engine replaced them.
 
 Copied verbatim from commit 421960b (only the names changed, ``old_`` prefixed, and the argument
-check of ``steps`` inlined), so that tests/chapters/test_soft.py can train one tiny configuration
-with both and require the same numbers. The network they train, :class:`gtlib.soft.SubspaceNet`,
-is unchanged and imported from gtlib.
+check of ``steps`` inlined), so that tests/chapters/soft/test_compression.py can train one tiny
+configuration with both and require the same numbers. The network they train,
+:class:`gtlib.soft.SubspaceNet`, is unchanged and imported from gtlib.
 """
 from __future__ import annotations
 

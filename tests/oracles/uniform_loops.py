@@ -2,9 +2,9 @@
 
 Copied verbatim from commit 421960b (only the names changed, ``old_`` prefixed; the private
 ``_int`` and ``_pos`` input checks they call are copied too, since gtlib.uniform now calls
-gtlib.checks directly), so that tests/chapters/test_uniform.py can train one tiny configuration with
-both and require the same numbers. The other helpers they call are unchanged in gtlib.uniform and
-imported from it.
+gtlib.checks directly), so that tests/chapters/uniform/test_randomization.py and test_margin.py can
+train one tiny configuration with both and require the same numbers. The other helpers they call
+are unchanged in gtlib.uniform and imported from it.
 """
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from gtlib.data import corrupt_labels, mnist1d
 from gtlib.models import BatchedMLP
 from gtlib.train import TrainConfig, accuracy, ensemble_loss, margins
 from gtlib.uniform import (BatchedCNN1d, CNNRandomizationConfig, CNNRandomizationResult,
-                           SubsetTraining, _forward)
+                           SubsetTraining)
+from gtlib.uniform.margin import _forward
 
 
 def _int(name: str, value, minimum: int = 1) -> int:
