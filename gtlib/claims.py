@@ -351,7 +351,9 @@ def control_refusal(values: dict, control_values: dict, given: dict | None = Non
     (3): counts and flags coincide honestly. (4) A constant in ``given`` that is the control's
     own measurement (a measured float of the control, or the mean of its replicates) is refused
     too: ``tail >= random_tail + 2 * se`` with ``random_tail`` given and the random encoder as the
-    control compares the control with itself.
+    control compares the control with itself. (5) A list of measured floats that sums to zero
+    to rounding while the measurement's does not is a null made by construction (deviations from
+    their own mean, ``x - roll(x)``): its mean is 0 whatever was measured.
 
     Parameters
     ----------
@@ -389,6 +391,11 @@ def control_refusal(values: dict, control_values: dict, given: dict | None = Non
             return (f"the control repeats the measured value of {k!r} ({_fmt(values[k])}) "
                     "unchanged: a quantity the null does not re-measure is a constant of both "
                     "sides; pass it in given=")
+    for k in names:
+        if _sums_to_zero(control_values[k]) and not _sums_to_zero(values[k]):
+            return (f"the control's {k!r} sums to zero ({_fmt(control_values[k])}): a list of "
+                    "deviations from its own mean (or x - roll(x)) has mean 0 by construction, "
+                    "not by measurement; measure a null experiment instead")
     for g, gv in (given or {}).items():
         if not (isinstance(gv, float) and math.isfinite(gv)):
             continue
@@ -402,6 +409,14 @@ def control_refusal(values: dict, control_values: dict, given: dict | None = Non
                         "so it fails by arithmetic; measure a second null instead (another "
                         "draw of the null experiment)")
     return ""
+
+
+def _sums_to_zero(v: Any) -> bool:
+    """A list of two or more measured floats whose sum is zero to rounding."""
+    if not (isinstance(v, list) and len(v) > 1 and all(_num(x) for x in v) and _has_float(v)):
+        return False
+    size = sum(abs(x) for x in v)
+    return size > 0 and abs(sum(v)) <= 1e-9 * size
 
 
 # -- margins --------------------------------------------------------------------------------------

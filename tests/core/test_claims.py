@@ -756,6 +756,22 @@ def test_a_given_constant_that_is_the_controls_own_measurement_is_refused():
     assert control_refusal({"x": 2.5}, {"x": 3}, {"n": 3}) == ""
 
 
+def test_a_control_that_sums_to_zero_by_construction_is_refused():
+    """``gap = x - roll(x)`` (or deviations from their own mean) has mean 0 whatever x is."""
+    x = [0.31, 0.27, 0.35, 0.22]
+    centred = [v - sum(x) / len(x) for v in x]
+    rolled = [a - b for a, b in zip(x, x[1:] + x[:1])]
+    for null in (centred, rolled):
+        why = control_refusal({"gap": [0.2, 0.25, 0.21, 0.3]}, {"gap": null})
+        assert "'gap' sums to zero" in why and "by construction" in why
+    # a measured null whose mean is near zero is not refused; neither is one that sums to zero
+    # when the measurement does too (then the rule cannot pass on it either)
+    assert control_refusal({"gap": [0.2, 0.25]}, {"gap": [0.01, -0.008]}) == ""
+    assert control_refusal({"gap": [0.2, -0.2]}, {"gap": [0.1, -0.1]}) == ""
+    # counts are whole numbers and exempt, like everywhere in the refusal
+    assert control_refusal({"n": [3, 4]}, {"n": [1, -1]}) == ""
+
+
 # =================================================================================================
 # claims.margin
 # =================================================================================================
