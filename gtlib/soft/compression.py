@@ -61,12 +61,6 @@ def elias_gamma(n: int) -> list[int]:
 @boundary(bits=_Bits(), pos=count(0))
 def elias_gamma_decode(bits, pos: int = 0) -> tuple[int, int]:
     """Decode one Elias gamma integer from ``bits`` at ``pos``; return ``(n, next_pos)``."""
-    return _elias_gamma_decode(bits, pos)
-
-
-def _elias_gamma_decode(bits, pos: int = 0) -> tuple[int, int]:
-    """:func:`elias_gamma_decode` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     if pos >= len(bits):
         raise ValueError(f"pos must be < len(bits) = {len(bits)}, got {pos}")
     zeros = 0
@@ -139,12 +133,6 @@ def arithmetic_encode(symbols, alphabet_size: int) -> list[int]:
 @boundary(bits=_Bits(), n_symbols=count(0), alphabet_size=count())
 def arithmetic_decode(bits, n_symbols: int, alphabet_size: int) -> list[int]:
     """Invert :func:`arithmetic_encode` given the number of symbols and the alphabet size."""
-    return _arithmetic_decode(bits, n_symbols, alphabet_size)
-
-
-def _arithmetic_decode(bits, n_symbols: int, alphabet_size: int) -> list[int]:
-    """:func:`arithmetic_decode` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     A = check_int("alphabet_size", alphabet_size, 1)
     n_symbols = check_int("n_symbols", n_symbols, 0)
     bits = list(bits)
@@ -236,10 +224,10 @@ def encode_quantized(centres, symbols) -> list[int]:
 @boundary(bits=_Bits())
 def decode_quantized(bits) -> tuple[np.ndarray, np.ndarray]:
     """Invert :func:`encode_quantized`: return ``(centres, symbols)``."""
-    d, pos = _elias_gamma_decode(bits, 0)
+    d, pos = elias_gamma_decode(bits, 0)
     if pos >= len(bits):
         raise ValueError("bits ends after the length field (no number of levels)")
-    L, pos = _elias_gamma_decode(bits, pos)
+    L, pos = elias_gamma_decode(bits, pos)
     if pos + 32 * L >= len(bits):
         raise ValueError(f"bits ends inside the {L} float32 centres")
     centres = []
@@ -250,7 +238,7 @@ def decode_quantized(bits) -> tuple[np.ndarray, np.ndarray]:
         centres.append(np.frombuffer(np.uint32(word).tobytes(), dtype=np.float32)[0])
         pos += 32
     return (np.array(centres, dtype=np.float32),
-            np.array(_arithmetic_decode(bits[pos:], d, L)))
+            np.array(arithmetic_decode(bits[pos:], d, L)))
 
 
 _BOUND = dict(train_error=fraction(), n=count(), delta=fraction("neither"))
@@ -342,10 +330,6 @@ def counting_bound(train_error: float, n_params: int, n: int, bits_per_param: in
 @boundary(q=fraction(), p=fraction())
 def kl_bernoulli(q: float, p: float) -> float:
     """``kl(q || p) = q ln(q/p) + (1-q) ln((1-q)/(1-p))`` between Bernoulli means (nats)."""
-    return _kl_bernoulli(q, p)
-
-
-def _kl_bernoulli(q: float, p: float) -> float:
     out = 0.0
     for a, b in ((q, p), (1 - q, 1 - p)):
         if a > 0:
@@ -373,20 +357,14 @@ def kl_inverse(q: float, c: float, tol: float = 1e-12) -> float:
     float
         ``p``.
     """
-    return _kl_inverse(q, c, tol)
-
-
-def _kl_inverse(q: float, c: float, tol: float = 1e-12) -> float:
-    """:func:`kl_inverse` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     lo, hi = float(q), 1.0
-    if _kl_bernoulli(q, hi) <= c:
+    if kl_bernoulli(q, hi) <= c:
         return 1.0
     while hi - lo > tol:
         mid = 0.5 * (lo + hi)
         if not lo < mid < hi:  # adjacent floats: a tol below their spacing is met
             break
-        lo, hi = (mid, hi) if _kl_bernoulli(q, mid) <= c else (lo, mid)
+        lo, hi = (mid, hi) if kl_bernoulli(q, mid) <= c else (lo, mid)
     return hi
 
 
@@ -420,7 +398,7 @@ def pac_bayes_kl_bound(train_error: float, kl: float, n: int,
     """
     kl = _pos("kl", kl, allow_zero=True)
     n, delta = _bound_args(train_error, n, delta)
-    return _kl_inverse(train_error, (kl + math.log(2 * math.sqrt(n) / delta)) / n)
+    return kl_inverse(train_error, (kl + math.log(2 * math.sqrt(n) / delta)) / n)
 
 
 class ConvNet1D(torch.nn.Module):

@@ -29,12 +29,6 @@ __all__ = [
           variance=positive())
 def rbf_kernel(a: torch.Tensor, b: torch.Tensor, lengthscale: float, variance: float = 1.0) -> torch.Tensor:
     """``variance * exp(-||a - b||^2 / (2 lengthscale^2))`` between the rows of ``a`` and ``b``."""
-    return _rbf_kernel(a, b, lengthscale, variance)
-
-
-def _rbf_kernel(a: torch.Tensor, b: torch.Tensor, lengthscale: float, variance: float = 1.0) -> torch.Tensor:
-    """:func:`rbf_kernel` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     lengthscale = _pos("lengthscale", lengthscale)
     variance = _pos("variance", variance)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
@@ -87,7 +81,7 @@ def gp_label_regression(x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor, 
     eye = torch.eye(n, dtype=torch.float64, device=x.device)
     best = None
     for ell in lengthscales:
-        k = _rbf_kernel(x, x, float(ell))
+        k = rbf_kernel(x, x, float(ell))
         chol = torch.linalg.cholesky(k + noise_ratio * eye)
         alpha = torch.cholesky_solve(t, chol)
         s = float((t * alpha).sum()) / (n * C)
@@ -97,7 +91,7 @@ def gp_label_regression(x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor, 
             best = (log_ml, float(ell), s, k, alpha)
     log_ml, ell, s, k, alpha = best
     train_mean = k @ alpha
-    test_mean = _rbf_kernel(x_test, x, ell) @ alpha
+    test_mean = rbf_kernel(x_test, x, ell) @ alpha
     return {"train_pred": train_mean.argmax(1), "test_pred": test_mean.argmax(1), "log_ml": log_ml,
             "lengthscale": ell, "signal_var": s}
 

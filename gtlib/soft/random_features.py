@@ -50,12 +50,6 @@ def effective_dimensionality(eigs, alpha: float) -> float:
     Maddox, Benton and Wilson (2020), "Rethinking Parameter Counting in Deep Models: Effective
     Dimensionality Revisited", Eq. 2.
     """
-    return _effective_dimensionality(eigs, alpha)
-
-
-def _effective_dimensionality(eigs, alpha: float) -> float:
-    """:func:`effective_dimensionality` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     eigs = np.clip(_vec("eigs", eigs), 0, None)
     alpha = _pos("alpha", alpha)
     return float(np.sum(eigs / (eigs + alpha)))
@@ -69,28 +63,16 @@ def poorly_determined(eigs, alpha: float, k: int) -> float:
     directions; this is the curve Maddox et al.'s random-feature notebook plots (there written
     ``min(n, d) - sum s^2 / (s^2 + lambda n)``). Only the ``k`` largest eigenvalues are used.
     """
-    return _poorly_determined(eigs, alpha, k)
-
-
-def _poorly_determined(eigs, alpha: float, k: int) -> float:
-    """:func:`poorly_determined` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     eigs = np.sort(np.clip(_vec("eigs", eigs), 0, None))[::-1]
     k = check_int("k", k, 1)
     if k > eigs.size:
         raise ValueError(f"k must be <= the number of eigenvalues ({eigs.size}), got {k}")
-    return float(k - _effective_dimensionality(eigs[:k], alpha))
+    return float(k - effective_dimensionality(eigs[:k], alpha))
 
 
 @boundary(x=_Array(2), w=_Array(2), b=_Array(1))
 def relu_features(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Random ReLU features ``max(0, x w + b) / sqrt(p)`` of inputs ``x`` (n, D); ``w`` is (D, p)."""
-    return _relu_features(x, w, b)
-
-
-def _relu_features(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """:func:`relu_features` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     x, w, b = (np.asarray(v, dtype=np.float64) for v in (x, w, b))
     if w.shape[0] != x.shape[1]:
         raise ValueError(f"w must have one row per column of x ({x.shape[1]}), got {w.shape}")
@@ -185,12 +167,6 @@ def ridge_path(phi: np.ndarray, y: np.ndarray, ridges, rcond: float = 1e-10):
     Singular values below ``rcond`` times the largest are dropped (as ``numpy.linalg.lstsq``
     does). Returns ``(betas, beta_min_norm)`` with ``betas`` of shape ``(len(ridges), p)``.
     """
-    return _ridge_path(phi, y, ridges, rcond)
-
-
-def _ridge_path(phi: np.ndarray, y: np.ndarray, ridges, rcond: float = 1e-10):
-    """:func:`ridge_path` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     phi, y = np.asarray(phi, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if phi.ndim != 2 or y.ndim != 1 or phi.shape[0] != y.shape[0]:
         raise ValueError("phi must be (n, p) and y (n,) with the same n")
@@ -264,17 +240,17 @@ def run_random_features(cfg: RFConfig, seed: int = 0) -> RandomFeaturesResult:
         yv = rf_target(xv) + cfg.noise * rng.normal(size=cfg.n_val)
         w = rng.normal(size=(cfg.dim, P)) / np.sqrt(cfg.dim)
         b = rng.uniform(-1, 1, size=P)
-        feats = [_relu_features(z, w, b) * np.sqrt(P) for z in (x, xt, xv)]
+        feats = [relu_features(z, w, b) * np.sqrt(P) for z in (x, xt, xv)]
         null[r] = np.mean((yt - y.mean()) ** 2)
         for j, p in enumerate(cfg.ps):
             phi, phit, phiv = (f[:, :p] / np.sqrt(p) for f in feats)
-            betas, beta = _ridge_path(phi, y, cfg.ridges)
+            betas, beta = ridge_path(phi, y, cfg.ridges)
             test[r, j] = np.mean((phit @ beta - yt) ** 2)
             best = int(np.argmin(((phiv @ betas.T - yv[:, None]) ** 2).mean(0)))
             ridge[r, j] = np.mean((phit @ betas[best] - yt) ** 2)
             eigs = np.linalg.svd(phi, compute_uv=False) ** 2 / cfg.n
-            neff[r, j] = _effective_dimensionality(eigs, cfg.alpha)
-            poor[r, j] = _poorly_determined(eigs, cfg.alpha, min(cfg.n, p))
+            neff[r, j] = effective_dimensionality(eigs, cfg.alpha)
+            poor[r, j] = poorly_determined(eigs, cfg.alpha, min(cfg.n, p))
     return RandomFeaturesResult(ps=np.array(cfg.ps), n=cfg.n, test_mse=np.median(test, 0),
                                 test_mse_draws=test, ridge_mse=np.median(ridge, 0),
                                 null_mse=float(np.median(null)), neff=neff.mean(0),
