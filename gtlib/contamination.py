@@ -1501,6 +1501,10 @@ class DistillConfig(ToyConfig):
     target : str, default 'hidden'
         What the student matches: the teacher's ``"hidden"`` representation or its
         ``"preactivation"``; one of ('hidden', 'preactivation').
+    longer_steps : int, default 0
+        Further distillation steps after the student is probed at ``student_steps`` (same
+        optimizer, continued), after which it is probed again (``DistillResult.longer``); 0 for
+        none; an int >= 0.
 
     References
     ----------
@@ -1516,6 +1520,7 @@ class DistillConfig(ToyConfig):
     lr: float = param(1e-3, positive())
     record_every: int = param(25, count())
     target: str = param("hidden", Options(("hidden", "preactivation")))
+    longer_steps: int = param(0, Interval(int, 0, None))
 
 
 @dataclass
@@ -1527,7 +1532,9 @@ class DistillResult(Result):
     background mean direction (:func:`mean_direction_components`), each (before, after).
     ``probe_initial`` is the linear probe's accuracy (``"ID"``, ``"OOD"``) on the student's
     representation *before* distillation (at its initialization), and ``curve_id[0]`` its
-    relative error then: the never-distilled student.
+    relative error then: the never-distilled student. ``longer`` (with ``cfg.longer_steps > 0``)
+    holds the student's measurements after ``student_steps + longer_steps`` steps: ``"steps"``,
+    ``"error_id"``, ``"probe_ID"``, ``"probe_OOD"`` and ``"background_mean"``.
     """
 
     teacher_acc: dict[str, float]
@@ -1541,6 +1548,7 @@ class DistillResult(Result):
     student_background_norm: tuple[float, float]
     student_background_mean: tuple[float, float] = (0.0, 0.0)
     probe_initial: dict[str, float] = field(default_factory=dict)
+    longer: dict[str, float] = field(default_factory=dict)
 
 
 @boundary(seed=_RUN_SEED)
@@ -1619,20 +1627,31 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
     else:
         def loss(step, batch):
             return ((student._hidden(train.x) - target) ** 2).sum(-1).mean(-1) / scale
-    fit(loss, _optimizer([student.W, student.b], [sspec]), _int("student_steps", cfg.student_steps),
-        check=record, every=cfg.record_every)
+    opt = _optimizer([student.W, student.b], [sspec])
+    fit(loss, opt, _int("student_steps", cfg.student_steps), check=record, every=cfg.record_every)
     with torch.no_grad():
         s_train, s_test, s_ood = (student.hidden(z)[0] for z in (train.x, test.x, x_ood))
         t_acc = {k: float(binary_accuracy(teacher(z)[0], test.y)) for k, z in (("ID", test.x), ("OOD", x_ood))}
     pt = linear_probe(target, train.y, [(t_test, test.y), (t_ood, test.y)])
     ps = linear_probe(s_train, train.y, [(s_test, test.y), (s_ood, test.y)])
+    bg1 = float(projection_norms(student.W.detach(), emb)[1].mean())
+    mean1 = float(mean_direction_components(student.W.detach(), emb)[0].abs().mean())
+    longer = {}
+    if _int("longer_steps", cfg.longer_steps, minimum=0):   # the same run, continued
+        fit(loss, opt, cfg.longer_steps)
+        with torch.no_grad():
+            l_train, l_test, l_ood = (student.hidden(z)[0] for z in (train.x, test.x, x_ood))
+            pl = linear_probe(l_train, train.y, [(l_test, test.y), (l_ood, test.y)])
+            longer = {"steps": cfg.student_steps + cfg.longer_steps,
+                      "error_id": rel(l_test, t_test), "probe_ID": pl[0], "probe_OOD": pl[1],
+                      "background_mean": float(
+                          mean_direction_components(student.W.detach(), emb)[0].abs().mean())}
     return DistillResult(teacher_acc=t_acc, probe_teacher={"ID": pt[0], "OOD": pt[1]},
                          probe_student={"ID": ps[0], "OOD": ps[1]},
                          probe_initial={"ID": p0[0], "OOD": p0[1]}, error_id=cid[-1],
                          error_ood=cood[-1], curve_step=steps, curve_id=cid, curve_ood=cood,
-                         student_background_norm=(bg0, float(projection_norms(student.W.detach(), emb)[1].mean())),
-                         student_background_mean=(mean0, float(
-                             mean_direction_components(student.W.detach(), emb)[0].abs().mean())))
+                         student_background_norm=(bg0, bg1), student_background_mean=(mean0, mean1),
+                         longer=longer)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1680,6 +1699,11 @@ class Mnist1dConfig(Config):
         Whether to add the same control for the linear classifier; a bool.
     constant : bool, default False
         Whether to add the constant-padding variant; a bool.
+    null_replicates : int, default 0
+        Replicates of the linear classifier's comparison, each on its own background draw: the
+        classifier on the uniform and on the centred background (same initialization and
+        batches), and once more on the centred one from another initialization and batch
+        order (the null's spread); an int in [0, 100].
     """
 
     FULL = dict(width=1024, epochs=100)
@@ -1697,6 +1721,7 @@ class Mnist1dConfig(Config):
     centred_mlp: bool = param(False, Boolean())
     centred_linear: bool = param(False, Boolean())
     constant: bool = param(False, Boolean())
+    null_replicates: int = param(0, Interval(int, 0, 100))
 
 
 @boundary(x=Tensor("float", 2), n_background=count())
@@ -1730,6 +1755,11 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
     seeds, trained and tested on a centred background; ``cfg.centred_linear`` adds
     ``"linear, centred"`` likewise, and ``cfg.constant`` adds ``"ReLU MLP, constant"`` and
     ``"linear, constant"``, trained and tested with the background held at ``1/2``.
+    ``cfg.null_replicates = r`` adds ``"linear replicates"``: a list of ``r`` dicts, replicate
+    ``j`` on its own background draw (generator seed ``1000 * seed + 400 + j``), each with three
+    entries like ``"linear"``: ``"uniform"`` and ``"centred"`` (initialization seed
+    ``1000 * seed + 200 + j``, batch seed ``1000 * seed + 300 + j``) and ``"centred, again"``
+    (seeds ``1000 * seed + 600 + j`` and ``1000 * seed + 700 + j``).
 
     Parameters
     ----------
@@ -1770,26 +1800,42 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
         models["ReLU MLP, constant"] = (cfg.depth, cfg.width, slice(None), 0, None)
         models["linear, constant"] = (0, 1, slice(None), 1, None)
     out = {"magnitudes": list(cfg.magnitudes), "chance": 1.0 / ds.num_classes}
-    for name, (depth, width, cols, i, offset) in models.items():
+
+    def one(depth, width, cols, offset, init_seed, batch_seed):
         if offset is None:                   # constant padding: every background coordinate 1/2
             xtr, xte = x_tr.clone(), x_te.clone()
             xtr[:, -k:], xte[:, -k:] = 0.5, 0.5
         else:
             xtr, xte = shift_last(x_tr, k, offset), shift_last(x_te, k, offset)
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(1000 * seed + 80 + i)
+            torch.manual_seed(init_seed)
             model = MLP(xtr[:, cols].shape[1], width, depth, ds.num_classes).to(dev)
         tcfg = TrainConfig(optimizer="adamw", lr=cfg.lr, weight_decay=cfg.weight_decay,
-                           batch_size=cfg.batch_size, epochs=cfg.epochs, seed=1000 * seed + 90 + i,
+                           batch_size=cfg.batch_size, epochs=cfg.epochs, seed=batch_seed,
                            check_every=10 ** 9)
         train(model, xtr[:, cols], y_tr, tcfg)
         with torch.no_grad():
-            out[name] = {"train": accuracy(model(xtr[:, cols]), y_tr),
-                         "shift": [accuracy(model(shift_last(xte, k, m)[:, cols]), y_te)
-                                   for m in cfg.magnitudes]}
+            res = {"train": accuracy(model(xtr[:, cols]), y_tr),
+                   "shift": [accuracy(model(shift_last(xte, k, m)[:, cols]), y_te)
+                             for m in cfg.magnitudes]}
             neg = xte.clone()
             neg[:, -k:] = -neg[:, -k:]          # the background negated: z_b -> -z_b
-            out[name]["negated"] = accuracy(model(neg[:, cols]), y_te)
-        out[name]["ID"] = out[name]["shift"][list(cfg.magnitudes).index(0.0)]
-        out[name]["OOD"] = out[name]["shift"][list(cfg.magnitudes).index(1.0)]
+            res["negated"] = accuracy(model(neg[:, cols]), y_te)
+        res["ID"] = res["shift"][list(cfg.magnitudes).index(0.0)]
+        res["OOD"] = res["shift"][list(cfg.magnitudes).index(1.0)]
+        return res
+
+    for name, (depth, width, cols, i, offset) in models.items():
+        out[name] = one(depth, width, cols, offset, 1000 * seed + 80 + i, 1000 * seed + 90 + i)
+    reps = []
+    for j in range(_int("null_replicates", cfg.null_replicates, minimum=0)):
+        gj = torch.Generator().manual_seed(1000 * seed + 400 + j)    # a fresh background draw
+        x_tr = append_background(ds.x, k, gj).to(dev)
+        x_te = append_background(ds.x_test, k, gj).to(dev)
+        init, batches = 1000 * seed + 200 + j, 1000 * seed + 300 + j
+        reps.append({"uniform": one(0, 1, slice(None), 0.0, init, batches),
+                     "centred": one(0, 1, slice(None), 0.5, init, batches),
+                     "centred, again": one(0, 1, slice(None), 0.5, init + 400, batches + 400)})
+    if reps:
+        out["linear replicates"] = reps
     return out

@@ -1538,11 +1538,11 @@ def test_constants_and_config_defaults_are_the_documented_ones():
         fc.DefaultConfig: dict(toy, steps=1000, lr=1e-3, replicates=8, record_every=20,
                                activations=("relu",)),
         fc.DistillConfig: dict(toy, n_test=1000, teacher_steps=1000, student_steps=1000, lr=1e-3,
-                               record_every=25, target="hidden"),
+                               record_every=25, target="hidden", longer_steps=0),
         fc.Mnist1dConfig: dict(n_train=4000, n_test=2000, n_background=40, width=256, depth=2,
                                epochs=30, batch_size=128, lr=1e-3, weight_decay=1e-2,
                                magnitudes=(0.0, 0.25, 0.5, 0.75, 1.0), centred_mlp=False,
-                               centred_linear=False, constant=False),
+                               centred_linear=False, constant=False, null_replicates=0),
     }
     for cls, values in want.items():
         cfg = cls()
@@ -1724,6 +1724,29 @@ def test_gate_free_distillation_student():
 
 
 @pytest.mark.reference
+def test_distillation_longer_steps_continue_the_same_run():
+    base = fc.DistillConfig(n=40, n_test=20, d_core=3, d_background=2, dim=8, width=6,
+                            teacher_steps=3, student_steps=4, record_every=2)
+    short = fc.run_distillation(base, seed=1, device="cpu")
+    both = fc.run_distillation(replace(base, longer_steps=3), seed=1, device="cpu")
+    whole = fc.run_distillation(replace(base, student_steps=7), seed=1, device="cpu")
+    assert short.longer == {}
+    # the measurements at student_steps are those of the short run, untouched by the extra steps
+    for key in ("probe_student", "error_id", "curve_id", "student_background_norm",
+                "student_background_mean"):
+        assert getattr(both, key) == getattr(short, key), key
+    # the continued run is the 7-step run: same optimizer state carried over
+    assert both.longer["steps"] == 7
+    assert both.longer["probe_ID"] == pytest.approx(whole.probe_student["ID"])
+    assert both.longer["probe_OOD"] == pytest.approx(whole.probe_student["OOD"])
+    assert both.longer["error_id"] == pytest.approx(whole.error_id, rel=1e-5)
+    assert both.longer["background_mean"] == pytest.approx(whole.student_background_mean[1],
+                                                          rel=1e-5)
+    with pytest.raises(ValueError, match="longer_steps"):
+        replace(base, longer_steps=-1)
+
+
+@pytest.mark.reference
 def test_remaining_defaults_shift_one_and_seed_zero():
     emb = fc.random_embedding(2, 2, 5, seed=0)
     d, t = fc.sample_toy(5, emb, seed=0), fc.sample_toy(5, emb, seed=1)
@@ -1877,6 +1900,43 @@ def test_mnist1d_constant_padding_and_centred_linear():
     assert "ReLU MLP, centred" not in out
     for name in ("linear, centred", "ReLU MLP, constant", "linear, constant"):
         assert 0 <= out[name]["OOD"] <= 1 and len(out[name]["shift"]) == 2
+
+
+@pytest.mark.reference
+def test_mnist1d_null_replicates_are_their_recipe():
+    from gtlib.data import mnist1d
+    from gtlib.models import MLP
+    from gtlib.train import TrainConfig, accuracy, train
+
+    seed = 3
+    cfg = fc.Mnist1dConfig(n_train=60, n_test=30, n_background=5, width=8, depth=1, epochs=2,
+                           batch_size=16, lr=0.05, magnitudes=(0.0, 1.0), null_replicates=2)
+    out = fc.run_mnist1d(cfg, seed=seed, device="cpu")
+    reps = out["linear replicates"]
+    assert len(reps) == 2 and "linear, centred" not in out
+    ds = mnist1d(60, 30, device="cpu")
+    for j, rep in enumerate(reps):
+        g = torch.Generator().manual_seed(1000 * seed + 400 + j)     # its own background draw
+        x_tr = fc.append_background(ds.x, 5, g)
+        x_te = fc.append_background(ds.x_test, 5, g)
+        for name, offset, extra in (("uniform", 0.0, 0), ("centred", 0.5, 0),
+                                    ("centred, again", 0.5, 400)):
+            xtr, xte = x_tr.clone(), x_te.clone()
+            xtr[:, -5:] -= offset
+            xte[:, -5:] -= offset
+            torch.manual_seed(1000 * seed + 200 + j + extra)
+            model = MLP(45, 1, 0, 10)
+            train(model, xtr, ds.y, TrainConfig(
+                optimizer="adamw", lr=0.05, weight_decay=1e-2, batch_size=16, epochs=2,
+                seed=1000 * seed + 300 + j + extra, check_every=10 ** 9))
+            with torch.no_grad():
+                shifted = xte.clone()
+                shifted[:, -5:] -= 1.0
+                assert rep[name]["ID"] == pytest.approx(accuracy(model(xte), ds.y_test))
+                assert rep[name]["OOD"] == pytest.approx(accuracy(model(shifted), ds.y_test))
+    assert reps[0]["centred"] != reps[1]["centred"]          # their own draws
+    with pytest.raises(ValueError, match="null_replicates"):
+        fc.Mnist1dConfig(null_replicates=101)
 
 
 # =================================================================================================
