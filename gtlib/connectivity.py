@@ -1217,7 +1217,13 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
     if a.layers[0].bias is None:
         raise ValueError("a and b must have biases (REPAIR shifts them)")
     _check_inputs("x", x, a, min_rows=2)  # a standard deviation needs two rows
-    alphas = _alpha_grid(alphas)
+    return _repair(a, b, _alpha_grid(alphas), x, eps, stats_b, mode)[0]
+
+
+@torch.no_grad()
+def _repair(a: MLP, b: MLP, alphas: np.ndarray, x: torch.Tensor, eps: float,
+            stats_b: MLP | None, mode: str) -> tuple[BatchedMLP, torch.Tensor]:
+    """The REPAIRed stack and its last hidden features on ``x`` (reused by ``repair_path``)."""
     al = torch.as_tensor(np.asarray(alphas, dtype=np.float32))
     al = al.to(x.device).view(-1, 1)
     stk = path_stack(a, b, alphas)
@@ -1242,7 +1248,7 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
         ws[l] = ws[l] * scale.unsqueeze(2)
         bs[l] = (bs[l] - mu) * scale + mu_t
         h = a.act(torch.matmul(h, ws[l].transpose(1, 2)) + bs[l].unsqueeze(1))
-    return BatchedMLP(ws, bs, act=a.act_name)
+    return BatchedMLP(ws, bs, act=a.act_name), h
 
 
 @boundary(x_stats=INPUTS, x=INPUTS, y=LABELS, alphas=GRID,
@@ -1290,8 +1296,17 @@ def repair_path(a: MLP, b: MLP, x_stats: torch.Tensor, x: torch.Tensor, y: torch
     _check_inputs("x_stats", x_stats, a, min_rows=2)
     _check_data(a, x, y)
     alphas = _alpha_grid(alphas)
-    return _evaluate_stack(repair_stack(a, b, alphas, x_stats, stats_b=stats_b, mode=mode),
-                           alphas, x, y)
+    stk, h = _repair(a, b, alphas, x_stats, 1e-6, stats_b, mode)
+    if x_stats is not x:
+        return _evaluate_stack(stk, alphas, x, y)
+    # statistics on the evaluation inputs: the repair's own forward pass gives the features
+    with torch.no_grad():
+        logits = torch.matmul(h, stk.weights[-1].transpose(1, 2)) + stk.biases[-1].unsqueeze(1)
+        C = logits.shape[-1]
+        loss = F.cross_entropy(logits.reshape(-1, C), y.repeat(len(alphas)),
+                               reduction="none").view(len(alphas), -1).mean(1)
+        acc = (logits.argmax(-1) == y).float().mean(1)
+    return Path(alphas, loss.cpu().numpy(), acc.cpu().numpy())
 
 
 @boundary(ts=_Numbers())

@@ -1516,6 +1516,20 @@ def test_repair_stats_b_default_and_null():
         C.repair_stack(a, b, al, X, stats_b=net(2, width=8))
 
 
+def test_repair_path_reuses_its_statistics_pass():
+    # statistics on the evaluation inputs: the repair's own forward pass gives the path,
+    # the same as evaluating the repaired stack afresh (and with other statistics inputs)
+    a, b = net(0), net(1)
+    y = torch.arange(len(X)) % a.layers[-1].weight.shape[0]
+    for mode in ("full", "mean", "layer"):
+        for xs in (X, X.clone(), X[: len(X) // 2]):
+            got = C.repair_path(a, b, xs, X, y, [0.0, 0.3, 1.0], mode=mode)
+            ref = C.evaluate_stack(C.repair_stack(a, b, [0.0, 0.3, 1.0], xs, mode=mode),
+                                   [0.0, 0.3, 1.0], X, y)
+            assert np.allclose(got.loss, ref.loss, atol=1e-5)
+            assert np.allclose(got.acc, ref.acc)
+
+
 def _repair_case(seed_a, seed_b, data_seed):
     """Two depth-2 reference networks, 40 inputs and each network's pre-activations on them."""
     a, b = net_ref(seed_a, depth=2), net_ref(seed_b, depth=2)
