@@ -925,10 +925,11 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     generators of its own. Two streams of one condition are two independent sets of
     replicates: the chapter's measured null for a difference between conditions.
 
-    ``independent=True`` gives every replicate sample codes of its own (the conditions of one
-    replicate still share theirs, so pruned and unpruned stay paired): the replicates are then
+    ``independent=True`` gives every replicate samples of its own: codes, token positions and
+    noise. The conditions of one replicate share all three (their codes differ only where
+    their frequencies do), so pruned and unpruned stay paired, and the replicates are
     independent draws, as a standard error over replicates assumes. By default all models of
-    the run share the codes (common random numbers).
+    the run share the codes (common random numbers) and each draws its own noise.
 
     Parameters
     ----------
@@ -950,7 +951,7 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     stream : int, default 0
         Which independent draw of initializations and samples; an int in [0, 99].
     independent : bool, default False
-        Whether each replicate draws its own sample codes; a bool.
+        Whether each replicate draws its own samples (shared by its conditions); a bool.
 
     Returns
     -------
@@ -1004,7 +1005,7 @@ def _train(cfg, M, W, A, freqs, fr, kinds, g, g_mask, hard_mask, rep, offset, st
     """The training loop of :func:`train_encoders` and :func:`continue_encoders`: ``steps``
     updates of the stacked models ``W``, ``A`` starting after ``offset`` updates (the threshold
     schedule and the pruning period count from the start of training). ``rep`` (one replicate
-    index per model, or None) gives each replicate its own sample codes."""
+    index per model, or None) gives each replicate its own samples."""
     W, A = W.clone().requires_grad_(), A.clone().requires_grad_()
     E = W.shape[0]
     rand = [e for e, k in enumerate(kinds) if k == "random" and fr[e] > 0]
@@ -1026,10 +1027,12 @@ def _train(cfg, M, W, A, freqs, fr, kinds, g, g_mask, hard_mask, rep, offset, st
                 mask[rand] = _random_mask(W[rand], [fr[e] for e in rand], g_mask)
         if rep_idx is None:
             z = _sample_codes(freqs, cfg.batch, g)
+            X1 = _make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+            X2 = _make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
         else:
             z = _sample_codes_per_replicate(freqs, rep_idx, cfg.batch, g)
-        X1 = _make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
-        X2 = _make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+            X1, X2 = (_views_per_replicate(M, z, rep_idx, cfg.n_tokens, cfg.n_signal,
+                                           cfg.noise, g) for _ in range(2))
         if hard_mask and mask is not None:
             f1 = _encode(X1, W, A, beta) * mask[:, None, :]
             with torch.no_grad():
@@ -1070,6 +1073,18 @@ def _sample_codes_per_replicate(freqs: torch.Tensor, rep: torch.Tensor, n: int,
     return ((u[rep] < freqs[:, None, :]) * sign[rep]).float()
 
 
+def _views_per_replicate(M: torch.Tensor, z: torch.Tensor, rep: torch.Tensor, n_tokens: int,
+                         n_signal: int, noise: float, generator: torch.Generator) -> torch.Tensor:
+    """One view ``(E, n, L, d)`` of the codes ``z`` ``(E, n, K)``, as :func:`make_views`, except
+    that the models of one replicate (``rep[e]``) share their token positions and noise: the
+    conditions of a replicate differ only in their codes, and each replicate draws its own."""
+    R, n, d = int(rep.max()) + 1, z.shape[1], M.shape[0]
+    order = torch.rand(R, n, n_tokens, generator=generator).argsort(-1)
+    carries = (order < n_signal).to(z.dtype)[rep]  # exactly n_signal tokens per sample
+    eps = (torch.randn(R, n, n_tokens, d, generator=generator) * (noise / math.sqrt(d)))[rep]
+    return carries[..., None] * (z @ M.T)[..., None, :] + eps
+
+
 @boundary(steps=count(), seed=_RUN_SEED, stream=Interval(int, 0, 99))
 def continue_encoders(run: EncoderRun, models, steps: int, seed: int = 0,
                       stream: int = 0) -> EncoderRun:
@@ -1078,7 +1093,7 @@ def continue_encoders(run: EncoderRun, models, steps: int, seed: int = 0,
     The models keep their weights, attention, ratio, pruning fraction and mask kind, and the
     threshold schedule and pruning period go on counting from the run's last step, so the
     result is the same experiment run longer (not a retraining from step 0). Each replicate
-    draws its own sample codes (the continued models of one replicate share theirs), from a
+    draws its own samples (the continued models of one replicate share theirs), from a
     generator fixed by ``seed`` and ``stream`` (pick a stream no other run of the seed uses).
     The history holds the run's records of these models followed by the new ones.
 

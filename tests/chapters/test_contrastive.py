@@ -1907,21 +1907,29 @@ def test_unclear_errors_now_name_the_argument(i):
     plt.close("all")
 
 
-def test_train_encoders_independent_replicates_draw_their_own_codes():
+def test_train_encoders_independent_replicates_draw_their_own_samples():
     cfg = tiny_cfg(steps=3, log_every=1, init_scale=0.3)
-    # with one replicate the per-replicate codes are the shared ones, number for number
-    one = C.train_encoders(cfg, [1.0, 3.0], [0.0, 0.5], seed=2, replicates=1)
-    ind = C.train_encoders(cfg, [1.0, 3.0], [0.0, 0.5], seed=2, replicates=1, independent=True)
-    assert torch.equal(one.W, ind.W)
+    # two copies of one condition in a replicate see the same samples: they stay identical;
+    # the other replicate draws its own
+    two = C.train_encoders(cfg, [3.0, 3.0], [0.0, 0.0], seed=2, replicates=2, independent=True)
+    torch.testing.assert_close(two.W[0], two.W[1], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(two.W[2], two.W[3], rtol=1e-5, atol=1e-6)
+    same_init = C.train_encoders(cfg, [3.0], [0.0], seed=2, replicates=1, stream=1,
+                                 independent=True)
+    assert not torch.allclose(two.W[2], same_init.W[0])  # same start, other samples
     # the models of one replicate share their codes; other replicates draw their own
-    freqs = torch.full((4, 5), 0.5)
+    freqs = torch.full((4, 6), 0.5)
     z = C._sample_codes_per_replicate(freqs, torch.tensor([0, 0, 1, 1]), 40, rng(0))
     assert torch.equal(z[0], z[1]) and torch.equal(z[2], z[3]) and not torch.equal(z[0], z[2])
+    X = C._views_per_replicate(M, z, torch.tensor([0, 0, 1, 1]), 4, 2,
+                               1.0, rng(1))
+    assert torch.equal(X[0], X[1]) and not torch.equal(X[0], X[2])
+    assert ((X - X.mean()).abs().sum(-1) > 0).all()
+    # the default couples the codes of every model and draws each model's own noise
     shared = C.sample_codes(freqs, 40, rng(0))
-    assert torch.equal(shared[0], shared[2])  # the default couples every model
-    two = C.train_encoders(cfg, [3.0, 3.0], [0.0, 0.5], seed=2, replicates=2, independent=True)
-    base, pruned = C.paired(two, two.history["proj"][0], 3.0, 0.5)
-    np.testing.assert_array_equal(base, pruned)  # still paired within a replicate
+    assert torch.equal(shared[0], shared[2])
+    plain = C.train_encoders(cfg, [3.0, 3.0], [0.0, 0.0], seed=2, replicates=1)
+    assert (plain.W[0] - plain.W[1]).abs().max() > 1e-3
 
 
 # =================================================================================================
