@@ -33,7 +33,7 @@ pieces, top to bottom:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -50,7 +50,8 @@ __all__ = [
     # configs and results
     "ContrastiveConfig", "LongTailConfig",
     # functions
-    "best_alignment_curves", "condition_table", "draw_alignment", "energy_curves",
+    "best_alignment_curves", "condition_table", "continue_encoders", "draw_alignment",
+    "energy_curves",
     "energy_ratio", "feature_frequencies", "feature_summary", "infonce", "infonce_orthogonal_closed_form",
     "learning_margin", "paired", "random_encoder_accuracy", "representations",
     "single_feature_samples", "stage_curves", "strong_specialists", "train_encoders",
@@ -892,10 +893,11 @@ def _bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
 
 
 @boundary(ratios=_Numbers(Interval(float, 1)), fractions=_Numbers(fraction()), seed=_RUN_SEED,
-          replicates=Interval(int, 1, 999, optional=True), stream=Interval(int, 0, 99))
+          replicates=Interval(int, 1, 999, optional=True), stream=Interval(int, 0, 99),
+          independent=InstanceOf(bool))
 def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
                    replicates: int | None = None, hard_mask: bool = False,
-                   masks=None, stream: int = 0) -> EncoderRun:
+                   masks=None, stream: int = 0, independent: bool = False) -> EncoderRun:
     """Train one encoder per (ratio, fraction) pair and replicate, all at once (batched).
 
     Each model sees fresh population samples every step (common random numbers across models);
@@ -923,6 +925,12 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     generators of its own. Two streams of one condition are two independent sets of
     replicates: the chapter's measured null for a difference between conditions.
 
+    ``independent=True`` gives every replicate samples of its own: codes, token positions and
+    noise. The conditions of one replicate share all three (their codes differ only where
+    their frequencies do), so pruned and unpruned stay paired, and the replicates are
+    independent draws, as a standard error over replicates assumes. By default all models of
+    the run share the codes (common random numbers) and each draws its own noise.
+
     Parameters
     ----------
     cfg : ContrastiveConfig
@@ -942,6 +950,8 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
         One entry per condition, ``"magnitude"`` or ``"random"`` (default: all ``"magnitude"``).
     stream : int, default 0
         Which independent draw of initializations and samples; an int in [0, 99].
+    independent : bool, default False
+        Whether each replicate draws its own samples (shared by its conditions); a bool.
 
     Returns
     -------
@@ -978,12 +988,28 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     for j in range(R):
         g0 = torch.Generator().manual_seed(first + j)
         inits.append(torch.randn(m, d, generator=g0) * cfg.init_scale)
-    W = torch.stack([inits[j] for _, _, j in conds]).requires_grad_()
-    A = torch.zeros(E, d, d, requires_grad=True)
+    W = torch.stack([inits[j] for _, _, j in conds])
+    A = torch.zeros(E, d, d)
     g = torch.Generator().manual_seed(seed * 1000 + 999 - 2 * stream)
-    fr = [f for _, f, _ in conds]
-    rand = [e for e, k in enumerate(kinds) if k == "random" and fr[e] > 0]
     g_mask = torch.Generator().manual_seed(seed * 1000 + 998 - 2 * stream)
+    fr = [f for _, f, _ in conds]
+    rep = [c[2] for c in conds] if independent else None
+    W, A, history = _train(cfg, M, W, A, freqs, fr, kinds, g, g_mask, hard_mask, rep, 0,
+                           cfg.steps)
+    return EncoderRun(config=cfg, M=M, W=W, A=A, ratios=[c[0] for c in conds],
+                      fractions=fr, seeds=[first + c[2] for c in conds], history=history,
+                      masks=kinds)
+
+
+def _train(cfg, M, W, A, freqs, fr, kinds, g, g_mask, hard_mask, rep, offset, steps):
+    """The training loop of :func:`train_encoders` and :func:`continue_encoders`: ``steps``
+    updates of the stacked models ``W``, ``A`` starting after ``offset`` updates (the threshold
+    schedule and the pruning period count from the start of training). ``rep`` (one replicate
+    index per model, or None) gives each replicate its own samples."""
+    W, A = W.clone().requires_grad_(), A.clone().requires_grad_()
+    E = W.shape[0]
+    rand = [e for e, k in enumerate(kinds) if k == "random" and fr[e] > 0]
+    rep_idx = None if rep is None else torch.tensor(rep)
     hist = {k: [] for k in ("step", "noise", "top", "second", "ratio", "proj", "neuron_noise")}
     opt = StackedOptimizer([W, A], "sgd", cfg.lr, weight_decay=cfg.weight_decay, members=E)
     mask = None
@@ -993,14 +1019,20 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
         nonlocal mask
         # per-step calls go to the unchecked building blocks: the inputs are built here from a
         # validated config
-        beta = _bias_schedule(step, cfg)
-        if step % cfg.prune_every == 0 and max(fr) > 0:
+        t = offset + step
+        beta = _bias_schedule(t, cfg)
+        if (t % cfg.prune_every == 0 or mask is None) and max(fr) > 0:
             mask = _magnitude_mask(W, fr)
             if rand:
                 mask[rand] = _random_mask(W[rand], [fr[e] for e in rand], g_mask)
-        z = _sample_codes(freqs, cfg.batch, g)
-        X1 = _make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
-        X2 = _make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+        if rep_idx is None:
+            z = _sample_codes(freqs, cfg.batch, g)
+            X1 = _make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+            X2 = _make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+        else:
+            z = _sample_codes_per_replicate(freqs, rep_idx, cfg.batch, g)
+            X1, X2 = (_views_per_replicate(M, z, rep_idx, cfg.n_tokens, cfg.n_signal,
+                                           cfg.noise, g) for _ in range(2))
         if hard_mask and mask is not None:
             f1 = _encode(X1, W, A, beta) * mask[:, None, :]
             with torch.no_grad():
@@ -1012,10 +1044,13 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
         return _infonce(f1, f2, cfg.tau)
 
     def record(step: int, _due) -> None:
-        """The neuron metrics after ``step`` updates."""
+        """The neuron metrics after ``offset + step`` updates (a continuation does not record
+        its start again)."""
+        if offset and step == 0:
+            return
         with torch.no_grad():
             a = _alignment(W, M)
-        hist["step"].append(step)
+        hist["step"].append(offset + step)
         hist["noise"].append(a["noise"].mean(1).numpy())
         hist["top"].append(a["top"].mean(1).numpy())
         hist["second"].append(a["second"].mean(1).numpy())
@@ -1023,11 +1058,93 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
         hist["proj"].append(a["proj"].numpy())
         hist["neuron_noise"].append(a["noise"].numpy())
 
-    fit(loss, opt, cfg.steps, check=record, every=cfg.log_every)
-    history = {k: np.array(v) for k, v in hist.items()}
-    return EncoderRun(config=cfg, M=M, W=W.detach(), A=A.detach(), ratios=[c[0] for c in conds],
-                      fractions=fr, seeds=[first + c[2] for c in conds], history=history,
-                      masks=kinds)
+    fit(loss, opt, steps, check=record, every=cfg.log_every)
+    return W.detach(), A.detach(), {k: np.array(v) for k, v in hist.items()}
+
+
+def _sample_codes_per_replicate(freqs: torch.Tensor, rep: torch.Tensor, n: int,
+                                generator: torch.Generator) -> torch.Tensor:
+    """Codes ``(E, n, K)`` for the E profiles ``freqs``: model ``e`` uses the uniform numbers
+    and signs of its replicate ``rep[e]``, so the models of one replicate share their codes and
+    different replicates draw independent ones."""
+    K, R = freqs.shape[-1], int(rep.max()) + 1
+    u = torch.rand(R, n, K, generator=generator)
+    sign = torch.randint(0, 2, (R, n, K), generator=generator) * 2 - 1
+    return ((u[rep] < freqs[:, None, :]) * sign[rep]).float()
+
+
+def _views_per_replicate(M: torch.Tensor, z: torch.Tensor, rep: torch.Tensor, n_tokens: int,
+                         n_signal: int, noise: float, generator: torch.Generator) -> torch.Tensor:
+    """One view ``(E, n, L, d)`` of the codes ``z`` ``(E, n, K)``, as :func:`make_views`, except
+    that the models of one replicate (``rep[e]``) share their token positions and noise: the
+    conditions of a replicate differ only in their codes, and each replicate draws its own."""
+    R, n, d = int(rep.max()) + 1, z.shape[1], M.shape[0]
+    order = torch.rand(R, n, n_tokens, generator=generator).argsort(-1)
+    carries = (order < n_signal).to(z.dtype)[rep]  # exactly n_signal tokens per sample
+    eps = (torch.randn(R, n, n_tokens, d, generator=generator) * (noise / math.sqrt(d)))[rep]
+    return carries[..., None] * (z @ M.T)[..., None, :] + eps
+
+
+@boundary(steps=count(), seed=_RUN_SEED, stream=Interval(int, 0, 99))
+def continue_encoders(run: EncoderRun, models, steps: int, seed: int = 0,
+                      stream: int = 0) -> EncoderRun:
+    """Continue some models of a run for ``steps`` more updates, on samples of their own.
+
+    The models keep their weights, attention, ratio, pruning fraction and mask kind, and the
+    threshold schedule and pruning period go on counting from the run's last step, so the
+    result is the same experiment run longer (not a retraining from step 0). Each replicate
+    draws its own samples (the continued models of one replicate share theirs), from a
+    generator fixed by ``seed`` and ``stream`` (pick a stream no other run of the seed uses).
+    The history holds the run's records of these models followed by the new ones.
+
+    Parameters
+    ----------
+    run : EncoderRun
+        The training run to continue.
+    models : array_like
+        Indices of the models of ``run`` to continue; a list of ints.
+    steps : int
+        Further SGD steps; an int >= 1.
+    seed : int, default 0
+        Seed of the continuation's samples and random masks; an int in [0, 2**63 - 1].
+    stream : int, default 0
+        Which draw of samples for this seed; an int in [0, 99].
+
+    Returns
+    -------
+    EncoderRun
+        The continued models; ``config.steps`` counts all their updates.
+
+    References
+    ----------
+    Liao, Zhou, Zhang, Wang and Zhang (2026), "Theoretical Analysis of Contrastive Learning
+    under Imbalanced Data: From Training Dynamics to a Pruning Solution".
+    """
+    if not isinstance(run, EncoderRun):
+        raise TypeError(f"run must be an EncoderRun, got {type(run).__name__}")
+    idx = list(models) if isinstance(models, (list, tuple, range)) else None
+    if not idx or any(isinstance(i, bool) or not isinstance(i, (int, np.integer))
+                      or not 0 <= i < len(run.ratios) for i in idx) or len(set(idx)) < len(idx):
+        raise ValueError(f"models must be a list of distinct model indices in [0, "
+                         f"{len(run.ratios)}), got {models!r}")
+    cfg, done = run.config, int(run.history["step"][-1])
+    K = cfg.n_features
+    freqs = torch.stack([feature_frequencies(K, cfg.n_minority, cfg.base_freq, run.ratios[i])
+                         for i in idx])
+    kinds = [(run.masks or ["magnitude"] * len(run.ratios))[i] for i in idx]
+    fr = [run.fractions[i] for i in idx]
+    seeds = [run.seeds[i] for i in idx]
+    rep = [sorted(set(seeds)).index(s) for s in seeds]
+    g = torch.Generator().manual_seed(seed * 1000 + 799 - 2 * stream)  # not a training stream's
+    g_mask = torch.Generator().manual_seed(seed * 1000 + 798 - 2 * stream)
+    W, A, new = _train(cfg, run.M, run.W[idx], run.A[idx], freqs, fr, kinds, g, g_mask,
+                       False, rep, done, steps)
+    old = {k: np.asarray(v)[:, idx] if k != "step" else np.asarray(v)
+           for k, v in run.history.items()}
+    history = {k: np.concatenate([old[k], new[k]]) for k in new}
+    return EncoderRun(config=replace(cfg, steps=done + steps), M=run.M, W=W, A=A,
+                      ratios=[run.ratios[i] for i in idx], fractions=fr, seeds=seeds,
+                      history=history, masks=kinds)
 
 
 @boundary(level=fraction("right"))

@@ -1905,3 +1905,63 @@ def test_unclear_errors_now_name_the_argument(i):
     with pytest.raises(kind, match=rf"\b{name}\b"):
         call()
     plt.close("all")
+
+
+def test_train_encoders_independent_replicates_draw_their_own_samples():
+    cfg = tiny_cfg(steps=3, log_every=1, init_scale=0.3)
+    # two copies of one condition in a replicate see the same samples: they stay identical;
+    # the other replicate draws its own
+    two = C.train_encoders(cfg, [3.0, 3.0], [0.0, 0.0], seed=2, replicates=2, independent=True)
+    torch.testing.assert_close(two.W[0], two.W[1], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(two.W[2], two.W[3], rtol=1e-5, atol=1e-6)
+    same_init = C.train_encoders(cfg, [3.0], [0.0], seed=2, replicates=1, stream=1,
+                                 independent=True)
+    assert not torch.allclose(two.W[2], same_init.W[0])  # same start, other samples
+    # the models of one replicate share their codes; other replicates draw their own
+    freqs = torch.full((4, 6), 0.5)
+    z = C._sample_codes_per_replicate(freqs, torch.tensor([0, 0, 1, 1]), 40, rng(0))
+    assert torch.equal(z[0], z[1]) and torch.equal(z[2], z[3]) and not torch.equal(z[0], z[2])
+    X = C._views_per_replicate(M, z, torch.tensor([0, 0, 1, 1]), 4, 2,
+                               1.0, rng(1))
+    assert torch.equal(X[0], X[1]) and not torch.equal(X[0], X[2])
+    assert ((X - X.mean()).abs().sum(-1) > 0).all()
+    # the default couples the codes of every model and draws each model's own noise
+    shared = C.sample_codes(freqs, 40, rng(0))
+    assert torch.equal(shared[0], shared[2])
+    plain = C.train_encoders(cfg, [3.0, 3.0], [0.0, 0.0], seed=2, replicates=1)
+    assert (plain.W[0] - plain.W[1]).abs().max() > 1e-3
+
+
+# =================================================================================================
+# contrastive.continue_encoders
+# =================================================================================================
+def test_continue_encoders_goes_on_from_the_run_and_keeps_its_history():
+    cfg = tiny_cfg(steps=4, log_every=2, init_scale=0.3)
+    run = C.train_encoders(cfg, [1.0, 3.0, 3.0], [0.0, 0.0, 0.5], seed=1, replicates=2)
+    keep = run.select(3.0, 0.0) + run.select(3.0, 0.5)
+    more = C.continue_encoders(run, keep, 4, seed=1)
+    assert more.config.steps == 8 and more.history["step"].tolist() == [0, 2, 4, 6, 8]
+    np.testing.assert_array_equal(more.history["proj"][:3], run.history["proj"][:, keep])
+    assert more.ratios == [3.0] * 4 and more.fractions == [0.0, 0.0, 0.5, 0.5]
+    assert more.seeds == [run.seeds[i] for i in keep]
+    C.paired(more, more.history["proj"][-1], 3.0, 0.5)  # the pairs survive the continuation
+    assert not torch.equal(more.W, run.W[keep])  # it trained
+    again = C.continue_encoders(run, keep, 4, seed=1)
+    assert torch.equal(again.W, more.W)  # deterministic
+    other = C.continue_encoders(run, keep, 4, seed=1, stream=1)
+    assert not torch.equal(other.W, more.W)  # another stream, other samples
+    # it starts from the run's weights: with a vanishing step size they stay where they were
+    frozen = C.continue_encoders(replace(run, config=replace(cfg, lr=1e-30)), keep, 2, seed=1)
+    torch.testing.assert_close(frozen.W, run.W[keep])
+
+
+def test_continue_encoders_rejects_bad_input():
+    cfg = tiny_cfg(steps=2)
+    run = C.train_encoders(cfg, [1.0], [0.0], seed=0, replicates=2)
+    for bad in ([], [0, 0], [5], [True], "0", None):
+        with pytest.raises(ValueError, match="models"):
+            C.continue_encoders(run, bad, 2)
+    with pytest.raises(TypeError, match="run"):
+        C.continue_encoders({"W": run.W}, [0], 2)
+    with pytest.raises((TypeError, ValueError), match="steps"):
+        C.continue_encoders(run, [0], 0)
