@@ -643,7 +643,11 @@ def evaluate_stack(model: BatchedMLP, alphas: Sequence[float], x: torch.Tensor,
 @torch.no_grad()
 def _evaluate_stack(model: BatchedMLP, alphas: np.ndarray, x: torch.Tensor,
                     y: torch.Tensor) -> Path:
-    logits = model(x)
+    return _path_from_logits(model(x), alphas, y)
+
+
+def _path_from_logits(logits: torch.Tensor, alphas: np.ndarray, y: torch.Tensor) -> Path:
+    """Loss and accuracy at every point of a path from its logits, ``(len(alphas), n, C)``."""
     C = logits.shape[-1]
     loss = F.cross_entropy(logits.reshape(-1, C), y.repeat(len(alphas)),
                            reduction="none").view(len(alphas), -1).mean(1)
@@ -1302,11 +1306,7 @@ def repair_path(a: MLP, b: MLP, x_stats: torch.Tensor, x: torch.Tensor, y: torch
     # statistics on the evaluation inputs: the repair's own forward pass gives the features
     with torch.no_grad():
         logits = torch.matmul(h, stk.weights[-1].transpose(1, 2)) + stk.biases[-1].unsqueeze(1)
-        C = logits.shape[-1]
-        loss = F.cross_entropy(logits.reshape(-1, C), y.repeat(len(alphas)),
-                               reduction="none").view(len(alphas), -1).mean(1)
-        acc = (logits.argmax(-1) == y).float().mean(1)
-    return Path(alphas, loss.cpu().numpy(), acc.cpu().numpy())
+        return _path_from_logits(logits, alphas, y)
 
 
 @boundary(ts=_Numbers())
