@@ -50,7 +50,7 @@ from .checks import (SEED, Constraint, InstanceOf, Interval, Options, Tensor, bo
                      check_labels, check_seeds, count, fraction, nonnegative, positive, tuple_of)
 from .config import Config, Result, param
 from . import engine
-from .engine import EpochBatches, StackedOptimizer, member_batch
+from .engine import EpochBatches, StackedOptimizer, _member_batch
 from .models import ACTIVATIONS, BatchedMLP, MLP, make_mlp
 
 __all__ = [
@@ -400,7 +400,7 @@ def _fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     batches = EpochBatches(n, recipe.batch_size, seeds, device=x.device)
 
     def loss(step: int, idx: torch.Tensor) -> torch.Tensor:
-        xb, yb = member_batch(x, y, idx)
+        xb, yb = _member_batch(x, y, idx)
         logits = model(xb)
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.reshape(-1),
                                reduction="none").view(E, -1).mean(1)

@@ -38,7 +38,7 @@ __all__ = [
     # the loop
     "Fit", "fit", "stop_rule",
     # its building blocks
-    "EpochBatches", "ReplacementBatches", "StackedOptimizer", "StreamBatches", "member_batch",
+    "EpochBatches", "ReplacementBatches", "StackedOptimizer", "StreamBatches",
     "member_margins",
 ]
 
@@ -429,43 +429,12 @@ class ReplacementBatches:
                             for g in self.gens]).to(self.device)
 
 
-@boundary(x=Tensor("float", (2, 3), finite=False), y=Tensor(ndim=(1, 2), optional=True),
-          idx=Tensor("int", 2))
-def member_batch(x: torch.Tensor, y: torch.Tensor | None, idx: torch.Tensor):
-    """Each member's minibatch of the inputs and the labels.
-
-    Each member's minibatch: ``x`` is ``(n, d)`` (shared) or ``(E, n, d)`` (one set per
-    member), ``y`` is ``(n,)`` or ``(E, n)`` (or None), ``idx`` is ``(E, b)``. Returns
-    ``(E, b, d)`` and ``(E, b)``. (Cheap enough to call every step: the values of ``x`` are the
-    training data, checked once where training starts.)
-
-    Parameters
-    ----------
-    x : torch.Tensor
-        The inputs, ``(n, d)`` (shared) or ``(E, n, d)`` (one set per member).
-    y : torch.Tensor | None
-        The labels, ``(n,)`` or ``(E, n)``, or None.
-    idx : torch.Tensor
-        The indices, ``(E, b)``.
-
-    Returns
-    -------
-    tuple of torch.Tensor
-        The inputs ``(E, b, d)`` and the labels ``(E, b)`` (None without labels).
-    """
-    n = x.shape[-2]
-    if x.ndim == 3 and x.shape[0] != idx.shape[0]:
-        raise ValueError(f"x must be (n, d) or ({idx.shape[0]}, n, d) for {idx.shape[0]} members, "
-                         f"got {tuple(x.shape)}")
-    if bool((idx < 0).any()) or bool((idx >= n).any()):
-        raise ValueError(f"idx must hold row indices in [0, {n}), got values in "
-                         f"[{int(idx.min())}, {int(idx.max())}]")
-    if y is not None and y.shape[-1] != n:
-        raise ValueError(f"y must have one label per row of x ({n}), got shape {tuple(y.shape)}")
-    return _member_batch(x, y, idx)
-
-
 def _member_batch(x, y, idx):
+    """Each member's minibatch: ``x`` is ``(n, d)`` (shared) or ``(E, n, d)``, ``y`` is ``(n,)`` or
+    ``(E, n)`` or None, ``idx`` is ``(E, b)``; returns ``(E, b, d)`` and ``(E, b)`` (or None).
+
+    Unchecked: the training loops call it every step on data they checked once.
+    """
     rows = torch.arange(idx.shape[0], device=idx.device).unsqueeze(1)
     xb = x[idx] if x.ndim == 2 else x[rows, idx]
     if y is None:

@@ -30,8 +30,8 @@ from .models import MLP, BatchedMLP, make_mlp
 
 __all__ = [
     "TrainConfig", "History", "train", "train_ensemble", "train_sequentially", "loss_fn",
-    "ensemble_loss", "accuracy", "margins", "make_optimizer", "total_steps", "batch_indices",
-    "check_data", "stop_reason", "LOSSES", "OPTIMIZERS",
+    "accuracy", "margins", "make_optimizer", "total_steps", "batch_indices", "check_data",
+    "LOSSES", "OPTIMIZERS",
 ]
 
 #: The names the ``optimizer`` field of a :class:`gtlib.train.TrainConfig` accepts.
@@ -443,40 +443,10 @@ def check_data(x: torch.Tensor, y: torch.Tensor, num_classes: int | None = None,
         raise ValueError(f"x and y must be on the same device, got {x.device} and {y.device}")
 
 
-def stop_reason(logits: torch.Tensor, y: torch.Tensor, cfg: TrainConfig) -> str | None:
-    """Which stop rule (if any) the training-set ``logits`` meet.
-
-    Parameters
-    ----------
-    logits : torch.Tensor
-        The model's outputs on the whole training set, ``(n, C)``.
-    y : torch.Tensor
-        The training labels, ``(n,)``.
-    cfg : TrainConfig
-        Supplies the rules: ``target_train_acc``, ``margin_gamma`` and ``margin_fraction``.
-
-    Returns
-    -------
-    str or None
-        ``"target_train_acc"``, ``"margin"``, or None if no rule is met.
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``cfg`` is not a valid :class:`gtlib.train.TrainConfig`, ``logits`` not a finite
-        non-empty float tensor, or ``y`` not labels that match it.
-
-    References
-    ----------
-    Nagarajan, V. and Kolter, J. Z. (2019). Uniform convergence may be unable to explain
-    generalization in deep learning. NeurIPS.
-    """
-    _check_cfg(cfg)
-    _check_logits(logits, y, finite=True)
-    return _stop_reason(logits, y, cfg)
-
-
 def _stop_reason(logits: torch.Tensor, y: torch.Tensor, cfg: TrainConfig) -> str | None:
+    """Which stop rule of ``cfg`` (if any) the training-set ``logits`` ``(n, C)`` meet:
+    ``"target_train_acc"``, ``"margin"`` or None. Unchecked: :func:`train` calls it on data it
+    checked once."""
     if cfg.target_train_acc is not None and accuracy(logits, y) >= cfg.target_train_acc:
         return "target_train_acc"
     if cfg.margin_gamma is not None:
@@ -590,7 +560,7 @@ def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
     return hist
 
 
-def ensemble_loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def _ensemble_loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     r"""Per-member mean loss, shape ``(E,)``.
 
     Member ``e``'s entry equals :func:`loss_fn` on ``logits[e]``:
@@ -603,7 +573,7 @@ def ensemble_loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Ten
         \rVert_2^2,
 
     where ``z = logits`` (MSE sums the squared error over the classes and averages over the
-    points).
+    points). Unchecked: the training loops call it every step on data they checked once.
 
     Parameters
     ----------
@@ -618,21 +588,7 @@ def ensemble_loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Ten
     -------
     torch.Tensor
         Each member's mean loss, ``(E,)``.
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``name`` is not a known loss, ``logits`` not a float ``(E, n, C)`` tensor, or ``y``
-        not labels that match it.
     """
-    Options(LOSSES).check("name", name)
-    Tensor("float", 3).check("logits", logits)
-    check_labels("y", y, logits.shape[-1], n=logits.shape[1])
-    return _ensemble_loss(name, logits, y)
-
-
-def _ensemble_loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """:func:`ensemble_loss` without the checks (the training loop checked its data once)."""
     E, n, C = logits.shape
     y = y.expand(E, n)
     if name == "cross_entropy":

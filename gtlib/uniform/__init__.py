@@ -38,7 +38,7 @@ from .norms import (NetworkMeasures, bartlett_bound, distance_from_init, network
                     neyshabur_bound, norm_21, spectral_norm)
 from .power_law import PowerLawFit, nearest_neighbour_predict, power_law_fit
 from .margin import (MarginSweepConfig, MarginSweepResult, SubsetTraining, margin_sweep,
-                     member_logits, realized_margin, train_on_subsets)
+                     realized_margin, train_on_subsets)
 from .linear import (LinearConstruction, LinearErrors, LinearNNErrors, linear_data, linear_errors,
                      linear_nn_errors, linear_predict, linear_sprime, linear_sweep, one_step_gd)
 from .spheres import (SpheresConfig, SpheresResult, boundary_slice, bulge_width, cap_fraction,

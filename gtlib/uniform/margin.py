@@ -54,18 +54,9 @@ def _forward(ws, bs, x, act, mask=None):
     return h
 
 
-@boundary(model=InstanceOf(BatchedMLP), i=count(0), x=Tensor("float", 2))
-def member_logits(model: BatchedMLP, i: int, x: torch.Tensor) -> torch.Tensor:
-    """Logits ``(n, C)`` of member ``i`` of ``model`` on ``x`` (n, d), without copying the ensemble."""
-    if not 0 <= i < model.size:
-        raise ValueError(f"i must lie in [0, {model.size}), got {i}")
-    if x.shape[1] != model.weights[0].shape[-1]:
-        raise ValueError(f"x must have {model.weights[0].shape[-1]} columns (the input size), "
-                         f"got {x.shape[1]}")
-    return _member_logits(model, i, x)
-
-
 def _member_logits(model, i, x):
+    """Logits ``(n, C)`` of member ``i`` of ``model`` on ``x`` ``(n, d)``, without copying the
+    ensemble. Unchecked: its callers pass a member and data they built."""
     bs = [p[i] for p in model.biases] if model.has_bias else None
     return _forward([w[i] for w in model.weights], bs, x, model.act)
 

@@ -19,7 +19,7 @@ from ..models import BatchedMLP
 from ..train import TrainConfig, accuracy
 from .common import _DEVICE, _pos
 from .power_law import _float_array, nearest_neighbour_predict
-from .margin import _member_logits, member_logits, train_on_subsets
+from .margin import _member_logits, train_on_subsets
 
 __all__ = [
     # configs and results
@@ -223,8 +223,8 @@ def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) 
         sp_err, tr_err, nn_te, nn_sp = [], [], [], []
         for i, n in enumerate(cfg.sizes):
             xs, ys = sphere_sprime(x[:n], y[:n], cfg.radii)
-            sp_err.append(1 - accuracy(member_logits(model, i, xs), ys))
-            tr_err.append(1 - accuracy(member_logits(model, i, x[:n]), y[:n]))
+            sp_err.append(1 - accuracy(_member_logits(model, i, xs), ys))
+            tr_err.append(1 - accuracy(_member_logits(model, i, x[:n]), y[:n]))
             nn_te.append(float((nearest_neighbour_predict(x[:n], y[:n], xt) != yt).float().mean()))
             nn_sp.append(float((nearest_neighbour_predict(x[:n], y[:n], xs) != ys).float().mean()))
     return SpheresResult(sizes=list(cfg.sizes), test_error=test_err, sprime_error=sp_err,
@@ -336,13 +336,13 @@ def slice_points(res: SpheresResult, member: int, radii: tuple = (1.0, 1.2), see
     k = min(candidates, res.sizes[member])
     with torch.no_grad():
         xs, ys = sphere_sprime(res.x_train[:k], res.y_train[:k], radii)
-        bad = (member_logits(res.model, member, xs).argmax(1) != ys).nonzero().flatten()
+        bad = (_member_logits(res.model, member, xs).argmax(1) != ys).nonzero().flatten()
         xf, yf = sphere_data(candidates, res.x_train.shape[1], radii,
                              torch.Generator().manual_seed(seed + 4242))
         xf, yf = xf.to(res.x_train.device), yf.to(res.x_train.device)
         xp, yp = sphere_sprime(xf, yf, radii)
-        good = ((member_logits(res.model, member, xf).argmax(1) == yf)
-                & (member_logits(res.model, member, xp).argmax(1) == yp)).nonzero().flatten()
+        good = ((_member_logits(res.model, member, xf).argmax(1) == yf)
+                & (_member_logits(res.model, member, xp).argmax(1) == yp)).nonzero().flatten()
     return (res.x_train[int(bad[0])] if len(bad) else None,
             xf[int(good[0])] if len(good) else None)
 

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from gtlib.engine import (EpochBatches, ReplacementBatches, StackedOptimizer, StreamBatches, fit,
-                          member_batch, stop_rule)
+                          stop_rule)
+from gtlib.engine import _member_batch as member_batch
 from gtlib.models import BatchedMLP, make_mlp
 from gtlib.train import TrainConfig, train, train_ensemble
 
@@ -520,7 +521,7 @@ def test_replacement_batches_are_torch_randint_per_member_and_reach_every_row():
 
 
 # =================================================================================================
-# engine.member_batch
+# engine._member_batch (private; every training loop's minibatch)
 # =================================================================================================
 def test_replacement_batches_and_member_batch():
     r = ReplacementBatches(10, 4, [0, 1])
@@ -557,13 +558,6 @@ def test_member_batch_for_every_combination_of_shared_and_per_member_data():
                     else:
                         lab = yy[idx[e, j]] if yy.ndim == 1 else yy[e, idx[e, j]]
                         assert int(yb[e, j]) == int(lab)
-    with pytest.raises(ValueError, match="for 3 members"):
-        member_batch(xs, None, torch.zeros(3, 1, dtype=torch.int64))
-    with pytest.raises(ValueError, match="one label per row"):
-        member_batch(x, torch.zeros(4, dtype=torch.int64), idx)
-    with pytest.raises(ValueError, match="idx"):
-        member_batch(x, None, torch.tensor([[-1]]))
-    member_batch(x, None, torch.tensor([[n - 1]]))  # the last row is a row
 
 
 # =================================================================================================
@@ -640,8 +634,6 @@ def test_engine_refuses_bad_input_naming_the_argument():
         (lambda: EpochBatches(5, 2, [0], device=3.5), TypeError, "device"),
         (lambda: StreamBatches([], 2, [0]), TypeError, "sizes"),
         (lambda: StreamBatches([5], 2, [0], drop_remainder="yes"), TypeError, "drop_remainder"),
-        (lambda: member_batch(torch.ones(4, 2), None, torch.tensor([[9]])), ValueError, "idx"),
-        (lambda: member_batch(None, None, torch.tensor([[0]])), TypeError, "x"),
         (lambda: fit(lambda s, b: w[:, 0], opt, 3, batches="abc"), TypeError, "batches"),
         (lambda: fit(lambda s, b: w[:, 0], opt, 3, check=3), TypeError, "check"),
         (lambda: fit(lambda s, b: w[:, 0], opt, 3, start=2), TypeError, "start"),

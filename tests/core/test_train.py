@@ -10,9 +10,10 @@ import torch.nn.functional as F
 from gtlib import train as T
 from gtlib.engine import member_margins, stop_rule
 from gtlib.models import BatchedMLP, MLP, make_mlp
-from gtlib.train import (TrainConfig, train_ensemble, ensemble_loss, loss_fn, accuracy, margins,
+from gtlib.train import (TrainConfig, train_ensemble, loss_fn, accuracy, margins,
                          total_steps, train, batch_indices, make_optimizer, History, check_data,
-                         stop_reason, train_sequentially)
+                         train_sequentially)
+from gtlib.train import _ensemble_loss as ensemble_loss, _stop_reason as stop_reason
 
 
 def blobs(n=200, seed=0):
@@ -93,7 +94,6 @@ def test_margin_stop_rule_against_hand_margins():
     logits = torch.tensor([[2.0, 0.0], [0.0, 0.5], [3.0, 2.5]])
     y = torch.tensor([0, 1, 0])
     # margins by hand: 2.0, 0.5, 0.5 (one third have margin >= 1, all have margin >= 0.5)
-    from gtlib.train import stop_reason
     assert stop_reason(logits, y, TrainConfig(margin_gamma=0.5, margin_fraction=1.0)) == "margin"
     assert stop_reason(logits, y, TrainConfig(margin_gamma=1.0, margin_fraction=0.5)) is None
     assert stop_reason(logits, y, TrainConfig(margin_gamma=1.0, margin_fraction=0.3)) == "margin"
@@ -372,7 +372,7 @@ def test_check_data_refuses_labels_on_another_device():
 
 
 # =================================================================================================
-# train.stop_reason
+# train._stop_reason (private; the stop rules train checks)
 # =================================================================================================
 @pytest.mark.reference
 def test_default_margin_fraction_is_ninety_nine_percent():
@@ -517,7 +517,7 @@ def test_train_reads_the_class_count_from_the_last_layers_outputs():
 
 
 # =================================================================================================
-# train.ensemble_loss
+# train._ensemble_loss (private; every ensemble's objective)
 # =================================================================================================
 def test_ensemble_mse_by_hand():
     logits = torch.tensor([[[1.0, 0.0, 2.0], [0.5, 0.5, 0.5]]], dtype=torch.float64)
@@ -541,8 +541,6 @@ def test_train_ensemble_refuses_bad_data():
         train_ensemble(b, x, y + 2, TrainConfig())
     with pytest.raises(ValueError, match="finite"):
         train_ensemble(b, x * math.nan, y, TrainConfig())
-    with pytest.raises(ValueError, match="name must be one of"):
-        ensemble_loss("hinge", torch.zeros(1, 2, 2), torch.zeros(2, dtype=torch.int64))
 
 
 # =================================================================================================

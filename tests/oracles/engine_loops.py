@@ -13,7 +13,7 @@ from torch import nn
 
 from gtlib.models import BatchedMLP
 from gtlib.train import (History, TrainConfig, accuracy, batch_indices, _ensemble_loss, _loss,
-                         make_optimizer, margins, stop_reason, total_steps)
+                         make_optimizer, margins, _stop_reason, total_steps)
 
 
 # --- gtlib.train.train ---
@@ -54,7 +54,7 @@ def old_train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConf
             hist.train_acc.append(accuracy(logits, y))
             for name, fn in probes.items():
                 hist.probes[name].append(fn(model))
-            return stop_reason(logits, y, cfg)
+            return _stop_reason(logits, y, cfg)
 
     if (reason := check(0)) is not None:
         hist.stopped_by = reason

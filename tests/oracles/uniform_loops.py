@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from gtlib.checks import check_int, check_positive
 from gtlib.data import corrupt_labels, mnist1d
 from gtlib.models import BatchedMLP
-from gtlib.train import TrainConfig, accuracy, ensemble_loss, margins
+from gtlib.train import TrainConfig, accuracy, _ensemble_loss, margins
 from gtlib.uniform import (BatchedCNN1d, CNNRandomizationConfig, CNNRandomizationResult,
                            SubsetTraining)
 from gtlib.uniform.margin import _forward
@@ -211,7 +211,7 @@ def old_train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, si
         step += 1
         idx = torch.stack([next_batch(i) for i in ids]).to(x.device)      # (A, b)
         logits = _forward(ws, bs, x[idx], act)
-        loss = ensemble_loss(cfg.loss, logits, y[idx]).sum()
+        loss = _ensemble_loss(cfg.loss, logits, y[idx]).sum()
         params = ws + (bs or [])
         grads = torch.autograd.grad(loss, params)
         with torch.no_grad():

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from scipy import stats
 
 from gtlib import uniform as U
+from gtlib.uniform.margin import _member_logits
 from gtlib.uniform import margin as uniform_margin
 from gtlib.data import mnist1d
 from gtlib.models import BatchedMLP
@@ -41,7 +42,7 @@ def _solo(model, i):
 
 def _rule_met(model, i, x, y, gamma, fraction):
     with torch.no_grad():
-        mg = _hand_margins(U.member_logits(model, i, x), y)
+        mg = _hand_margins(_member_logits(model, i, x), y)
     return np.mean(mg >= gamma) >= fraction
 
 
@@ -71,7 +72,7 @@ def _both(sizes, cfg, bias, **kw):
 
 
 # =================================================================================================
-# uniform.member_logits
+# uniform._member_logits (private; one member's logits)
 # =================================================================================================
 def test_train_on_subsets_each_member_fits_its_prefix():
     x, y = _tiny_problem()
@@ -82,8 +83,8 @@ def test_train_on_subsets_each_member_fits_its_prefix():
     run = U.train_on_subsets(model, x, y_bad, [8, 32], cfg, check_every_epochs=1, max_epochs=500)
     assert run.met_rule == [True, True]
     with torch.no_grad():
-        assert (U.member_logits(model, 0, x[:8]).argmax(1) == y_bad[:8]).all()
-        assert (U.member_logits(model, 1, x).argmax(1) == y_bad).all()
+        assert (_member_logits(model, 0, x[:8]).argmax(1) == y_bad[:8]).all()
+        assert (_member_logits(model, 1, x).argmax(1) == y_bad).all()
     assert all(e > 0 for e in run.epochs)
 
 
@@ -99,14 +100,10 @@ def test_member_logits_against_a_loop(bias, act):
             h = h @ w[i].T + (model.biases[l][i] if bias else 0)
             if l < 2:
                 h = fn(h)
-        got = U.member_logits(model, i, x)
+        got = _member_logits(model, i, x)
         assert got.shape == (5, 3) and torch.allclose(got, h, rtol=1e-12, atol=1e-14)
         assert torch.allclose(got, model(x)[i], rtol=1e-12, atol=1e-14)
     assert bool((got < 0).any())                  # no activation on the output layer
-    with pytest.raises(ValueError):
-        U.member_logits(model, 3, x)
-    with pytest.raises(ValueError):
-        U.member_logits(model, 0, x[:, :3])
 
 
 @pytest.mark.reference
@@ -118,7 +115,7 @@ def test_train_on_subsets_accuracy_rule_and_full_batch_mse_gradient_descent():
     assert run.met_rule == [True, True]
     for i, n in enumerate([15, 40]):
         with torch.no_grad():
-            acc = (U.member_logits(model, i, x[:n]).argmax(1) == y[:n]).double().mean()
+            acc = (_member_logits(model, i, x[:n]).argmax(1) == y[:n]).double().mean()
         assert float(acc) >= 0.95
     # the loss and the learning rate of cfg: a member whose batch is its whole prefix takes
     # full-batch gradient steps on the summed-over-classes squared error to one-hot targets
@@ -141,15 +138,7 @@ def test_train_on_subsets_accuracy_rule_and_full_batch_mse_gradient_descent():
 
 
 @pytest.mark.boundary
-def test_member_logits_and_cnn_forward_refuse_bad_x():
-    model = BatchedMLP.init([0, 1], 5, 8, 1, 3)
-    x = torch.randn(6, 5)
-    _raises(ValueError, "x", U.member_logits, model, 0, _nan_at(x))
-    _raises(ValueError, "x", U.member_logits, model, 0, x[:0])
-    _raises(ValueError, "x", U.member_logits, model, 0, x[0])
-    _raises(TypeError, "i", U.member_logits, model, True, x)
-    _raises(ValueError, "i", U.member_logits, model, 2, x)
-    _raises(TypeError, "model", U.member_logits, None, 0, x)
+def test_cnn_forward_refuses_bad_x():
     cnn = U.BatchedCNN1d([0, 1], 2, 8)
     _raises(ValueError, "x", cnn, _nan_at(torch.randn(3, 40)))
     _raises(TypeError, "x", cnn, [[0.0] * 40])
@@ -353,7 +342,7 @@ def test_margin_sweep_reports_what_its_members_do(monkeypatch):
         assert m.neyshabur == pytest.approx(_neyshabur_np(ws, w0s, B, 1.5, n, h=40), rel=1e-5)
         if r.met_margin[i]:
             with torch.no_grad():
-                mg = _hand_margins(U.member_logits(model, i, xi), ds.y[:n])
+                mg = _hand_margins(_member_logits(model, i, xi), ds.y[:n])
             assert np.mean(mg >= 1.5) >= 0.8
         assert r.epochs[i] * n / 10 == pytest.approx(round(r.epochs[i] * n / 10))
     series = r.series()

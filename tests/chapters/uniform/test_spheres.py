@@ -9,6 +9,7 @@ import torch
 from scipy import stats
 
 from gtlib import uniform as U
+from gtlib.uniform.margin import _member_logits
 from gtlib.models import BatchedMLP
 
 from tests.chapters.uniform.helpers import NAN, _acc, _hand_margins, _nan_at, _np, _raises
@@ -228,11 +229,11 @@ def test_spheres_sweep_reports_what_its_members_do():
         assert r.projected_test_error == pytest.approx((1 - _acc(model(xp), yp)).tolist(),
                                                        abs=1e-7)
         for i, n in enumerate(cfg.sizes):
-            logits = U.member_logits(model, i, x[:n])
+            logits = _member_logits(model, i, x[:n])
             assert r.train_error[i] == pytest.approx(1 - float(_acc(logits, y[:n])), abs=1e-7)
             xs = x[:n] * torch.where(y[:n] == 1, 0.9 / 1.3, 1.3 / 0.9)[:, None]
             assert r.sprime_error[i] == pytest.approx(
-                1 - float(_acc(U.member_logits(model, i, xs), 1 - y[:n])), abs=1e-7)
+                1 - float(_acc(_member_logits(model, i, xs), 1 - y[:n])), abs=1e-7)
             if r.met_margin[i]:
                 assert np.mean(_hand_margins(logits, y[:n]) >= 0.5) >= 0.9
             assert r.epochs[i] * n / 8 == pytest.approx(round(r.epochs[i] * n / 8))
@@ -256,7 +257,7 @@ def test_boundary_slice_matches_the_member():
     # the centre row (b = 0) runs along the ray through x[0]
     with torch.no_grad():
         pts = torch.tensor(a, dtype=x.dtype)[:, None] * (x[0] / x[0].norm())
-        ref = U.member_logits(model, 1, pts)
+        ref = _member_logits(model, 1, pts)
     assert np.allclose(f[5], (ref[:, 1] - ref[:, 0]).numpy(), atol=1e-5)
     with pytest.raises(ValueError):
         U.boundary_slice(model, 2, x[0])
