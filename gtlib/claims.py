@@ -63,7 +63,7 @@ __all__ = [
     "Claim", "ClaimFailed", "Claims", "RuleError", "evaluate_rule", "margin",
     # reading results (the reproduction report, the claims gate)
     "claims_table_html", "control_refusal", "failure_text", "load_results", "reevaluate",
-    "shown_status", "sweep_dir", "sweep_entries",
+    "shown_status", "sweep_dir", "sweep_entries", "verdict_html",
 ]
 
 
@@ -577,6 +577,69 @@ def _status(kind: str, holds: bool, reason_holds: bool) -> str:
     return "documented non-reproduction" if reason_holds else "FAILED"
 
 
+_DECLARED_KEYS = ("statement", "paper", "rule", "kind", "control", "reason")
+
+
+def _check_declarations(declared: Any) -> dict:
+    """Validate a chapter's claims table (see :class:`Claims`) and fill in its defaults."""
+    if declared is None:
+        return {}
+    if not isinstance(declared, dict):
+        raise TypeError(f"declared must be a dict of claim id -> declaration, got "
+                        f"{type(declared).__name__}")
+    out = {}
+    for id, entry in declared.items():
+        if not isinstance(id, str) or not _ID.fullmatch(id):
+            raise ValueError(f"declared ids must look like 'chapter.claim_name', got {id!r}")
+        if not isinstance(entry, dict):
+            raise TypeError(f"declared[{id!r}] must be a dict, got {type(entry).__name__}")
+        unknown = sorted(set(entry) - set(_DECLARED_KEYS))
+        if unknown:
+            raise ValueError(f"declared[{id!r}] has unknown key(s) {unknown}; the keys are "
+                             f"{list(_DECLARED_KEYS)}")
+        for key in ("statement", "paper", "rule"):
+            if not isinstance(entry.get(key), str) or not entry[key].strip():
+                raise TypeError(f"declared[{id!r}][{key!r}] must be a non-empty str, got "
+                                f"{entry.get(key)!r}")
+        kind = entry.get("kind", "effect")
+        if kind not in KINDS:
+            raise ValueError(f"declared[{id!r}]['kind'] must be one of {KINDS}, got {kind!r}")
+        control = entry.get("control")
+        if kind == "effect" and (not isinstance(control, str) or not control.strip()):
+            raise TypeError(f"declared[{id!r}] is an effect: its 'control' must name the measured "
+                            f"null (a non-empty str), got {control!r}")
+        if kind == "sanity" and control is not None:
+            raise ValueError(f"declared[{id!r}] is a sanity check: it takes no control")
+        reason = entry.get("reason")
+        if reason is not None and (not isinstance(reason, (tuple, list)) or len(reason) != 2
+                                   or not all(isinstance(r, str) and r.strip() for r in reason)):
+            raise TypeError(f"declared[{id!r}]['reason'] must be (text, rule), got {reason!r}")
+        for rule in [entry["rule"]] + ([reason[1]] if reason else []):
+            try:
+                _validated(ast.parse(rule.strip(), mode="eval"))
+            except SyntaxError as err:
+                raise RuleError(f"declared[{id!r}] has a rule that does not parse: {rule!r}") from err
+        out[id] = {"statement": entry["statement"].strip(), "paper": entry["paper"].strip(),
+                   "rule": entry["rule"].strip(), "kind": kind,
+                   "control": control.strip() if control else None,
+                   "reason": (reason[0].strip(), reason[1].strip()) if reason else None}
+    return out
+
+
+def _filler(id: str, given: Any):
+    """Fill a declared text's ``{name}`` fields from ``given`` (settings of the run, such as a
+    width or an epoch, that the text names)."""
+    def fill(text: str) -> str:
+        if "{" not in text:
+            return text
+        try:
+            return text.format(**(given if isinstance(given, dict) else {}))
+        except (KeyError, IndexError, ValueError) as err:
+            raise ValueError(f"the declared text of claim {id!r} names a field that given= does "
+                             f"not supply ({err}): {text!r}") from None
+    return fill
+
+
 _ACTIVE: dict[str, str] = {}  # results file -> token of the register that owns it
 
 
@@ -589,6 +652,14 @@ class Claims:
         The chapter's slug (its notebook is ``book/<slug>.ipynb``).
     results_dir : path, optional
         Where to write ``<slug>.json`` (default: ``GTLIB_RESULTS_DIR``).
+    declared : dict, optional
+        The chapter's claims table: for each claim id, a dict with its ``statement``, ``paper``
+        and ``rule``, its ``kind`` (default ``"effect"``), the name of its ``control`` (the
+        measured null; for an effect) and, for a claim that may not reproduce, its ``reason`` as
+        ``(text, rule)``. The statement, the control's name and the reason's text may name
+        fields, ``{width}``, that :meth:`check`'s ``given`` fills. A chapter that declares its
+        claims passes only the measured values to :meth:`check`, so the page shows the
+        experiment, not the bookkeeping; every claim it checks must then be declared.
 
     Notes
     -----
@@ -597,13 +668,15 @@ class Claims:
     never silently overwrite each other's file.
     """
 
-    def __init__(self, chapter: str, results_dir: str | Path | None = None):
+    def __init__(self, chapter: str, results_dir: str | Path | None = None,
+                 declared: dict | None = None):
         if not isinstance(chapter, str) or not _SLUG.fullmatch(chapter):
             raise ValueError(f"chapter must be a lowercase slug like 'mode-connectivity', got {chapter!r}")
         if results_dir is not None and (not isinstance(results_dir, (str, os.PathLike))
                                         or not str(results_dir).strip()):
             raise TypeError(f"results_dir must be a folder path (str or pathlib.Path) or None, got "
                             f"{results_dir!r}")
+        self.declared = _check_declarations(declared)
         s = settings()
         self.chapter = chapter
         self.scale = s.scale
@@ -617,35 +690,39 @@ class Claims:
         _ACTIVE[str(self.path.resolve())] = self._token
         self._write()
 
-    def check(self, id: str, *, statement: str, paper: str, rule: str, values: dict,
-              control: tuple[str, dict] | None = None, given: dict | None = None,
-              kind: str = "effect", reason: tuple | None = None, **unknown) -> None:
+    def check(self, id: str, *, values: dict, statement: str | None = None,
+              paper: str | None = None, rule: str | None = None,
+              control: tuple[str, dict] | dict | None = None, given: dict | None = None,
+              kind: str | None = None, reason: tuple | dict | None = None, **unknown) -> None:
         """Evaluate a claim's rule on this run's values (and its control's); record it.
 
         Parameters
         ----------
         id : str
             The claim's id, e.g. ``"prelim.mlp_beats_linear"``.
-        statement, paper : str
-            One line each: the claim, and what the paper reports (with where it reports it).
-        rule : str
-            A boolean expression over the names in ``values`` and ``given`` (see
-            :func:`evaluate_rule`).
         values : dict
             This run's measured values, by name (a quantity that varies from run to run as a
             list of replicates).
-        control : (str, dict), optional
+        statement, paper : str
+            One line each: the claim, and what the paper reports (with where it reports it).
+            Taken from the register's ``declared`` table when the claim is declared there (and
+            then not passed here), as are ``rule``, ``kind`` and the control's name.
+        rule : str
+            A boolean expression over the names in ``values`` and ``given`` (see
+            :func:`evaluate_rule`).
+        control : (str, dict) or dict, optional
             Required for an ``effect``, forbidden for a ``sanity`` check: a one-line name of the
-            measured null and its values under the same names as ``values``. Refused (the claim
-            fails) if it fails by arithmetic (:func:`control_refusal`).
+            measured null and its values under the same names as ``values`` (for a declared
+            claim, the values alone). Refused (the claim fails) if it fails by arithmetic
+            (:func:`control_refusal`).
         given : dict, optional
             Constants both sides share (sizes, layer counts, chance level, a threshold derived on
             the page); the rule sees them on the measurement and on the control alike.
-        kind : {"effect", "sanity"}
+        kind : {"effect", "sanity"}, default "effect"
             See the module docstring.
-        reason : (str, str) or (str, str, dict), optional
+        reason : (str, str) or (str, str, dict) or dict, optional
             For a claim that may honestly not reproduce: the measured reason as ``(text, rule)`` or
-            ``(text, rule, values)``. The reason's rule sees ``values``, ``given`` and its own
+            ``(text, rule, values)`` (for a declared claim, its values alone). The reason's rule sees ``values``, ``given`` and its own
             values. A claim that does not hold is a documented non-reproduction only if the reason
             rule holds; otherwise it is ``FAILED``.
 
@@ -665,6 +742,8 @@ class Claims:
             hint = (" (nonreproduction= became reason=(text, rule, values): the measured reason "
                     "is a rule that must hold)" if "nonreproduction" in unknown else "")
             raise TypeError(f"check() got unexpected keyword argument(s) {extra}{hint}")
+        statement, paper, rule, kind, control, reason = self._declared_parts(
+            id, statement, paper, rule, kind, control, reason, given)
         if _ACTIVE.get(str(self.path.resolve())) != self._token:
             raise RuntimeError(f"this claims register for {self.chapter!r} was replaced by a newer one "
                                "for the same chapter; use the newest register")
@@ -732,6 +811,39 @@ class Claims:
             if os.environ.get("GTLIB_STRICT_CLAIMS", "").strip() == "1":
                 raise ClaimFailed(message)
             _show_failure(asdict(claim), self.seed, self.scale)
+        else:
+            _show_verdict(asdict(claim))
+
+    def _declared_parts(self, id, statement, paper, rule, kind, control, reason, given):
+        """A declared claim's statement, paper, rule, kind, control and reason, from the table."""
+        entry = self.declared.get(id) if isinstance(id, str) else None
+        if entry is None:
+            if self.declared:
+                raise ValueError(f"claim {id!r} is not in this chapter's declared claims table "
+                                 "(declare it there: its statement, paper, rule and control)")
+            return statement, paper, rule, ("effect" if kind is None else kind), control, reason
+        passed = [n for n, v in (("statement", statement), ("paper", paper), ("rule", rule),
+                                 ("kind", kind)) if v is not None]
+        if passed:
+            raise TypeError(f"claim {id!r} is declared in the chapter's claims table: pass its "
+                            f"values only, not {passed}")
+        fill = _filler(id, given)
+        if entry["control"] is not None:
+            if not isinstance(control, dict):
+                raise TypeError(f"control of claim {id!r} must be the values (a dict) of its "
+                                f"declared null ({entry['control']}), got {control!r}")
+            control = (fill(entry["control"]), control)
+        if entry["reason"] is None:
+            if reason is not None:
+                raise ValueError(f"claim {id!r} declares no reason; declare its text and rule")
+        elif reason is None or isinstance(reason, dict):
+            text, rule_ = entry["reason"]
+            reason = (fill(text), rule_) + (() if reason is None else (reason,))
+        else:
+            raise TypeError(f"reason of claim {id!r} must be the values (a dict) of its declared "
+                            f"reason rule, got {reason!r}")
+        return (fill(entry["statement"]), entry["paper"], entry["rule"], entry["kind"], control,
+                reason)
 
     # -- output ---------------------------------------------------------------------------------
     def as_dict(self) -> dict:
@@ -907,6 +1019,56 @@ def _show_failure(claim: dict, seed: int, scale: str) -> None:
     display(HTML("<div class='gtlib-claim-failed' role='alert'><strong>Claim not reproduced "
                  "on this run.</strong> " + html.escape(failure_text(claim, seed, scale))
                  + "</div>"))
+
+
+def verdict_html(claim: dict) -> str:
+    """A claim's verdict in one short block, shown where the claim is checked.
+
+    Its status on this run, its statement, its rule and the values the rule reads, on the
+    measurement and on the control.
+
+    Parameters
+    ----------
+    claim : dict
+        The claim, a dict as in the results JSON.
+
+    Returns
+    -------
+    str
+        HTML.
+    """
+    _, cls = shown_status(claim)
+    label = {"reproduced": "reproduced on this run"}.get(claim["status"],
+                                                         STATUS_LABEL[claim["status"]])
+    names = _rule_names(claim["rule"])
+
+    def vals(values):
+        return "; ".join(f"<code>{html.escape(k)}</code> = {html.escape(_fmt(v))}"
+                         for k, v in (values or {}).items() if k in names)
+
+    out = (f"<div class='gtlib-claim' role='note'><span class='gtlib-status gtlib-{cls}'>"
+           f"{html.escape(label)}</span> <code>{html.escape(claim['id'])}</code>: "
+           f"{html.escape(claim['statement'])}<br><small>Rule <code>{html.escape(claim['rule'])}"
+           f"</code>: {vals(claim['values'])}")
+    ctrl = claim.get("control")
+    if ctrl:
+        out += (f"<br>Null ({html.escape(ctrl['name'])}): {vals(ctrl['values'])}; the rule "
+                f"{'holds' if claim.get('control_holds') else 'fails'} there")
+    r = claim.get("reason")
+    if r and not claim.get("holds"):
+        out += f"<br>Reason: {html.escape(r['text'])} (<code>{html.escape(r['rule'])}</code>)"
+    return out + "</small></div>"
+
+
+def _show_verdict(claim: dict) -> None:
+    """Show a claim's verdict where it was checked, in a notebook (nothing elsewhere)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import HTML, display
+    except ImportError:  # pragma: no cover
+        return
+    if get_ipython() is not None:
+        display(HTML(verdict_html(claim)))
 
 
 def shown_status(claim: dict, swept: dict | None = None) -> tuple[str, str]:

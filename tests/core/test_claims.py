@@ -1014,6 +1014,94 @@ def test_in_a_notebook_the_failure_is_displayed_as_a_box(tmp_path, monkeypatch):
     assert "Expected: x &gt;= 0.4." in box.data and "seed 0" in box.data
 
 
+
+DECLARED = {
+    "demo.eff": {"statement": "x is large", "paper": "Someone (2020), Fig. 1",
+                 "rule": "x >= 0.4", "control": "the null without the mechanism"},
+    "demo.sane": {"statement": "err is tiny", "paper": "an identity", "rule": "err < 1e-6",
+                  "kind": "sanity"},
+    "demo.nr": {"statement": "y is large", "paper": "Someone (2020), Fig. 2", "rule": "y >= 0.4",
+                "control": "the null", "reason": ("z explains it", "z >= 1")},
+}
+
+
+def test_a_declared_claim_takes_its_text_rule_and_control_name_from_the_table(tmp_path):
+    c = Claims("demo", results_dir=tmp_path, declared=DECLARED)
+    c.check("demo.eff", values={"x": 0.5}, control={"x": 0.1})
+    c.check("demo.sane", values={"err": 0.0})
+    c.check("demo.nr", values={"y": 0.1}, control={"y": 0.2}, reason={"z": 2.0})
+    e, s, nr = load_results(tmp_path)[0]["claims"]
+    assert (e["statement"], e["paper"], e["rule"]) == ("x is large", "Someone (2020), Fig. 1",
+                                                       "x >= 0.4")
+    assert e["control"] == {"name": "the null without the mechanism", "values": {"x": 0.1}}
+    assert e["status"] == "reproduced" and s["status"] == "passed" and s["kind"] == "sanity"
+    assert nr["status"] == "documented non-reproduction"
+    assert nr["reason"] == {"text": "z explains it", "rule": "z >= 1", "values": {"z": 2.0},
+                            "holds": True}
+
+
+def test_a_declared_claim_is_given_its_values_only(tmp_path):
+    c = Claims("demo", results_dir=tmp_path, declared=DECLARED)
+    with pytest.raises(TypeError, match=r"pass its values only, not \['rule'\]"):
+        c.check("demo.eff", values={"x": 0.5}, control={"x": 0.1}, rule="x > 0")
+    with pytest.raises(TypeError, match="control of claim 'demo.eff' must be the values"):
+        c.check("demo.eff", values={"x": 0.5}, control=("other", {"x": 0.1}))
+    with pytest.raises(TypeError, match="control of claim 'demo.eff'"):
+        c.check("demo.eff", values={"x": 0.5})
+    with pytest.raises(ValueError, match="declares no reason"):
+        c.check("demo.eff", values={"x": 0.5}, control={"x": 0.1}, reason={"z": 1.0})
+    with pytest.raises(ValueError, match="not in this chapter's declared claims table"):
+        c.check("demo.other", statement="s", paper="p", rule="x > 0", values={"x": 1.0},
+                kind="sanity")
+    assert c.claims == []
+
+
+def test_a_declared_text_names_fields_that_given_fills(tmp_path):
+    table = {"demo.w": {**DECLARED["demo.eff"], "statement": "at width {width}",
+                        "control": "width {width} at epoch {epoch}"}}
+    c = Claims("demo", results_dir=tmp_path, declared=table)
+    c.check("demo.w", values={"x": 0.5}, control={"x": 0.1}, given={"width": 64, "epoch": 20})
+    (e,) = load_results(tmp_path)[0]["claims"]
+    assert e["statement"] == "at width 64" and e["control"]["name"] == "width 64 at epoch 20"
+    with pytest.raises(ValueError, match="names a field that given= does not supply"):
+        Claims("demo", results_dir=tmp_path, declared=table).check(
+            "demo.w", values={"x": 0.5}, control={"x": 0.1}, given={"width": 64})
+
+
+@pytest.mark.parametrize("declared, error, words", [
+    ([], TypeError, "declared must be a dict"),
+    ({"Bad Id": {}}, ValueError, "declared ids must look like"),
+    ({"demo.a": "text"}, TypeError, r"declared\['demo.a'\] must be a dict"),
+    ({"demo.a": {**DECLARED["demo.eff"], "rules": "x"}}, ValueError, "unknown key"),
+    ({"demo.a": {"statement": "s", "paper": "p"}}, TypeError, r"\['rule'\] must be a non-empty"),
+    ({"demo.a": {**DECLARED["demo.eff"], "kind": "hunch"}}, ValueError, "kind"),
+    ({"demo.a": {**DECLARED["demo.eff"], "control": None}}, TypeError, "must name the measured"),
+    ({"demo.a": {**DECLARED["demo.sane"], "control": "n"}}, ValueError, "takes no control"),
+    ({"demo.a": {**DECLARED["demo.eff"], "reason": "text"}}, TypeError, r"\(text, rule\)"),
+    ({"demo.a": {**DECLARED["demo.eff"], "rule": "x >="}}, RuleError, "does not parse"),
+])
+def test_a_bad_claims_table_is_refused_naming_the_entry(tmp_path, declared, error, words):
+    with pytest.raises(error, match=words):
+        Claims("demo", results_dir=tmp_path, declared=declared)
+
+
+def test_in_a_notebook_a_checked_claim_shows_its_verdict(tmp_path, monkeypatch):
+    import IPython
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    c = Claims("demo", results_dir=tmp_path, declared=DECLARED)
+    c.check("demo.eff", values={"x": 0.5, "unused": 3.0}, control={"x": 0.1, "unused": 2.0})
+    c.check("demo.nr", values={"y": 0.1}, control={"y": 0.2}, reason={"z": 2.0})
+    eff, nr = (box.data for box in shown)
+    assert eff.startswith("<div class='gtlib-claim' role='note'><span class='gtlib-status "
+                          "gtlib-ok'>reproduced on this run</span> <code>demo.eff</code>")
+    assert "<code>x</code> = 0.5" in eff and "unused" not in eff
+    assert "Null (the null without the mechanism): <code>x</code> = 0.1; the rule fails" in eff
+    assert "not reproduced (documented)" in nr and "Reason: z explains it" in nr
+
 def test_a_reason_documents_a_non_reproduction_only_while_it_holds(tmp_path):
     c = Claims("demo", results_dir=tmp_path)
     reason = ("the linear model loses as much", "lin_drop >= 0.8 * mlp_drop", {"lin_drop": 0.3})
@@ -1224,7 +1312,7 @@ def test_the_stored_claim_is_stripped_and_cleaned(tmp_path):
     ("id", "demo.A", ValueError), ("id", "demo.a-b", ValueError), ("id", "de_mo.a", ValueError),
     ("id", ".a", ValueError), ("id", "demo.", ValueError), ("id", "demo..a", ValueError),
     ("id", "demo a.b", ValueError), ("id", "demo.a\n", ValueError), ("id", "demo.a ", ValueError),
-    ("kind", "Effect", ValueError), ("kind", None, ValueError),
+    ("kind", "Effect", ValueError),
     ("nonreproduction", "", TypeError), ("nonreproduction", "why", TypeError),
     ("reason", "", TypeError), ("reason", " ", TypeError), ("reason", 3, TypeError),
     ("reason", "x > 0", TypeError), ("reason", ("why",), TypeError),
@@ -1252,7 +1340,7 @@ def test_check_refuses_bad_arguments_before_recording(tmp_path, field, value, er
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("kind", ["Effect", "sanity ", None, "both", 1])
+@pytest.mark.parametrize("kind", ["Effect", "sanity ", "both", 1])
 def test_kind_must_be_effect_or_sanity(tmp_path, kind):
     c = Claims("demo", results_dir=tmp_path)
     for control in (("c", {"x": 0}), None):
