@@ -22,3 +22,22 @@ def _isolated_results(tmp_path, monkeypatch):
     # reader's build relies on is tested by clearing it (tests/core/test_claims.py).
     monkeypatch.setenv("GTLIB_STRICT_CLAIMS", "1")
     monkeypatch.delenv("GTLIB_SWEEP_DIR", raising=False)
+
+
+def checked_claim_ids(slug: str) -> list[str]:
+    """The ids of the claims ``book/<slug>.ipynb`` checks (``claims.check("<id>", ...)``), in
+    order: a chapter's claims table (``declared=``) must declare exactly these."""
+    import ast
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "book" / f"{slug}.ipynb").read_text())
+    ids = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        for node in ast.walk(ast.parse("".join(cell["source"]))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "check" and getattr(node.func.value, "id", "") == "claims"):
+                ids.append(ast.literal_eval(node.args[0]))
+    return ids

@@ -27,7 +27,7 @@ This package holds one submodule per section, in the order of the chapter:
    countable-hypothesis bound ``R(h) <= R_hat(h) + sqrt((K(h) ln 2 + ln(1/delta)) / (2n))``
    (Wilson's Eq. 1; Lotfi et al. 2022), next to a parameter-counting bound.
 
-``common`` holds the input checks the sections share.
+``common`` holds the input checks the sections share; ``claims`` is the chapter's claims table.
 """
 
 # Every public name of the submodules stays reachable as ``gtlib.soft.<name>``: the API in
@@ -47,6 +47,7 @@ from .width_sweep import (MLPSweepConfig, MLPSweepResult, interpolation_threshol
                           member_at_width, run_mlp_sweep, split_peak_test, width_peak_summary)
 from .hessian import (dense_hessian, effective_parameters, hessian_matvec, lanczos_top_eigs,
                       tail_trace)
+from .claims import CLAIMS
 from .compression import (CompressionConfig, CompressionResult, ConvNet1D, SubspaceNet,
                           arithmetic_decode, arithmetic_encode, bits_at_fit, compress_and_bound,
                           countable_bound, counting_bound, decode_quantized, elias_gamma,
@@ -55,6 +56,8 @@ from .compression import (CompressionConfig, CompressionResult, ConvNet1D, Subsp
                           tune_centres)
 
 __all__ = [
+    # the chapter's claims table
+    "CLAIMS",
     # configs and results
     "CompressionConfig", "GPConfig", "MLPSweepConfig", "PolyConfig", "RFConfig", "TARGETS",
     # functions
