@@ -26,11 +26,12 @@ This package backs the chapter ``book/uniform-convergence.ipynb``, one submodule
    flipped), the sweep over n and the 2-D decision-boundary slices. :func:`sphere_data`,
    :func:`sphere_sprime`, :class:`SpheresConfig`, :func:`spheres_sweep`, :func:`boundary_slice`.
 
-``common`` holds the input checks the sections share.
+``common`` holds the input checks the sections share; ``claims`` is the chapter's claims table.
 """
 
 # Every public name of the submodules stays reachable as ``gtlib.uniform.<name>``: the API in
 # ``__all__``, the results and networks its functions return, and the building blocks they call.
+from .claims import CLAIMS
 from .randomization import (BatchedCNN1d, CNNRandomizationConfig, CNNRandomizationResult,
                             CorruptionConfig, CorruptionResult, cnn_randomization,
                             corruption_experiment, corruption_nn_test_error, linear_randomization)
@@ -46,6 +47,8 @@ from .spheres import (SpheresConfig, SpheresResult, boundary_slice, bulge_width,
                       spheres_sweep)
 
 __all__ = [
+    # the chapter's claims table
+    "CLAIMS",
     # configs and results
     "CNNRandomizationConfig", "CorruptionConfig", "LinearConstruction", "MarginSweepConfig",
     "SpheresConfig",
