@@ -41,3 +41,12 @@ def checked_claim_ids(slug: str) -> list[str]:
                     and node.func.attr == "check" and getattr(node.func.value, "id", "") == "claims"):
                 ids.append(ast.literal_eval(node.args[0]))
     return ids
+
+
+def check_claims_table(slug: str, table: dict, tmp_path) -> None:
+    """A chapter's claims table is valid (:class:`gtlib.claims.Claims` accepts it) and the
+    chapter's notebook checks exactly the declared claims, in the table's order."""
+    from gtlib.claims import Claims
+
+    assert set(Claims(slug, results_dir=tmp_path, declared=table).declared) == set(table)
+    assert checked_claim_ids(slug) == list(table)

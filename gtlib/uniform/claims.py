@@ -1,10 +1,4 @@
-"""The claims table of the chapter *Uniform convergence*.
-
-Each claim the chapter checks, by id: its statement, the paper's finding (with where the paper
-gives it), the rule over this run's measured values, the measured null (for an effect) and, for a
-claim that may honestly not reproduce, its measured reason. The notebook passes only the values
-(:class:`gtlib.claims.Claims`, ``declared=``); the chapter's claims table shows them all.
-"""
+"""The claims table of *Uniform convergence* (:class:`gtlib.claims.Claims`, ``declared=``)."""
 from __future__ import annotations
 
 __all__ = ["CLAIMS"]

@@ -1,15 +1,8 @@
-"""Tests of gtlib.soft.claims: the chapter's claims table is valid, and the notebook checks
-exactly the claims it declares."""
-from gtlib.claims import Claims
+"""Tests of gtlib.soft.claims, the chapter's claims table."""
 from gtlib.soft import CLAIMS
 
-from tests.conftest import checked_claim_ids
+from tests.conftest import check_claims_table
 
 
-def test_the_table_is_a_valid_claims_table(tmp_path):
-    assert set(Claims("soft-inductive-biases", results_dir=tmp_path, declared=CLAIMS).declared) \
-        == set(CLAIMS)
-
-
-def test_the_notebook_checks_exactly_the_declared_claims_in_their_order():
-    assert checked_claim_ids("soft-inductive-biases") == list(CLAIMS)
+def test_the_table_is_valid_and_the_notebook_checks_exactly_its_claims(tmp_path):
+    check_claims_table("soft-inductive-biases", CLAIMS, tmp_path)
