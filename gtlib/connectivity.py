@@ -1025,8 +1025,10 @@ def logit_interpolation(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
     f_A + alpha f_B``, its error could not exceed ``err_A + err_B``: an input that both ends
     classify correctly has ``f_y - f_j > 0`` at both ends for every ``j != y``, so at every
     convex combination too. Returns the largest error along the network path (``path_error``),
-    along the interpolated logits (``lerp_error``, at most ``bound`` by the argument above), the
-    bound ``err_A + err_B`` and the two endpoint errors.
+    along the interpolated logits (``lerp_error``, at most ``either_wrong`` by the argument
+    above), the exact per-example bound ``either_wrong``, the fraction of inputs that ``a`` or
+    ``b`` misclassifies, the looser bound ``err_A + err_B`` (``bound``) and the two endpoint
+    errors.
 
     Parameters
     ----------
@@ -1060,9 +1062,11 @@ def logit_interpolation(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
     net = path_stack(a, b, alphas)(x).argmax(-1) != y
     al = torch.as_tensor(alphas, dtype=la.dtype).view(-1, 1, 1)
     mix = ((1 - al) * la + al * lb).argmax(-1) != y
-    ea, eb = float((la.argmax(-1) != y).float().mean()), float((lb.argmax(-1) != y).float().mean())
+    wa, wb = la.argmax(-1) != y, lb.argmax(-1) != y
+    ea, eb = float(wa.float().mean()), float(wb.float().mean())
     return {"path_error": float(net.float().mean(1).max()),
             "lerp_error": float(mix.float().mean(1).max()),
+            "either_wrong": float((wa | wb).float().mean()),
             "bound": ea + eb, "err_a": ea, "err_b": eb}
 
 
@@ -1156,7 +1160,7 @@ def weak_additivity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
 # ---------------------------------------------------------------------------------------------
 
 
-REPAIR_MODES = ("full", "mean", "layer")
+REPAIR_MODES = ("full", "mean", "layer", "norm")
 
 
 @boundary(alphas=_Numbers(), x=INPUTS, eps=positive(),
@@ -1183,7 +1187,10 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
     partial repair: the shift without the variance restoration); ``"layer"`` each
     unit's mean and one common rescaling per layer, the ratio of the layer's mean
     target deviation to its mean deviation (variance restored per layer, not per
-    unit).
+    unit); ``"norm"`` a data-free rescaling that reads no statistics from ``x``: each
+    unit's incoming weights and bias are scaled so that their joint L2 norm becomes
+    the interpolation of the endpoints' norms (the weight-space analogue of restoring
+    the spread; ``x`` is then used only for its shape check).
 
     Parameters
     ----------
@@ -1203,7 +1210,7 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
         The network whose unit statistics stand in for ``b``'s; an MLP of ``b``'s
         shape or None.
     mode : str, default "full"
-        What is restored; one of ``"full"``, ``"mean"``, ``"layer"``.
+        What is restored; one of ``"full"``, ``"mean"``, ``"layer"``, ``"norm"``.
 
     Returns
     -------
@@ -1233,6 +1240,19 @@ def _repair(a: MLP, b: MLP, alphas: np.ndarray, x: torch.Tensor, eps: float,
     stk = path_stack(a, b, alphas)
     ws = [w.detach().clone() for w in stk.weights]
     bs = [v.detach().clone() for v in stk.biases]
+    if mode == "norm":  # data-free: each unit's (weights, bias) norm, interpolated
+        (wa, ba), (wb, bb) = params(a), params(b)
+        for l in range(len(ws) - 1):
+            rows = lambda w, v: torch.cat([w, v.unsqueeze(-1)], -1).norm(dim=-1)
+            tgt = (1 - al) * rows(wa[l], ba[l]) + al * rows(wb[l], bb[l])
+            cur = rows(ws[l], bs[l])
+            scale = torch.where(cur > eps, tgt / cur.clamp_min(eps), torch.ones_like(cur))
+            ws[l], bs[l] = ws[l] * scale.unsqueeze(2), bs[l] * scale
+        stk = BatchedMLP(ws, bs, act=a.act_name)
+        h = x.unsqueeze(0)
+        for w, v in zip(ws[:-1], bs[:-1]):
+            h = a.act(torch.matmul(h, w.transpose(1, 2)) + v.unsqueeze(1))
+        return stk, h
     za = _preactivations(a, x)
     zb = _preactivations(b if stats_b is None else stats_b, x)
     h = x.unsqueeze(0)
@@ -1287,7 +1307,7 @@ def repair_path(a: MLP, b: MLP, x_stats: torch.Tensor, x: torch.Tensor, y: torch
         :func:`repair_stack`); an MLP or None.
     mode : str, default "full"
         What is restored (see :func:`repair_stack`); one of ``"full"``, ``"mean"``,
-        ``"layer"``.
+        ``"layer"``, ``"norm"`` (data-free).
 
     Returns
     -------

@@ -2287,3 +2287,38 @@ def test_random_vector_gain_by_hand():
                      x, y)
     assert got[0] == pytest.approx((acc - 0.1) / 0.8)
     assert got == C._random_vector_gain(base, ends, 1.0, tr, lo, hi, seed=3)
+
+
+def test_repair_norm_mode_is_data_free_and_sets_row_norms():
+    a, b, x, _, _ = _repair_case(76, 77, data_seed=6)
+    al = [0.0, 0.5, 1.0]
+    s = C.repair_stack(a, b, al, x, mode="norm")
+    other = C.repair_stack(a, b, al, 3 * x + 1, mode="norm")  # no statistics read from x
+    for u, v in zip([*s.weights, *s.biases], [*other.weights, *other.biases]):
+        torch.testing.assert_close(u, v)
+    rows = lambda w, v: torch.cat([w, v.unsqueeze(-1)], -1).norm(dim=-1)
+    (wa, ba), (wb, bb) = C.params(a), C.params(b)
+    lin = C.path_stack(a, b, al)
+    for l in range(len(wa) - 1):  # hidden layers: norms interpolated, directions kept
+        for i, t in enumerate(al):
+            want = (1 - t) * rows(wa[l], ba[l]) + t * rows(wb[l], bb[l])
+            torch.testing.assert_close(rows(s.weights[l][i], s.biases[l][i]), want)
+            k = s.weights[l][i][:, 0] / lin.weights[l][i][:, 0]
+            torch.testing.assert_close(s.weights[l][i], k[:, None] * lin.weights[l][i])
+    torch.testing.assert_close(s.weights[-1], lin.weights[-1])  # logits layer untouched
+    for i, t in ((0, 0.0), (2, 1.0)):  # the endpoints stay as they are
+        end = a if t == 0.0 else b
+        torch.testing.assert_close(s.member(i)(x), end(x), atol=1e-5, rtol=1e-5)
+    p = C.repair_path(a, b, x, x, torch.zeros(len(x), dtype=torch.long), al, mode="norm")
+    q = C.evaluate_stack(s, al, x, torch.zeros(len(x), dtype=torch.long))
+    np.testing.assert_allclose(p.loss, q.loss, rtol=1e-5)
+
+
+def test_logit_interpolation_exact_bound():
+    a, b = net_ref(78, depth=2), net_ref(79, depth=2)
+    x, y = data(n=60, seed=7)
+    r = C.logit_interpolation(a, b, x, y, 11)
+    wa, wb = a(x).argmax(-1) != y, b(x).argmax(-1) != y
+    assert r["either_wrong"] == pytest.approx(float((wa | wb).float().mean()))
+    assert max(r["err_a"], r["err_b"]) <= r["either_wrong"] <= r["bound"] + 1e-12
+    assert r["lerp_error"] <= r["either_wrong"] + 1e-12
