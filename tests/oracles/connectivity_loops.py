@@ -11,8 +11,9 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from gtlib.connectivity import (Recipe, _bezier_params, _check_same_shape, from_params, lerp,
-                                members, params)
+from gtlib.connectivity import Recipe, from_params, lerp, members, params
+from gtlib.connectivity.repair import _bezier_params
+from gtlib.connectivity.common import _check_same_shape
 from gtlib.models import BatchedMLP, MLP
 
 
