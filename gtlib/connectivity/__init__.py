@@ -37,11 +37,12 @@ unit ``i`` of the permuted network is unit ``p[i]`` of the original.
 
 The package follows those sections: ``common`` (the shared argument checks),
 ``training`` (1), ``paths`` (2), ``permutations`` (3), ``features`` (4), ``repair`` (4b),
-``finetuning`` (5) and ``experiments`` (6).
+``finetuning`` (5) and ``experiments`` (6); ``claims`` is the chapter's claims table.
 """
 
 # Every public name of the submodules stays reachable as ``gtlib.connectivity.<name>``: the API in
 # ``__all__``, the results and networks its functions return, and the building blocks they call.
+from .claims import CLAIMS
 from .common import EXPERIMENT_SEED, GRID, INPUTS, LABELS
 from .training import fit, from_params, members, params, Recipe, stack, train_nets
 from .paths import barrier, barrier_mean, evaluate_path, evaluate_stack, lerp, Path, path_stack
@@ -60,6 +61,8 @@ from .experiments import (add_noise, align, Alignment, barrier_vs_epoch, Connect
                           train_pairs)
 
 __all__ = [
+    # the chapter's claims table
+    "CLAIMS",
     # configs and results
     "ConnectivityConfig",
     # functions
