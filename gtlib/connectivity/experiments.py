@@ -871,22 +871,8 @@ class PretrainingSweep(Result):
         return self.shuffled_ctl / np.maximum(self.shuffled_ctl_base, 1e-12)
 
 
-@torch.no_grad()
-def _disagreement_ratio(m1: MLP, m2: MLP, x: torch.Tensor) -> float:
-    """``(1 - agree(soup, ensemble)) / (1 - best agree(single run, ensemble))`` on ``x``.
-
-    Below 1 when the weight average of the two models predicts like their logit ensemble more
-    often than either model alone does. A denominator of 0 (both runs always agree with the
-    ensemble) is floored at one signal, ``1 / len(x)``.
-    """
-    ens = (m1(x) + m2(x)) / 2
-    le = ens.argmax(-1)
-    soup = (average([m1, m2])(x).argmax(-1) == le).float().mean()
-    single = max(float((m(x).argmax(-1) == le).float().mean()) for m in (m1, m2))
-    return float((1 - soup) / max(1 - single, 1 / len(x)))
-
-
 @boundary(m1=InstanceOf(MLP), m2=InstanceOf(MLP), x=INPUTS)
+@torch.no_grad()
 def disagreement_ratio(m1: MLP, m2: MLP, x: torch.Tensor) -> float:
     """How much less often a weight average departs from the logit ensemble than a single run does.
 
@@ -898,7 +884,11 @@ def disagreement_ratio(m1: MLP, m2: MLP, x: torch.Tensor) -> float:
     """
     _check_same_shape(m1, m2, names=("m1", "m2"))
     _check_inputs("x", x, m1)
-    return _disagreement_ratio(m1, m2, x)
+    ens = (m1(x) + m2(x)) / 2
+    le = ens.argmax(-1)
+    soup = (average([m1, m2])(x).argmax(-1) == le).float().mean()
+    single = max(float((m(x).argmax(-1) == le).float().mean()) for m in (m1, m2))
+    return float((1 - soup) / max(1 - single, 1 / len(x)))
 
 
 def _displacement(start: MLP, end: MLP) -> float:
@@ -1008,10 +998,10 @@ def pretraining_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     acc_probe = np.array([[accuracy(probes[2 * b + t], x_test, te[t]) for t in (0, 1)]
                           for b in range(L)])
     top = L - 1
-    dis = np.array([[[_disagreement_ratio(net(b, t, i), net(b, t, j), x_test)
+    dis = np.array([[[disagreement_ratio(net(b, t, i), net(b, t, j), x_test)
                       for i in range(R) for j in range(i + 1, R)] for t in (0, 1)]
                     for b in list(range(L)) + [L + 2]])
-    uns = np.array([[_disagreement_ratio(net(top, t, r), net(L + 1, t, r), x_test)
+    uns = np.array([[disagreement_ratio(net(top, t, r), net(L + 1, t, r), x_test)
                      for r in range(R)] for t in (0, 1)])
     return PretrainingSweep([float(e) for e in cfg.pretrain_epochs],
                             np.array([c for c, _ in ctl[:L]]), np.array([e for _, e in ctl[:L]]),

@@ -20,10 +20,6 @@ __all__ = [
 @boundary(u=INPUTS, v=INPUTS)
 def cosine_dissimilarity(u: torch.Tensor, v: torch.Tensor) -> float:
     """Mean over rows of ``1 - cos(u_i, v_i)`` (0 for identical rows, including two zero rows)."""
-    return _cosine_dissimilarity(u, v)
-
-
-def _cosine_dissimilarity(u: torch.Tensor, v: torch.Tensor) -> float:
     if u.shape != v.shape or u.ndim != 2:
         raise ValueError(f"u and v must be 2-D of the same shape, got {tuple(u.shape)}, "
                          f"{tuple(v.shape)}")
@@ -70,7 +66,7 @@ def llfc_dissimilarity(a: MLP, b: MLP, x: torch.Tensor, alpha: float = 0.5) -> l
     _check_same_shape(a, b)
     _check_inputs("x", x, a)
     fa, fb, fm = a.features(x), b.features(x), lerp(a, b, alpha).features(x)
-    return [_cosine_dissimilarity(m, (1 - alpha) * u + alpha * v) for u, v, m in zip(fa, fb, fm)]
+    return [cosine_dissimilarity(m, (1 - alpha) * u + alpha * v) for u, v, m in zip(fa, fb, fm)]
 
 
 def _hidden_layers(a: MLP, b: MLP, x: torch.Tensor):
@@ -237,18 +233,14 @@ def endpoint_dissimilarity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     """
     _check_same_shape(a, b)
     _check_inputs("x", x, a)
-    return [_cosine_dissimilarity(u, v) for u, v in zip(a.features(x), b.features(x))]
+    return [cosine_dissimilarity(u, v) for u, v in zip(a.features(x), b.features(x))]
 
 
 @boundary(x=INPUTS)
+@torch.no_grad()
 def preactivations(model: MLP, x: torch.Tensor) -> list[torch.Tensor]:
     """The pre-activations ``W_l h_{l-1} + b_l`` of every hidden layer (rows = inputs)."""
     _check_inputs("x", x, model)
-    return _preactivations(model, x)
-
-
-@torch.no_grad()
-def _preactivations(model: MLP, x: torch.Tensor) -> list[torch.Tensor]:
     out, h = [], x
     for layer in model.layers[:-1]:
         z = layer(h)
@@ -291,5 +283,5 @@ def weak_additivity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     _check_same_shape(a, b)
     _check_inputs("x", x, a)
     act = a.act
-    return [_cosine_dissimilarity(act(u) + act(v), act(u + v))
-            for u, v in zip(_preactivations(a, x), _preactivations(b, x))]
+    return [cosine_dissimilarity(act(u) + act(v), act(u + v))
+            for u, v in zip(preactivations(a, x), preactivations(b, x))]

@@ -175,7 +175,7 @@ def evaluate_path(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
     _check_same_shape(a, b)
     _check_data(a, x, y)
     alphas = _alpha_grid(alphas)
-    return _evaluate_stack(path_stack(a, b, alphas), alphas, x, y)
+    return evaluate_stack(path_stack(a, b, alphas), alphas, x, y)
 
 
 def _alpha_grid(alphas) -> np.ndarray:
@@ -186,6 +186,7 @@ def _alpha_grid(alphas) -> np.ndarray:
 
 
 @boundary(alphas=_Numbers(), x=INPUTS, y=LABELS)
+@torch.no_grad()
 def evaluate_stack(model: BatchedMLP, alphas: Sequence[float], x: torch.Tensor,
                    y: torch.Tensor) -> Path:
     """Loss and accuracy of the members of a stack of networks along a path (one per alpha)."""
@@ -194,12 +195,6 @@ def evaluate_stack(model: BatchedMLP, alphas: Sequence[float], x: torch.Tensor,
         raise ValueError(f"alphas must have one entry per member of the stack ({model.size}), "
                          f"got {len(alphas)}")
     _check_data(model, x, y)
-    return _evaluate_stack(model, alphas, x, y)
-
-
-@torch.no_grad()
-def _evaluate_stack(model: BatchedMLP, alphas: np.ndarray, x: torch.Tensor,
-                    y: torch.Tensor) -> Path:
     return _path_from_logits(model(x), alphas, y)
 
 

@@ -13,8 +13,8 @@ from ..engine import EpochBatches, StackedOptimizer
 from ..models import BatchedMLP, MLP
 from .common import _check_data, _check_inputs, _check_same_shape, _Numbers, GRID, INPUTS, LABELS
 from .training import from_params, params, Recipe
-from .paths import _alpha_grid, _evaluate_stack, _path_from_logits, lerp, Path, path_stack
-from .features import _preactivations
+from .paths import _alpha_grid, evaluate_stack, _path_from_logits, lerp, Path, path_stack
+from .features import preactivations
 
 __all__ = ["evaluate_bezier", "fit_bezier", "repair_path"]
 
@@ -115,8 +115,8 @@ def _repair(a: MLP, b: MLP, alphas: np.ndarray, x: torch.Tensor, eps: float,
         for w, v in zip(ws[:-1], bs[:-1]):
             h = a.act(torch.matmul(h, w.transpose(1, 2)) + v.unsqueeze(1))
         return stk, h
-    za = _preactivations(a, x)
-    zb = _preactivations(b if stats_b is None else stats_b, x)
+    za = preactivations(a, x)
+    zb = preactivations(b if stats_b is None else stats_b, x)
     h = x.unsqueeze(0)
     for l in range(len(ws) - 1):
         z = torch.matmul(h, ws[l].transpose(1, 2)) + bs[l].unsqueeze(1)
@@ -184,7 +184,7 @@ def repair_path(a: MLP, b: MLP, x_stats: torch.Tensor, x: torch.Tensor, y: torch
     alphas = _alpha_grid(alphas)
     stk, h = _repair(a, b, alphas, x_stats, 1e-6, stats_b, mode)
     if x_stats is not x:
-        return _evaluate_stack(stk, alphas, x, y)
+        return evaluate_stack(stk, alphas, x, y)
     # statistics on the evaluation inputs: the repair's own forward pass gives the features
     with torch.no_grad():
         logits = torch.matmul(h, stk.weights[-1].transpose(1, 2)) + stk.biases[-1].unsqueeze(1)
@@ -326,4 +326,4 @@ def evaluate_bezier(a: MLP, m: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
     _check_same_shape(a, b)
     _check_data(a, x, y)
     ts = _alpha_grid(ts)
-    return _evaluate_stack(bezier_stack(a, m, b, ts), ts, x, y)
+    return evaluate_stack(bezier_stack(a, m, b, ts), ts, x, y)
