@@ -1,8 +1,8 @@
 """The training loops of gtlib.connectivity before the engine, kept as references.
 
 ``old_fit`` and ``old_fit_bezier`` are ``gtlib.connectivity.fit`` and ``fit_bezier`` as they stood
-at commit 421960b (copied verbatim). tests/chapters/test_connectivity.py trains tiny configurations
-with them and with the engine-based versions and requires the same numbers.
+at commit 421960b (copied verbatim). The tests of gtlib.connectivity train tiny configurations
+with them and with the engine-based versions and require the same numbers.
 """
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from gtlib.connectivity import (Recipe, _bezier_params, _check_same_shape, from_params, lerp,
-                                members, params)
+from gtlib.connectivity import Recipe, from_params, lerp, members, params
+from gtlib.connectivity.repair import _bezier_params
+from gtlib.connectivity.common import _check_same_shape
 from gtlib.models import BatchedMLP, MLP
 
 
