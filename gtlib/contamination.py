@@ -61,7 +61,8 @@ __all__ = [
     "DefaultConfig", "DistillConfig", "Mnist1dConfig", "TheoryConfig",
     # functions
     "activation_asymmetry", "bias_equivalence", "binary_accuracy", "init_two_layer",
-    "label_correlations", "mean_direction_components", "off_subspace_direction", "run_default",
+    "label_correlations", "mean_direction_components", "off_subspace_direction",
+    "orthogonal_shifts", "run_default",
     "run_distillation", "run_mnist1d", "run_theory", "shift_background", "shift_sweep",
     "signed_asymmetry", "theory_specs", "train_two_layer",
 ]
@@ -355,6 +356,42 @@ def off_subspace_direction(emb: Embedding, seed: int = 0) -> torch.Tensor:
     v = torch.randn(emb.dim, generator=g).to(P)
     v = v - P @ (P.T @ v)
     return v / v.norm()
+
+
+@boundary(n_background=count(), magnitude=_REAL, count=count(), seed=SEED)
+def orthogonal_shifts(n_background: int, magnitude: float, count: int,
+                      seed: int = 0) -> torch.Tensor:
+    """Random shifts of the background as large as the shift along its mean, orthogonal to it.
+
+    Row ``r`` is ``magnitude * sqrt(k) * u_r`` with ``u_r`` a unit vector of ``R^k``
+    orthogonal to ``1`` (a seeded Gaussian, centred and normalized): subtracted from the
+    background it moves it as far as the shift ``z_b -> z_b - magnitude * 1`` does, in a
+    direction with no component along the background's mean.
+
+    Parameters
+    ----------
+    n_background : int
+        Background coordinates ``k``; an int >= 2.
+    magnitude : float
+        The magnitude of the shift along the mean that the rows match in norm; a finite
+        number.
+    count : int
+        Number of directions; an int >= 1.
+    seed : int, default 0
+        Seed of the Gaussian draws; an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    torch.Tensor
+        The shifts, shape ``(count, n_background)``, float32.
+    """
+    if n_background < 2:
+        raise ValueError(f"n_background must be >= 2 (a direction orthogonal to 1), "
+                         f"got {n_background}")
+    g = torch.Generator().manual_seed(int(seed))
+    r = torch.randn(count, n_background, generator=g)
+    r = r - r.mean(1, keepdim=True)
+    return float(magnitude) * np.sqrt(n_background) * r / r.norm(dim=1, keepdim=True)
 
 
 @boundary(features=Tensor("float", 2), y=_Signs())
@@ -1704,6 +1741,11 @@ class Mnist1dConfig(Config):
         classifier on the uniform and on the centred background (same initialization and
         batches), and once more on the centred one from another initialization and batch
         order (the null's spread); an int in [0, 100].
+    mlp_replicates : int, default 0
+        Replicates of the MLP, each on its own background draw, tested under the shift
+        along the mean and under equal-norm shifts orthogonal to it; an int in [0, 100].
+    direction_magnitude : float, default 0.5
+        The magnitude ``m`` of the MLP replicates' shifts; a finite number > 0.
     """
 
     FULL = dict(width=1024, epochs=100)
@@ -1722,6 +1764,8 @@ class Mnist1dConfig(Config):
     centred_linear: bool = param(False, Boolean())
     constant: bool = param(False, Boolean())
     null_replicates: int = param(0, Interval(int, 0, 100))
+    mlp_replicates: int = param(0, Interval(int, 0, 100))
+    direction_magnitude: float = param(0.5, positive())
 
 
 @boundary(x=Tensor("float", 2), n_background=count())
@@ -1760,6 +1804,12 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
     entries like ``"linear"``: ``"uniform"`` and ``"centred"`` (initialization seed
     ``1000 * seed + 200 + j``, batch seed ``1000 * seed + 300 + j``) and ``"centred, again"``
     (seeds ``1000 * seed + 600 + j`` and ``1000 * seed + 700 + j``).
+    ``cfg.mlp_replicates = r`` adds ``"MLP replicates"``: a list of ``r`` dicts, replicate
+    ``j`` an MLP on its own background draw (generator seed ``1000 * seed + 500 + j``,
+    initialization ``1000 * seed + 800 + j``, batches ``1000 * seed + 900 + j``) with its test
+    accuracy ``"ID"``, ``"along"`` under the shift by ``m = cfg.direction_magnitude`` along
+    the mean and ``"orthogonal"``, a list of five accuracies under the shifts
+    ``orthogonal_shifts(k, m, 5, seed=1000 * seed + 450 + j)``.
 
     Parameters
     ----------
@@ -1838,4 +1888,25 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
                      "centred, again": one(0, 1, slice(None), 0.5, init + 400, batches + 400)})
     if reps:
         out["linear replicates"] = reps
+    mlps, m = [], cfg.direction_magnitude
+    for j in range(_int("mlp_replicates", cfg.mlp_replicates, minimum=0)):
+        gj = torch.Generator().manual_seed(1000 * seed + 500 + j)    # a fresh background draw
+        x_tr = append_background(ds.x, k, gj).to(dev)
+        x_te = append_background(ds.x_test, k, gj).to(dev)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(1000 * seed + 800 + j)
+            model = MLP(x_tr.shape[1], cfg.width, cfg.depth, ds.num_classes).to(dev)
+        tcfg = TrainConfig(optimizer="adamw", lr=cfg.lr, weight_decay=cfg.weight_decay,
+                           batch_size=cfg.batch_size, epochs=cfg.epochs,
+                           seed=1000 * seed + 900 + j, check_every=10 ** 9)
+        train(model, x_tr, y_tr, tcfg)
+        dirs = orthogonal_shifts(k, m, 5, seed=1000 * seed + 450 + j).to(x_te)
+        pad = lambda v: torch.cat([torch.zeros(x_te.shape[1] - k).to(x_te), v])
+        with torch.no_grad():
+            mlps.append({"ID": accuracy(model(x_te), y_te),
+                         "along": accuracy(model(shift_last(x_te, k, m)), y_te),
+                         "orthogonal": [accuracy(model(x_te - pad(v)), y_te)
+                                        for v in dirs]})
+    if mlps:
+        out["MLP replicates"] = mlps
     return out

@@ -1980,3 +1980,67 @@ def test_forward_hidden_preactivations(nets, toy):
         refused(TypeError, "x", method, toy.x.double())
         refused(ValueError, "x", method, toy.x[:, :5])
     refused(ValueError, "one sample per member", nets, toy.x.expand(3, -1, -1))
+
+
+# =================================================================================================
+# contamination.orthogonal_shifts
+# =================================================================================================
+@pytest.mark.reference
+def test_orthogonal_shifts_match_the_mean_shift_in_norm_and_are_orthogonal_to_it():
+    v = fc.orthogonal_shifts(6, 0.5, 3, seed=4)
+    assert v.shape == (3, 6) and v.dtype == torch.float32
+    assert torch.allclose(v.norm(dim=1), torch.full((3,), 0.5 * math.sqrt(6)), rtol=1e-5)
+    assert float(v.sum(1).abs().max()) < 1e-5                   # no component along 1
+    r = torch.randn(3, 6, generator=torch.Generator().manual_seed(4)).double().numpy()
+    r = r - r.mean(1, keepdims=True)
+    want = 0.5 * math.sqrt(6) * r / np.linalg.norm(r, axis=1, keepdims=True)
+    np.testing.assert_allclose(v.numpy(), want, atol=1e-6)
+    assert torch.equal(fc.orthogonal_shifts(6, 0.5, 3), fc.orthogonal_shifts(6, 0.5, 3, seed=0))
+    assert torch.allclose(fc.orthogonal_shifts(6, -1.0, 3, seed=4), -2 * v, atol=1e-6)
+
+
+@pytest.mark.boundary
+def test_orthogonal_shifts_refuse_bad_input():
+    with pytest.raises(ValueError, match="n_background"):
+        fc.orthogonal_shifts(1, 0.5, 3)
+    refused(ValueError, "n_background", fc.orthogonal_shifts, 0, 0.5, 3)
+    refused(ValueError, "magnitude", fc.orthogonal_shifts, 4, NAN, 3)
+    refused(ValueError, "count", fc.orthogonal_shifts, 4, 0.5, 0)
+    refused(ValueError, "seed", fc.orthogonal_shifts, 4, 0.5, 3, -1)
+
+
+@pytest.mark.reference
+def test_mnist1d_mlp_replicates_are_their_recipe():
+    from gtlib.data import mnist1d
+    from gtlib.models import MLP
+    from gtlib.train import TrainConfig, accuracy, train
+
+    seed = 2
+    cfg = fc.Mnist1dConfig(n_train=60, n_test=30, n_background=5, width=8, depth=1, epochs=2,
+                           batch_size=16, lr=0.05, magnitudes=(0.0, 1.0), mlp_replicates=2,
+                           direction_magnitude=0.7)
+    out = fc.run_mnist1d(cfg, seed=seed, device="cpu")
+    reps = out["MLP replicates"]
+    assert len(reps) == 2 and "linear replicates" not in out
+    ds = mnist1d(60, 30, device="cpu")
+    for j, rep in enumerate(reps):
+        g = torch.Generator().manual_seed(1000 * seed + 500 + j)     # its own background draw
+        x_tr = fc.append_background(ds.x, 5, g)
+        x_te = fc.append_background(ds.x_test, 5, g)
+        torch.manual_seed(1000 * seed + 800 + j)
+        model = MLP(45, 8, 1, 10)
+        train(model, x_tr, ds.y, TrainConfig(
+            optimizer="adamw", lr=0.05, weight_decay=1e-2, batch_size=16, epochs=2,
+            seed=1000 * seed + 900 + j, check_every=10 ** 9))
+        dirs = fc.orthogonal_shifts(5, 0.7, 5, seed=1000 * seed + 450 + j)
+        with torch.no_grad():
+            assert rep["ID"] == pytest.approx(accuracy(model(x_te), ds.y_test))
+            along = x_te.clone()
+            along[:, -5:] -= 0.7
+            assert rep["along"] == pytest.approx(accuracy(model(along), ds.y_test))
+            orth = []
+            for v in dirs:
+                xs = x_te.clone()
+                xs[:, -5:] -= v
+                orth.append(accuracy(model(xs), ds.y_test))
+        assert rep["orthogonal"] == pytest.approx(orth)
