@@ -44,11 +44,12 @@ Every experiment trains several configurations *at once*: :class:`TwoLayerNets` 
 The package follows those sections: ``common`` (shared names and argument checks),
 ``data`` (the data model and the toy settings), ``networks``, ``metrics`` (losses and metrics),
 ``training``, and one module per experiment: ``theory``, ``default``, ``distillation`` and
-``mnist1d``.
+``mnist1d``; ``claims`` is the chapter's claims table.
 """
 
 # Every public name of the submodules stays reachable as ``gtlib.contamination.<name>``: the API in
 # ``__all__``, the results and networks its functions return, and the building blocks they call.
+from .claims import CLAIMS
 from .common import BINARY_LOSSES, KINDS, OPTIMIZERS
 from .data import (Embedding, label_correlations, off_subspace_direction, orthogonal_shifts,
                    random_embedding, sample_core, sample_toy, shift_background, ToyConfig, ToyData)
@@ -62,6 +63,8 @@ from .distillation import DistillConfig, DistillResult, run_distillation
 from .mnist1d import append_background, Mnist1dConfig, run_mnist1d, shift_last
 
 __all__ = [
+    # the chapter's claims table
+    "CLAIMS",
     # configs and results
     "DefaultConfig", "DistillConfig", "Mnist1dConfig", "TheoryConfig",
     # functions
