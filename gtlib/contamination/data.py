@@ -116,12 +116,6 @@ def sample_core(n: int, kind: str, d_core: int, generator: torch.Generator):
 
     Returns ``(z_core (n, d_core), y (n,))`` with the first half of the rows of class +1.
     """
-    return _sample_core(n, kind, d_core, generator)
-
-
-def _sample_core(n: int, kind: str, d_core: int, generator: torch.Generator):
-    """:func:`sample_core` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     y = torch.ones(n)
     y[n // 2:] = -1.0
     if kind == "theory":
@@ -147,7 +141,7 @@ def sample_toy(n: int, emb: Embedding, kind: str = "theory", seed: int = 0,
         If ``emb`` is not an :class:`Embedding`, ``n`` < 2 or ``kind`` is unknown.
     """
     g = torch.Generator().manual_seed(int(seed))
-    z_c, y = _sample_core(n, kind, emb.core.shape[1], g)
+    z_c, y = sample_core(n, kind, emb.core.shape[1], g)
     z_b = torch.rand(len(y), emb.background.shape[1], generator=g)
     if centred:
         z_b = z_b - 0.5

@@ -11,7 +11,7 @@ from ..engine import fit
 from .common import _device, _int, _RUN_SEED
 from .data import random_embedding, sample_toy, shift_background, ToyConfig, ToyData
 from .networks import init_two_layer, NetSpec, TwoLayerNets
-from .metrics import (_binary_loss, _relative_error, binary_accuracy, mean_direction_components,
+from .metrics import (_binary_loss, relative_error, binary_accuracy, mean_direction_components,
                       projection_norms)
 from .training import _optimizer, linear_probe
 
@@ -173,7 +173,7 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
     bg0 = float(projection_norms(student.W.detach(), emb)[1].mean())
     mean0 = float(mean_direction_components(student.W.detach(), emb)[0].abs().mean())
     steps, cid, cood = [], [], []
-    rel = _relative_error
+    rel = relative_error
 
     def record(step: int, due: torch.Tensor) -> None:
         with torch.no_grad():

@@ -78,12 +78,6 @@ def projection_norms(W: torch.Tensor, emb: Embedding) -> tuple[torch.Tensor, tor
     ``||P_c^T w_j||`` and ``||P_b^T w_j||`` for the rows ``w_j`` of ``W`` ((h, d) or (E, h, d)):
     the quantities whose means the paper plots in Figure 3.
     """
-    return _projection_norms(W, emb)
-
-
-def _projection_norms(W: torch.Tensor, emb: Embedding) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`projection_norms` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     _check_weights(W, emb)
     return (W @ emb.core).norm(dim=-1), (W @ emb.background).norm(dim=-1)
 
@@ -273,12 +267,6 @@ def signed_asymmetry(pre: torch.Tensor, y: torch.Tensor, a: torch.Tensor,
 @boundary(h=Tensor("float", (2, 3)), target=Tensor("float", (2, 3)))
 def relative_error(h: torch.Tensor, target: torch.Tensor) -> float:
     """``sum ||h - target||^2 / sum ||target||^2``: the relative error of a representation fit."""
-    return _relative_error(h, target)
-
-
-def _relative_error(h: torch.Tensor, target: torch.Tensor) -> float:
-    """:func:`relative_error` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     if h.shape != target.shape:
         raise ValueError(f"h and target must have the same shape, got {tuple(h.shape)} and "
                          f"{tuple(target.shape)}")
@@ -286,3 +274,4 @@ def _relative_error(h: torch.Tensor, target: torch.Tensor) -> float:
     if denom == 0:
         raise ValueError("target must not be identically zero")
     return float(((h - target) ** 2).sum()) / denom
+

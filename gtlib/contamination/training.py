@@ -13,7 +13,7 @@ from ..engine import StackedOptimizer, fit
 from .common import _reals, _same_dtype, _Signs, _X
 from .data import Embedding, shift_background
 from .networks import NetSpec, TwoLayerNets
-from .metrics import _binary_accuracy, _binary_loss, _projection_norms, mean_direction_components
+from .metrics import _binary_accuracy, _binary_loss, projection_norms, mean_direction_components
 
 __all__ = ["shift_sweep", "train_two_layer"]
 
@@ -155,7 +155,7 @@ def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor
     x_ood = None if x_test is None else shift_background(x_test, emb, shift)
     opt = _optimizer(net.parameters(), specs)
     hist = ToyHistory()
-    norms, components = _projection_norms, mean_direction_components
+    norms, components = projection_norms, mean_direction_components
 
     def record(step: int, due: torch.Tensor) -> None:
         with torch.no_grad():
