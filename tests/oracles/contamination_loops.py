@@ -1,9 +1,9 @@
 """The training loops of gtlib.contamination before gtlib.engine replaced them.
 
 Copied verbatim from commit 421960b (only the names changed: ``old_`` prefixed, and the private
-``MemberOptimizer`` kept here as ``OldMemberOptimizer``), so that
-tests/chapters/test_contamination.py can train one tiny configuration with both and require the same
-numbers. Everything else they use (the networks, losses, metrics, data and result types of
+``MemberOptimizer`` kept here as ``OldMemberOptimizer``), so that the tests of
+gtlib.contamination can train one tiny configuration with both and require the same numbers.
+Everything else they use (the networks, losses, metrics, data and result types of
 :mod:`gtlib.contamination`) is unchanged and imported from gtlib.
 """
 from __future__ import annotations
@@ -12,11 +12,9 @@ from typing import Sequence
 
 import torch
 
-from gtlib.contamination import (DistillConfig, DistillResult, Embedding, NetSpec, ToyData,
-                                 ToyHistory, TwoLayerNets, _device, _int, _member_losses,
-                                 _tensor, binary_accuracy, binary_loss, init_two_layer,
-                                 linear_probe, mean_direction_components, projection_norms,
-                                 random_embedding, relative_error, sample_toy, shift_background)
+from gtlib.contamination import DistillConfig, DistillResult, Embedding, NetSpec, ToyData, ToyHistory, TwoLayerNets, binary_accuracy, binary_loss, init_two_layer, linear_probe, mean_direction_components, projection_norms, random_embedding, relative_error, sample_toy, shift_background
+from gtlib.contamination.common import _device, _int, _tensor
+from gtlib.contamination.training import _member_losses
 
 
 # --- gtlib.contamination.MemberOptimizer ---
