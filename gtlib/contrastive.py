@@ -1479,8 +1479,9 @@ def _encoder_init(cfg: LongTailConfig, dim: int, seed: int, E: int):
     return g, W1, W2
 
 
-@boundary(seed=SEED)
-def random_encoder_accuracy(cfg: LongTailConfig, seed: int = 0) -> np.ndarray:
+@boundary(seed=SEED, bias_scale=Interval(float, 0))
+def random_encoder_accuracy(cfg: LongTailConfig, seed: int = 0,
+                            bias_scale: float = 0.0) -> np.ndarray:
     """Per-class linear-probe test accuracy of an untrained encoder of :func:`train_longtail`.
 
     The encoder is the one :func:`train_longtail` starts from with the same ``seed``
@@ -1493,6 +1494,12 @@ def random_encoder_accuracy(cfg: LongTailConfig, seed: int = 0) -> np.ndarray:
         The long-tail configuration (width and data sizes are used).
     seed : int
         Seed of the initialization.
+    bias_scale : float, default 0.0
+        ``0`` keeps the zero biases that pretraining starts from. Above ``0``, every hidden
+        neuron gets a random bias, ``bias_scale`` times a standard normal draw times the
+        standard deviation of that neuron's pre-activation on the training inputs, so that each
+        neuron fires on its own random share of the data: a random feature map that does not
+        rely on the zero bias.
 
     Returns
     -------
@@ -1502,9 +1509,14 @@ def random_encoder_accuracy(cfg: LongTailConfig, seed: int = 0) -> np.ndarray:
     if not isinstance(cfg, LongTailConfig):
         raise TypeError(f"cfg must be a LongTailConfig, got {type(cfg).__name__}")
     ds = mnist1d(cfg.n_train, cfg.n_test, device="cpu")
-    _, W1, _ = _encoder_init(cfg, ds.dim, seed, 1)
+    g, W1, _ = _encoder_init(cfg, ds.dim, seed, 1)
     with torch.no_grad():
-        hid = lambda x: F.relu(torch.einsum("end,ehd->enh", x, W1))  # noqa: E731 (zero bias)
+        pre = lambda x: torch.einsum("end,ehd->enh", x, W1)  # noqa: E731
+        b = torch.zeros(cfg.width)
+        if bias_scale > 0:  # drawn after the weights, from the same generator
+            z = torch.randn(cfg.width, generator=g)
+            b = bias_scale * z * pre(ds.x[None])[0].std(0)
+        hid = lambda x: F.relu(pre(x) + b)  # noqa: E731
         return _probe_per_class(hid(ds.x[None]), hid(ds.x_test[None]), ds)[0]
 
 

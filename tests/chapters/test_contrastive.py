@@ -1965,3 +1965,19 @@ def test_continue_encoders_rejects_bad_input():
         C.continue_encoders({"W": run.W}, [0], 2)
     with pytest.raises((TypeError, ValueError), match="steps"):
         C.continue_encoders(run, [0], 0)
+
+
+def test_random_encoder_accuracy_random_biases_change_the_encoder():
+    """bias_scale > 0 draws per-neuron biases (deterministic per seed); 0 is the zero-bias start."""
+    import gtlib
+
+    cfg = gtlib.preset(C.LongTailConfig, n_train=600, n_test=200, width=32, out_dim=8,
+                       batch=16, steps=2, prune_every=1)
+    plain = C.random_encoder_accuracy(cfg, seed=3)
+    biased = C.random_encoder_accuracy(cfg, seed=3, bias_scale=1.0)
+    assert biased.shape == (10,) and np.all((biased >= 0) & (biased <= 1))
+    assert not np.array_equal(plain, biased)   # the biases are drawn and used
+    assert np.array_equal(biased, C.random_encoder_accuracy(cfg, seed=3, bias_scale=1.0))
+    assert np.array_equal(plain, C.random_encoder_accuracy(cfg, seed=3, bias_scale=0.0))
+    with pytest.raises(ValueError, match="bias_scale"):
+        C.random_encoder_accuracy(cfg, seed=3, bias_scale=-1.0)
