@@ -32,11 +32,12 @@ pieces, top to bottom:
 
 The package follows those sections: ``common`` (the shared checks and the
 configuration), ``data``, ``encoder`` (encoder, loss and pruning), ``alignment``, ``training``,
-``longtail`` (the long-tailed MNIST-1D), ``summaries`` and ``figures``.
+``longtail`` (the long-tailed MNIST-1D), ``summaries`` and ``figures``; ``claims`` is the chapter's claims table.
 """
 
 # Every public name of the submodules stays reachable as ``gtlib.contrastive.<name>``: the API in
 # ``__all__``, the results and networks its functions return, and the building blocks they call.
+from .claims import CLAIMS
 from .common import ContrastiveConfig
 from .data import (feature_dictionary, feature_frequencies, make_views, sample_codes,
                    single_feature_samples)
@@ -51,6 +52,8 @@ from .summaries import condition_table, stage_curves
 from .figures import draw_alignment
 
 __all__ = [
+    # the chapter's claims table
+    "CLAIMS",
     # configs and results
     "ContrastiveConfig", "LongTailConfig",
     # functions
