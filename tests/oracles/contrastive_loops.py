@@ -1,7 +1,7 @@
 """The training loops of gtlib.contrastive before gtlib.engine replaced them.
 
-Copied verbatim from commit 421960b (only the names changed, ``old_`` prefixed), so that
-tests/chapters/test_contrastive.py can train one tiny configuration with both and require the same
+Copied verbatim from commit 421960b (only the names changed, ``old_`` prefixed), so that the
+tests of gtlib.contrastive can train one tiny configuration with both and require the same
 numbers. The helpers they call are unchanged in gtlib.contrastive and imported from it.
 """
 from __future__ import annotations
@@ -13,10 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from gtlib.checks import check_fraction
-from gtlib.contrastive import (ContrastiveConfig, EncoderRun, LongTailConfig, _probe_per_class,
-                               alignment, augment_1d, bias_schedule, encode, feature_dictionary,
-                               feature_frequencies, infonce, magnitude_mask, make_views,
-                               sample_codes, straight_through_mask)
+from gtlib.contrastive import ContrastiveConfig, EncoderRun, LongTailConfig, alignment, augment_1d, bias_schedule, encode, feature_dictionary, feature_frequencies, infonce, magnitude_mask, make_views, sample_codes, straight_through_mask
+from gtlib.contrastive.longtail import _probe_per_class
 from gtlib.data import long_tailed, mnist1d
 
 
