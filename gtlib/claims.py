@@ -1043,8 +1043,7 @@ def verdict_html(claim: dict) -> str:
     names = _rule_names(claim["rule"])
 
     def vals(values):
-        return "; ".join(f"<code>{html.escape(k)}</code> = {html.escape(_fmt(v))}"
-                         for k, v in (values or {}).items() if k in names)
+        return _values_html(values, names, "; ")
 
     out = (f"<div class='gtlib-claim' role='note'><span class='gtlib-status gtlib-{cls}'>"
            f"{html.escape(label)}</span> <code>{html.escape(claim['id'])}</code>: "
@@ -1124,10 +1123,10 @@ def _fmt(v: Any, depth: int = 0) -> str:
     return str(v)
 
 
-def _values_html(values: dict | None, names: set | None = None) -> str:
+def _values_html(values: dict | None, names: set | None = None, sep: str = "<br>") -> str:
     if not values:
         return ""
-    return "<br>".join(f"<code>{html.escape(k)}</code> = {html.escape(_fmt(v))}"
+    return sep.join(f"<code>{html.escape(k)}</code> = {html.escape(_fmt(v))}"
                        for k, v in values.items() if names is None or k in names)
 
 
