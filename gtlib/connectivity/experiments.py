@@ -14,7 +14,7 @@ from ..config import Config, Result, param
 from ..models import BatchedMLP, MLP, make_mlp
 from .common import (_check_data, _check_inputs, _check_mlp, _check_same_shape, _check_train_labels,
                      _Numbers, EXPERIMENT_SEED, INPUTS, LABELS)
-from .training import _fit, from_params, members, params, Recipe, stack, train_nets
+from .training import fit, from_params, members, params, Recipe, stack, train_nets
 from .paths import _alpha_grid, evaluate_path, lerp, Path
 from .permutations import perm_recovery, permute, random_perms, weight_matching
 from .features import endpoint_dissimilarity, llfc_dissimilarity
@@ -199,7 +199,7 @@ def train_pairs(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed:
         snap = [int(e * per_epoch) for e in cfg.epoch_snapshots] if (
             snapshots is not None and int(w) == cfg.epoch_width) else []
         order = [10_000 + int(v) for v in s] + ([20_000 + int(s[0])] if extra else [])
-        got = _fit(model, x, y, cfg.recipe, seeds=order, snapshot_steps=snap)
+        got = fit(model, x, y, cfg.recipe, seeds=order, snapshot_steps=snap)
         nets = members(model)
         out[int(w)] = tuple(nets[:2])
         if extra:
@@ -375,7 +375,7 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     steps = sorted({int(round(f * total)) for f in cfg.spawn_fractions})
     parent = BatchedMLP.init(_seeds(seed, 30, 1), x.shape[1], cfg.spawn_width, cfg.depth, C,
                              device=x.device)
-    snaps = _fit(parent, x, y, recipe, seeds=_seeds(seed, 31, 1), stop_step=max(steps),
+    snaps = fit(parent, x, y, recipe, seeds=_seeds(seed, 31, 1), stop_step=max(steps),
                 snapshot_steps=steps)
     per = 2 * cfg.spawn_pairs
     nets = [snaps[k][0] for k in steps for _ in range(per)]
@@ -387,7 +387,7 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
         seeds += _seeds(seed, 34, 2)
         starts += [0, 0]
     kids = stack(nets)
-    _fit(kids, x, y, recipe, seeds=seeds, start_steps=starts)
+    fit(kids, x, y, recipe, seeds=seeds, start_steps=starts)
     kids = members(kids)
     children, err, loss = {}, [], []
     for i, k in enumerate(steps):
@@ -405,10 +405,10 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
         k = steps[-1]
         other = BatchedMLP.init(_seeds(seed, 35, 1), x.shape[1], cfg.spawn_width, cfg.depth, C,
                                 device=x.device)
-        osnaps = _fit(other, x, y, recipe, seeds=_seeds(seed, 36, 1), stop_step=k,
+        osnaps = fit(other, x, y, recipe, seeds=_seeds(seed, 36, 1), stop_step=k,
                       snapshot_steps=[k])
         okids = stack([osnaps[k][0] for _ in range(cfg.spawn_pairs)])
-        _fit(okids, x, y, recipe, seeds=_seeds(seed, 37, cfg.spawn_pairs),
+        fit(okids, x, y, recipe, seeds=_seeds(seed, 37, cfg.spawn_pairs),
              start_steps=[k] * cfg.spawn_pairs)
         okids = members(okids)
         uns = np.array([100 * evaluate_path(children[k][j][0], okids[j], x_test, y_test,
@@ -766,14 +766,14 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
     else:
         pre = BatchedMLP.init(_seeds(seed, 40, 1), d, width, cfg.depth, n_pre_classes,
                               device=x.device)
-        _fit(pre, x_pre, y_pre, cfg.spawn_recipe, seeds=_seeds(seed, 41, 1))
+        fit(pre, x_pre, y_pre, cfg.spawn_recipe, seeds=_seeds(seed, 41, 1))
         pre = pre.member(0)
         heads = [make_mlp(s, d, width, cfg.depth, 5).to(x.device) for s in _seeds(seed, 42, 2)]
         probes = stack([with_head(pre, h.layers[-1].weight, h.layers[-1].bias) for h in heads])
-        _fit(probes, X, Y, cfg.probe_recipe, seeds=_seeds(seed, 43, 2), only_last_layer=True)
+        fit(probes, X, Y, cfg.probe_recipe, seeds=_seeds(seed, 43, 2), only_last_layer=True)
         probes = members(probes)
         ft = stack([probes[0], probes[0], probes[1], probes[1]])
-        _fit(ft, X, Y[[0, 0, 1, 1]], cfg.ft_recipe, seeds=_seeds(seed, 44, 4),
+        fit(ft, X, Y[[0, 0, 1, 1]], cfg.ft_recipe, seeds=_seeds(seed, 44, 4),
              freeze_last_layer=True)
         ft = members(ft)
         ft = [ft[0:2], ft[2:4]]
@@ -782,7 +782,7 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
     else:
         init = make_mlp(_seeds(seed, 45, 1)[0], d, width, cfg.depth, 5).to(x.device)
         sc = stack([init, init])
-        _fit(sc, X, Y, cfg.spawn_recipe, seeds=_seeds(seed, 46, 2))
+        fit(sc, X, Y, cfg.spawn_recipe, seeds=_seeds(seed, 46, 2))
         sc = members(sc)
 
     acc_pre = [accuracy(probes[t], *te[t]) for t in (0, 1)]
@@ -962,7 +962,7 @@ def pretraining_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
                           cfg.ctl_width, cfg.depth, k_pre, device=x.device)
     g = torch.Generator().manual_seed(_seeds(seed, 66, 1)[0])
     y_shuf = y_pre[torch.randperm(len(y_pre), generator=g).to(y_pre.device)]
-    snaps = _fit(pre, x_pre, torch.stack([y_pre, y_pre, y_shuf]), rec,
+    snaps = fit(pre, x_pre, torch.stack([y_pre, y_pre, y_shuf]), rec,
                  seeds=_seeds(seed, 41, 1) + _seeds(seed, 61, 1) + _seeds(seed, 67, 1),
                  snapshot_steps=[k for k in steps if k < total])
     full = members(pre)
@@ -975,11 +975,11 @@ def pretraining_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     labels = torch.stack([task_labels(y, t) for t in (0, 1)])
     probes = stack([with_head(b, h.layers[-1].weight, h.layers[-1].bias)
                     for b in bodies for h in heads])
-    _fit(probes, x, labels.repeat(len(bodies), 1), cfg.probe_recipe,
+    fit(probes, x, labels.repeat(len(bodies), 1), cfg.probe_recipe,
          seeds=_seeds(seed, 43, 2 * len(bodies)), only_last_layer=True)
     probes = members(probes)
     ft = stack([p for p in probes for _ in range(R)])
-    _fit(ft, x, labels.repeat_interleave(R, 0).repeat(len(bodies), 1), cfg.ft_recipe,
+    fit(ft, x, labels.repeat_interleave(R, 0).repeat(len(bodies), 1), cfg.ft_recipe,
          seeds=_seeds(seed, 64, 2 * R * len(bodies)), freeze_last_layer=True)
     ft = members(ft)
     net = lambda b, t, r: ft[(2 * b + t) * R + r]  # noqa: E731

@@ -125,7 +125,7 @@ def _check_step(step: int, total: int) -> None:
 
 
 @boundary(x=Tensor("float", (2, 3), empty=True), y=Tensor("int", (1, 2), empty=True),
-          stop_step=count(optional=True), snapshot_steps=tuple_of(count(0), min_len=0))
+          stop_step=count(0, optional=True), snapshot_steps=tuple_of(count(0), min_len=0))
 def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
         seeds: Sequence[int], start_steps: Sequence[int] | None = None,
         stop_step: int | None = None, only_last_layer: bool = False, freeze_last_layer: bool = False,
@@ -174,16 +174,6 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     ``start=start_steps``, the schedule :meth:`Recipe.lr_factor` and, for the snapshots, a check
     at every step.
     """
-    return _fit(model, x, y, recipe, seeds, start_steps, stop_step, only_last_layer,
-                freeze_last_layer, snapshot_steps)
-
-
-def _fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
-         seeds: Sequence[int], start_steps: Sequence[int] | None = None,
-         stop_step: int | None = None, only_last_layer: bool = False, freeze_last_layer: bool = False,
-         snapshot_steps: Sequence[int] = ()) -> dict[int, list[MLP]]:
-    """:func:`fit` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     E = model.size
     seeds = check_seeds("seeds", seeds)
     if len(seeds) != E:
@@ -284,5 +274,5 @@ def train_nets(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, width: in
     check_labels("y", y, num_classes, n=x.shape[-2])
     model = BatchedMLP.init(seeds, x.shape[-1], width, depth, num_classes,
                             device=x.device)
-    _fit(model, x, y, recipe, seeds=[10_000 + int(s) for s in seeds])
+    fit(model, x, y, recipe, seeds=[10_000 + int(s) for s in seeds])
     return members(model)

@@ -44,7 +44,7 @@ SILENT = [
     (lambda: RECIPE.lr_factor(1, -1), ValueError, "total"),
     (lambda: RECIPE.steps(0), ValueError, "n"),
     (lambda: RECIPE.steps(True), TypeError, "n"),
-    (lambda: C.fit(_stack(), X_bou, Y_bou, RECIPE, [0, 1], stop_step=0), ValueError, "stop_step"),
+    (lambda: C.fit(_stack(), X_bou, Y_bou, RECIPE, [0, 1], stop_step=-1), ValueError, "stop_step"),
     (lambda: C.fit(_stack(), X_bou, Y_bou, RECIPE, [0, 1], stop_step=2.5), TypeError, "stop_step"),
     (lambda: C.fit(_stack(), X_bou, Y_bou, RECIPE, [0, 1], only_last_layer="yes"), TypeError,
      "only_last_layer"),
