@@ -54,7 +54,7 @@ from .common import BINARY_LOSSES, KINDS, OPTIMIZERS
 from .data import (Embedding, label_correlations, off_subspace_direction, orthogonal_shifts,
                    random_embedding, sample_core, sample_toy, shift_background, ToyConfig, ToyData)
 from .networks import init_two_layer, NetSpec, TwoLayerNets
-from .metrics import (activation_asymmetry, bias_equivalence, binary_accuracy, binary_loss,
+from .metrics import (activation_asymmetry, bias_equivalence, binary_accuracy,
                       mean_direction_components, projection_norms, relative_error, signed_asymmetry)
 from .training import linear_probe, shift_sweep, ToyHistory, train_two_layer
 from .theory import run_theory, theory_specs, TheoryConfig, ToyResult, VARIANTS

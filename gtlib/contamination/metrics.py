@@ -5,7 +5,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..checks import Options, Tensor, boundary, nonnegative
+from ..checks import Tensor, boundary, nonnegative
 from ..models import activation
 from .common import _ACT, _same_dtype, _Signs, BINARY_LOSSES
 from .data import Embedding
@@ -23,16 +23,10 @@ def _check_outputs(f: torch.Tensor, y: torch.Tensor) -> None:
                          f"got {tuple(y.shape)}")
 
 
-@boundary(name=Options(BINARY_LOSSES), f=Tensor("float"), y=_Signs((1, 2)))
-def binary_loss(name: str, f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def _binary_loss(name: str, f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Mean hinge ``max(0, 1 - y f)`` or logistic ``log(1 + exp(-y f))`` loss over the last axis.
 
     ``y`` holds the labels -1.0 and +1.0, with the shape of ``f`` or of its last axes."""
-    _check_outputs(f, y)
-    return _binary_loss(name, f, y)
-
-
-def _binary_loss(name: str, f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     if name == "hinge":
         return F.relu(1.0 - y * f).mean(-1)
     if name == "logistic":

@@ -39,15 +39,13 @@ configuration), ``data``, ``encoder`` (encoder, loss and pruning), ``alignment``
 # ``__all__``, the results and networks its functions return, and the building blocks they call.
 from .claims import CLAIMS
 from .common import ContrastiveConfig
-from .data import (feature_dictionary, feature_frequencies, make_views, sample_codes,
-                   single_feature_samples)
-from .encoder import (brelu, encode, infonce, infonce_orthogonal_closed_form, magnitude_mask,
-                      random_mask, straight_through_mask)
-from .alignment import alignment, energy_ratio, feature_summary, learning_margin, strong_specialists
-from .training import (best_alignment_curves, bias_schedule, condition_means, continue_encoders,
+from .data import feature_dictionary, feature_frequencies, single_feature_samples
+from .encoder import infonce, infonce_orthogonal_closed_form
+from .alignment import energy_ratio, feature_summary, learning_margin, strong_specialists
+from .training import (best_alignment_curves, condition_means, continue_encoders,
                        EncoderRun, energy_curves, feature_probe_accuracy, MASKS, paired,
-                       representations, ridge_probe, stage_boundaries, train_encoders)
-from .longtail import augment_1d, LongTailConfig, random_encoder_accuracy, train_longtail
+                       representations, ridge_probe, train_encoders)
+from .longtail import LongTailConfig, random_encoder_accuracy, train_longtail
 from .summaries import condition_table, stage_curves
 from .figures import draw_alignment
 

@@ -10,8 +10,7 @@ from .common import _FLOAT2, _WEIGHTS, ContrastiveConfig
 __all__ = ["energy_ratio", "feature_summary", "learning_margin", "strong_specialists"]
 
 
-@boundary(W=_WEIGHTS, M=_FLOAT2)
-def alignment(W: torch.Tensor, M: torch.Tensor) -> dict:
+def _alignment(W: torch.Tensor, M: torch.Tensor) -> dict:
     """Projections of every neuron on every feature and on the noise space.
 
     Parameters
@@ -24,12 +23,6 @@ def alignment(W: torch.Tensor, M: torch.Tensor) -> dict:
     ``dominant`` (argmax feature), ``top`` and ``second`` (largest two projections), ``ratio``
     (top / second) and ``purity`` (``top^2 / sum_k proj^2``, 1 for a single-feature neuron).
     """
-    return _alignment(W, M)
-
-
-def _alignment(W: torch.Tensor, M: torch.Tensor) -> dict:
-    """:func:`alignment` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     if W.shape[-1] != M.shape[0] or W.dtype != M.dtype:
         raise ValueError(f"W's last dimension ({W.shape[-1]}, {W.dtype}) must equal M's rows "
                          f"({M.shape[0]}, {M.dtype})")
@@ -176,7 +169,7 @@ def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
       largest), the fraction whose top/second ratio is >= ``specialist_ratio``; it falls only
       if strong neurons mix features.
     * ``mean_purity``: the mean over *all* neurons, weak ones included, of the purity
-      ``top^2 / sum_k proj^2`` (:func:`alignment`); 1 when every neuron serves one feature.
+      ``top^2 / sum_k proj^2`` (:func:`_alignment`); 1 when every neuron serves one feature.
 
     Parameters
     ----------

@@ -6,7 +6,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..checks import SEED, Interval, Tensor, boundary, count, fraction, nonnegative
+from ..checks import SEED, Interval, boundary, count, fraction, nonnegative
 from .common import _FLOAT2, _GENERATOR
 
 __all__ = ["feature_frequencies", "single_feature_samples"]
@@ -66,20 +66,13 @@ def feature_frequencies(n_features: int, n_minority: int, base_freq: float,
     return p
 
 
-@boundary(freqs=Tensor("float", (1, 2)), n=count(), generator=_GENERATOR)
-def sample_codes(freqs: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
+def _sample_codes(freqs: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
     """Sparse codes ``z`` in ``{-1, 0, 1}``: feature ``k`` active with probability ``freqs[..., k]``,
     with a random sign. ``freqs`` of shape ``(K,)`` or ``(E, K)`` gives ``(n, K)`` or ``(E, n, K)``.
 
     The same uniform numbers are shared by the E profiles (common random numbers), so conditions
     that differ only in frequency see coupled samples.
     """
-    return _sample_codes(freqs, n, generator)
-
-
-def _sample_codes(freqs: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
-    """:func:`sample_codes` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     if float(freqs.min()) < 0 or float(freqs.max()) > 1:
         raise ValueError("freqs must lie in [0, 1]")
     K = freqs.shape[-1]
@@ -90,23 +83,14 @@ def _sample_codes(freqs: torch.Tensor, n: int, generator: torch.Generator) -> to
     return ((u[None] < freqs[:, None, :]) * sign[None]).float()
 
 
-@boundary(M=_FLOAT2, z=Tensor("float", (2, 3)), n_tokens=count(), n_signal=count(),
-          noise=nonnegative(), generator=_GENERATOR)
-def make_views(M: torch.Tensor, z: torch.Tensor, n_tokens: int, n_signal: int, noise: float,
-               generator: torch.Generator) -> torch.Tensor:
+def _make_views(M: torch.Tensor, z: torch.Tensor, n_tokens: int, n_signal: int, noise: float,
+                generator: torch.Generator) -> torch.Tensor:
     """One augmented view of the samples with codes ``z`` (shape ``(..., n, K)``): ``(..., n, L, d)``.
 
     ``n_signal`` randomly placed tokens carry ``M z``; every token adds Gaussian noise of expected
     norm ``noise`` (std ``noise / sqrt(d)`` per coordinate). Calling it twice gives two views that
     share the code and differ in noise and token positions.
     """
-    return _make_views(M, z, n_tokens, n_signal, noise, generator)
-
-
-def _make_views(M: torch.Tensor, z: torch.Tensor, n_tokens: int, n_signal: int, noise: float,
-                generator: torch.Generator) -> torch.Tensor:
-    """:func:`make_views` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     if n_signal > n_tokens:
         raise ValueError(f"n_signal must lie in [1, n_tokens = {n_tokens}], got {n_signal}")
     if z.shape[-1] != M.shape[1] or z.dtype != M.dtype:

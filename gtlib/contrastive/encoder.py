@@ -8,45 +8,30 @@ import torch
 import torch.nn.functional as F
 
 from ..checks import Tensor, boundary, check_fraction, count, nonnegative, positive
-from .common import _GENERATOR, _Mask
 
 __all__ = ["infonce", "infonce_orthogonal_closed_form"]
 
 
-@boundary(s=Tensor("float"))
-def brelu(s: torch.Tensor, b: float | torch.Tensor) -> torch.Tensor:
+def _brelu(s: torch.Tensor, b: float | torch.Tensor) -> torch.Tensor:
     """The symmetric biased ReLU ``ReLU(s - b) - ReLU(-s - b)``: zero on ``[-b, b]``, odd in ``s``.
 
     For ``b >= 0`` it equals ``s - clamp(s, -b, b)`` exactly (the same float operations on each
     side of the dead zone), which takes two tensor operations instead of five, forward and back.
     """
-    return _brelu(s, b)
-
-
-def _brelu(s: torch.Tensor, b: float | torch.Tensor) -> torch.Tensor:
-    """:func:`brelu` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     negative = bool((b < 0).any()) if torch.is_tensor(b) else b < 0
     if negative:
         return F.relu(s - b) - F.relu(-s - b)
     return s - torch.clamp(s, -b, b)
 
 
-@boundary(f=Tensor("float"), mask=_Mask("float"))
-def straight_through_mask(f: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Forward: ``f * mask``. Backward: masked entries get the gradient as if unmasked.
-
-    This is "compute gradients through the masked model but update all parameters": the
-    loss sees the pruned model, yet masked neurons keep receiving the gradient of their
-    own output.
-    """
-    return _straight_through_mask(f, mask)
-
-
 def _straight_through_mask(f: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """:func:`straight_through_mask` without its boundary checks.
+    """Forward: ``f * mask``. Backward: masked entries get the gradient as if
+    unmasked.
 
-    For callers whose arguments are already checked or built here."""
+    This is "compute gradients through the masked model but update all
+    parameters": the loss sees the pruned model, yet masked neurons keep receiving
+    the gradient of their own output.
+    """
     pairs = zip(mask.shape[::-1], f.shape[::-1])
     if mask.ndim > f.ndim or any(a not in (1, b) for a, b in pairs):
         raise ValueError(f"mask of shape {tuple(mask.shape)} must broadcast to "
@@ -54,10 +39,8 @@ def _straight_through_mask(f: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return f * mask + (f - f.detach()) * (1 - mask)
 
 
-@boundary(X=Tensor("float", 4), W=Tensor("float", 3), A=Tensor("float", 3), beta=nonnegative(),
-          mask=_Mask("float", 2, optional=True))
-def encode(X: torch.Tensor, W: torch.Tensor, A: torch.Tensor, beta: float,
-           mask: torch.Tensor | None = None) -> torch.Tensor:
+def _encode(X: torch.Tensor, W: torch.Tensor, A: torch.Tensor, beta: float,
+            mask: torch.Tensor | None = None) -> torch.Tensor:
     """The attention + BReLU encoder, batched over E independent models.
 
     Parameters
@@ -68,20 +51,13 @@ def encode(X: torch.Tensor, W: torch.Tensor, A: torch.Tensor, beta: float,
     beta : float
         BReLU threshold relative to each neuron's norm: ``b_r = beta * ||w_r||`` (not differentiated).
     mask : ``(E, m)`` 0/1, optional
-        Pruning mask applied to the outputs with :func:`straight_through_mask`.
+        Pruning mask applied to the outputs with :func:`_straight_through_mask`.
 
     Returns
     -------
     ``(E, n, m)`` representations ``f_r(X) = sum_l BReLU(<w_r, h_l>)`` with
     ``h_l = sum_j softmax_j(x_l^T A x_j) x_j``.
     """
-    return _encode(X, W, A, beta, mask)
-
-
-def _encode(X: torch.Tensor, W: torch.Tensor, A: torch.Tensor, beta: float,
-            mask: torch.Tensor | None = None) -> torch.Tensor:
-    """:func:`encode` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     E, d = X.shape[0], X.shape[-1]
     if X.ndim != 4 or W.shape[::2] != (E, d) or A.shape != (E, d, d) or \
             (mask is not None and mask.shape != W.shape[:2]):
@@ -176,21 +152,14 @@ def infonce_orthogonal_closed_form(sq_norm: float, n: int, tau: float) -> float:
     return math.log1p((n - 1) * math.exp(-sq_norm / tau))
 
 
-@boundary(W=Tensor("float", (2, 3)))
-def magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
-    """A 0/1 ``(E, m)`` mask zeroing the ``round(fraction * m)`` neurons of smallest norm.
-
-    ``W`` is ``(E, m, d)`` (or ``(m, d)``, giving ``(m,)``); ``fraction`` a number or a
-    length-E sequence (one per model). Ties are broken by index, so exactly the requested
-    count is masked.
-    """
-    return _magnitude_mask(W, fraction)
-
-
 def _magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
-    """:func:`magnitude_mask` without its boundary checks.
+    """A 0/1 ``(E, m)`` mask zeroing the ``round(fraction * m)`` neurons of
+    smallest norm.
 
-    For callers whose arguments are already checked or built here."""
+    ``W`` is ``(E, m, d)`` (or ``(m, d)``, giving ``(m,)``); ``fraction`` a number
+    or a length-E sequence (one per model). Ties are broken by index, so exactly
+    the requested count is masked.
+    """
     squeeze = W.ndim == 2
     if squeeze:
         W = W[None]
@@ -211,21 +180,14 @@ def _magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
     return mask[0] if squeeze else mask
 
 
-@boundary(W=Tensor("float", (2, 3)), generator=_GENERATOR)
-def random_mask(W: torch.Tensor, fraction, generator: torch.Generator) -> torch.Tensor:
-    """The control of :func:`magnitude_mask`: the same count of neurons, chosen at random.
+def _random_mask(W: torch.Tensor, fraction, generator: torch.Generator) -> torch.Tensor:
+    """The control of :func:`_magnitude_mask`: the same count of neurons, chosen at random.
 
     A 0/1 ``(E, m)`` mask (``(m,)`` for ``W`` of shape ``(m, d)``) zeroing ``round(fraction * m)``
     neurons drawn uniformly without replacement from ``generator``, ignoring the weights (only
     their shape is read). ``fraction`` is a number or one entry per model, as in
-    :func:`magnitude_mask`.
+    :func:`_magnitude_mask`.
     """
-    return _random_mask(W, fraction, generator)
-
-
-def _random_mask(W: torch.Tensor, fraction, generator: torch.Generator) -> torch.Tensor:
-    """:func:`random_mask` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     squeeze = W.ndim == 2
     if squeeze:
         W = W[None]

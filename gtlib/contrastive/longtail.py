@@ -12,7 +12,7 @@ from ..checks import SEED, InstanceOf, Interval, boundary, count, fraction, nonn
 from ..config import Config, param
 from ..data import long_tailed, mnist1d
 from ..engine import ReplacementBatches, StackedOptimizer, fit
-from .common import _FLOAT2, _GENERATOR, _Numbers
+from .common import _Numbers
 from .encoder import _magnitude_mask, _random_mask, _straight_through_mask
 from .training import MASKS, ridge_probe
 
@@ -92,22 +92,13 @@ class LongTailConfig(Config):
                          "(MNIST-1D has 10 classes)")
 
 
-@boundary(x=_FLOAT2, generator=_GENERATOR, shift=count(0), scale=fraction("left"),
-          jitter=nonnegative())
-def augment_1d(x: torch.Tensor, generator: torch.Generator, shift: int, scale: float,
-               jitter: float) -> torch.Tensor:
+def _augment_1d(x: torch.Tensor, generator: torch.Generator, shift: int, scale: float,
+                jitter: float) -> torch.Tensor:
     """MNIST-1D-style augmentation: random circular shift, amplitude scaling and Gaussian noise.
 
     ``x`` is ``(n, length)``; ``scale`` in [0, 1) keeps the amplitude factor ``1 +- scale``
     positive.
     """
-    return _augment_1d(x, generator, shift, scale, jitter)
-
-
-def _augment_1d(x: torch.Tensor, generator: torch.Generator, shift: int, scale: float,
-                jitter: float) -> torch.Tensor:
-    """:func:`augment_1d` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     n, L = x.shape
     s = torch.randint(-shift, shift + 1, (n,), generator=generator)
     idx = (torch.arange(L)[None, :] - s[:, None]) % L
@@ -188,7 +179,7 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     ``balanced=True`` is the reference without imbalance: pretraining uses a *balanced* subsample
     of the same size as the long-tailed one (``n // 10`` points of every class, drawn with
     ``seed``), and everything else is unchanged. ``masks`` (one entry per pruning fraction,
-    default all "magnitude") puts a :func:`random_mask` of the same size in place of the
+    default all "magnitude") puts a :func:`_random_mask` of the same size in place of the
     magnitude mask, redrawn as often, from a generator of its own.
 
     Parameters

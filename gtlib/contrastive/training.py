@@ -57,16 +57,9 @@ class EncoderRun(Result):
                 if r == ratio and f == fraction and (f == 0 or k == mask)]
 
 
-@boundary(step=count(0))
-def bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
+def _bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
     """The relative BReLU threshold at ``step``: rises linearly from 0 to ``bias_max`` (Wen and Li
     also raise the bias during training), constant afterwards."""
-    return _bias_schedule(step, cfg)
-
-
-def _bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
-    """:func:`bias_schedule` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     if cfg.bias_ramp == 0:
         return cfg.bias_max
     return cfg.bias_max * min(1.0, step / cfg.bias_ramp)
@@ -85,7 +78,7 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     so a pruned and an unpruned model differ only in pruning. SGD with weight decay
     (:class:`gtlib.engine.StackedOptimizer`, trained by :func:`gtlib.engine.fit`); the target
     branch is the unpruned model under stop-gradient; the online branch is masked by
-    :func:`magnitude_mask` every ``prune_every`` steps with the straight-through rule, the
+    :func:`_magnitude_mask` every ``prune_every`` steps with the straight-through rule, the
     pruning remedy of Liao et al. (ICLR 2026). The history is recorded every ``log_every``
     updates and after the last one; the entry for step ``t`` holds the weights after ``t``
     updates.
@@ -96,7 +89,7 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
 
     ``masks`` (one entry per condition, default all "magnitude") chooses each pruned model's
     mask: "random" masks the same count of neurons drawn at random every ``prune_every`` steps
-    (:func:`random_mask`, from a generator of its own, so the sample stream is unchanged): the
+    (:func:`_random_mask`, from a generator of its own, so the sample stream is unchanged): the
     control that tells what magnitude pruning adds to masking as such.
 
     ``stream`` chooses an independent draw of the same experiment (same dictionary ``M``):
@@ -255,7 +248,7 @@ def _sample_codes_per_replicate(freqs: torch.Tensor, rep: torch.Tensor, n: int,
 
 def _views_per_replicate(M: torch.Tensor, z: torch.Tensor, rep: torch.Tensor, n_tokens: int,
                          n_signal: int, noise: float, generator: torch.Generator) -> torch.Tensor:
-    """One view ``(E, n, L, d)`` of the codes ``z`` ``(E, n, K)``, as :func:`make_views`, except
+    """One view ``(E, n, L, d)`` of the codes ``z`` ``(E, n, K)``, as :func:`_make_views`, except
     that the models of one replicate (``rep[e]``) share their token positions and noise: the
     conditions of a replicate differ only in their codes, and each replicate draws its own."""
     R, n, d = int(rep.max()) + 1, z.shape[1], M.shape[0]
@@ -327,20 +320,13 @@ def continue_encoders(run: EncoderRun, models, steps: int, seed: int = 0,
                       history=history, masks=kinds)
 
 
-@boundary(level=fraction("right"))
-def stage_boundaries(step, top, ratio, level: float = 0.9) -> tuple[int, int]:
+def _stage_boundaries(step, top, ratio, level: float = 0.9) -> tuple[int, int]:
     """The ends of stages I and II, read off the measured curves of one model.
 
     Stage I (feature growth) ends at the first logged step where the mean top projection reaches
     ``level`` of its maximum over training; stage II (separation) ends at the first later step where
     the median top/second ratio reaches ``level`` of its maximum; stage III (convergence) follows.
     """
-    return _stage_boundaries(step, top, ratio, level)
-
-
-def _stage_boundaries(step, top, ratio, level: float = 0.9) -> tuple[int, int]:
-    """:func:`stage_boundaries` without its boundary checks (for callers whose arguments are
-    already checked or built here)."""
     step, top, ratio = map(np.asarray, (step, top, ratio))
     if not (step.shape == top.shape == ratio.shape) or step.ndim != 1 or len(step) < 3:
         raise ValueError("step, top and ratio must be 1-D arrays of equal length >= 3")

@@ -12,7 +12,8 @@ from typing import Sequence
 
 import torch
 
-from gtlib.contamination import DistillConfig, DistillResult, Embedding, NetSpec, ToyData, ToyHistory, TwoLayerNets, binary_accuracy, binary_loss, init_two_layer, linear_probe, mean_direction_components, projection_norms, random_embedding, relative_error, sample_toy, shift_background
+from gtlib.contamination.metrics import _binary_loss as binary_loss
+from gtlib.contamination import DistillConfig, DistillResult, Embedding, NetSpec, ToyData, ToyHistory, TwoLayerNets, binary_accuracy, init_two_layer, linear_probe, mean_direction_components, projection_norms, random_embedding, relative_error, sample_toy, shift_background
 from gtlib.contamination.common import _device, _int, _tensor
 from gtlib.contamination.training import _member_losses
 

@@ -13,9 +13,14 @@ import torch
 import torch.nn.functional as F
 
 from gtlib.checks import check_fraction
-from gtlib.contrastive import ContrastiveConfig, EncoderRun, LongTailConfig, alignment, augment_1d, bias_schedule, encode, feature_dictionary, feature_frequencies, infonce, magnitude_mask, make_views, sample_codes, straight_through_mask
+from gtlib.contrastive import ContrastiveConfig, EncoderRun, LongTailConfig, feature_dictionary, feature_frequencies, infonce
 from gtlib.contrastive.longtail import _probe_per_class
 from gtlib.data import long_tailed, mnist1d
+from gtlib.contrastive.alignment import _alignment as alignment
+from gtlib.contrastive.data import _make_views as make_views, _sample_codes as sample_codes
+from gtlib.contrastive.encoder import _encode as encode, _magnitude_mask as magnitude_mask, _straight_through_mask as straight_through_mask
+from gtlib.contrastive.longtail import _augment_1d as augment_1d
+from gtlib.contrastive.training import _bias_schedule as bias_schedule
 
 
 # --- gtlib.contrastive.train_encoders ---

@@ -311,7 +311,7 @@ def test_labels_are_plus_minus_one_floats(toy):
     refused(ValueError, "y", fc.label_correlations, toy.x, nan_at(toy.y))
     refused(TypeError, "features", fc.label_correlations, toy.x.long(), toy.y)
     refused(ValueError, "features", fc.label_correlations, nan_at(toy.x), toy.y)
-    refused(TypeError, "y", fc.binary_loss, "hinge", torch.zeros(2, 20), toy.y.long())
+    refused(TypeError, "y", fc.binary_accuracy, torch.zeros(2, 20), toy.y.long())
     refused(ValueError, "ToyData.y", fc.ToyData, toy.x, 2 * toy.y, toy.core, toy.background)
 
 

@@ -161,8 +161,6 @@ def test_bad_inputs_raise(emb):
         fc.projection_norms(torch.zeros(3, 5), emb)
     with pytest.raises(ValueError, match="both classes"):
         fc.activation_asymmetry(torch.zeros(2, 3), torch.ones(2))
-    with pytest.raises(ValueError, match="name must be one of"):
-        fc.binary_loss("mse", torch.zeros(2), torch.ones(2))
     with pytest.raises(ValueError, match="loss"):
         fc.NetSpec(loss="mse").validate()
     with pytest.raises(ValueError, match="optimizer"):

@@ -4,6 +4,7 @@ import matplotlib
 import numpy as np
 import torch
 from gtlib import contrastive as C
+from gtlib.contrastive.data import _sample_codes
 
 
 matplotlib.use("Agg")
@@ -93,7 +94,7 @@ FREQS = C.feature_frequencies(6, 3, 0.2, 2.0)
 W = torch.randn(8, 12, generator=gen())
 
 
-Z = C.sample_codes(FREQS, 10, gen())
+Z = _sample_codes(FREQS, 10, gen())
 
 
 X4 = torch.randn(1, 5, 4, 12, generator=gen())

@@ -1,4 +1,4 @@
-"""Tests of gtlib.contrastive.alignment, one section per public function."""
+"""Tests of _alignment, one section per public function."""
 import math
 import numpy as np
 import pytest
@@ -6,6 +6,7 @@ import torch
 from dataclasses import replace
 from gtlib import contrastive as C
 from tests.chapters.contrastive.helpers import _alignment_reference, DT, rng
+from gtlib.contrastive.alignment import _alignment
 
 
 def _strong_reference(W, M, ratio, floor):
@@ -46,14 +47,14 @@ def _feature_summary_reference(W, M, n_min, sr, fl):
 
 
 # =================================================================================================
-# contrastive.alignment
+# _alignment
 # =================================================================================================
 def test_alignment_recovers_known_neurons():
     M = C.feature_dictionary(10, 4, seed=0)
     noise_dir = torch.linalg.qr(torch.cat([M, torch.randn(10, 1)], 1))[0][:, 4]
     W = torch.stack([3 * M[:, 2] + 0.5 * M[:, 0] + 0.2 * noise_dir,  # specialist of feature 2
                      M[:, 1] + M[:, 3]])                               # an even mixture
-    a = C.alignment(W, M)
+    a = _alignment(W, M)
     assert a["dominant"][0] == 2
     assert torch.allclose(a["proj"][0], torch.tensor([0.5, 0.0, 3.0, 0.0]), atol=1e-5)
     assert math.isclose(float(a["noise"][0]), 0.2, rel_tol=1e-4)
@@ -64,21 +65,21 @@ def test_alignment_recovers_known_neurons():
     assert s["single_fraction"][0] == 0.5
     assert s["spec_major"][0] == 0.0 and s["spec_minor"][0] == 0.5  # feature 2 is a minority one
     with pytest.raises(ValueError, match="last dimension"):
-        C.alignment(W[:, :5], M)
+        _alignment(W[:, :5], M)
 
 
 @pytest.mark.reference
 def test_alignment_negative_coefficients_and_zero_second():
     M = torch.eye(3, dtype=DT)
     W = torch.tensor([[-3.0, 1.0, 0.0], [0.0, 0.0, 2.0]], dtype=DT)
-    a = C.alignment(W, M)
+    a = _alignment(W, M)
     assert a["proj"].tolist() == [[3.0, 1.0, 0.0], [0.0, 0.0, 2.0]]
     assert a["dominant"].tolist() == [0, 2] and a["top"].tolist() == [3.0, 2.0]
     assert a["ratio"][0] == 3.0 and a["ratio"][1] == 2.0 / 1e-30  # clamped, not inf
     assert a["purity"].tolist() == pytest.approx([0.9, 1.0])
     assert a["noise"].tolist() == [0.0, 0.0]
     with pytest.raises(ValueError, match="two features"):
-        C.alignment(W, M[:, :1])
+        _alignment(W, M[:, :1])
 
 
 # =================================================================================================

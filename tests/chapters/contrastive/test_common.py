@@ -1,13 +1,12 @@
 """Tests of gtlib.contrastive.common, one section per public function."""
 import matplotlib.pyplot as plt
-import numpy as np
 import pytest
 import torch
 from gtlib import contrastive as C
 from gtlib.contrastive.training import _sample_codes_per_replicate
 from gtlib.contrastive.training import _views_per_replicate
-from tests.chapters.contrastive.helpers import (A, FREQS, gen, INF, M, NAN, rng, TINY, tiny_cfg, W,
-                                                X4, Z)
+from tests.chapters.contrastive.helpers import (gen, INF, M, NAN, rng, TINY, tiny_cfg, W)
+from gtlib.contrastive.data import _sample_codes
 
 
 def nanify(t):
@@ -22,50 +21,26 @@ SILENT = [
     (lambda: C.feature_dictionary(12, 6, seed=-1), "seed"),
     (lambda: C.feature_dictionary(12, 6, seed=1.5), "seed"),
     (lambda: C.feature_frequencies(6, True, 0.2, 2.0), "n_minority"),
-    (lambda: C.sample_codes(nanify(FREQS), 10, gen()), "freqs"),
-    (lambda: C.sample_codes(FREQS, 0, gen()), "n"),
-    (lambda: C.sample_codes(FREQS, 10, None), "generator"),
-    (lambda: C.make_views(nanify(M), Z, 4, 2, 1.0, gen()), "M"),
-    (lambda: C.make_views(M, Z[:0], 4, 2, 1.0, gen()), "z"),
-    (lambda: C.make_views(M, Z, 4, 0, 1.0, gen()), "n_signal"),
-    (lambda: C.make_views(M, Z, 4, 2.5, 1.0, gen()), "n_signal"),
-    (lambda: C.make_views(M, Z, 4, 2, -0.5, gen()), "noise"),
-    (lambda: C.make_views(M, Z, 4, 2, INF, gen()), "noise"),
     (lambda: C.single_feature_samples(M, 0, 4, 2, 1.0, gen()), "n"),
     (lambda: C.single_feature_samples(M, 10, 4, 2, NAN, gen()), "noise"),
-    (lambda: C.brelu(nanify(torch.randn(5, 8)), 0.1), "s"),
-    (lambda: C.brelu(torch.randn(5, 8), NAN), "b"),
-    (lambda: C.straight_through_mask(torch.randn(5, 8), nanify(torch.ones(8))), "mask"),
-    (lambda: C.encode(nanify(X4), W[None], A, 0.1), "X"),
-    (lambda: C.encode(X4, W[None], A[:0], 0.1), "A"),
-    (lambda: C.encode(X4, W[None], A, INF), "beta"),
     (lambda: C.infonce(torch.randn(5, 8), torch.randn(5, 8), INF), "tau"),
     (lambda: C.infonce(torch.randn(5, 8), torch.randn(5, 8), True), "tau"),
     (lambda: C.infonce_orthogonal_closed_form(-0.5, 5, 0.5), "sq_norm"),
     (lambda: C.infonce_orthogonal_closed_form(1.0, 0, 0.5), "n"),
     (lambda: C.infonce_orthogonal_closed_form(1.0, 5, -1.0), "tau"),
-    (lambda: C.magnitude_mask(nanify(W), 0.5), "W"),
-    (lambda: C.alignment(W[0], M), "W"),
-    (lambda: C.alignment(W, nanify(M)), "M"),
     (lambda: C.strong_specialists(W, M, ratio=INF), "ratio"),
     (lambda: C.energy_ratio(W[:0], M, 3), "W"),
     (lambda: C.learning_margin(TINY, INF), "ratio"),
     (lambda: C.feature_summary(W[None], M, 3, specialist_ratio=True), "specialist_ratio"),
-    (lambda: C.bias_schedule(-1, TINY), "step"),
-    (lambda: C.bias_schedule(2.5, TINY), "step"),
     (lambda: C.train_encoders(TINY, [1.0], [NAN]), "fractions"),
     (lambda: C.train_encoders(TINY, [1.0], [0.0], seed=-1), "seed"),
     (lambda: C.train_encoders(TINY, [1.0], [0.0], replicates=2.5), "replicates"),
     (lambda: C.train_encoders(TINY, [1.0], [0.0], hard_mask="yes"), "hard_mask"),
     (lambda: C.train_encoders(TINY, [1.0], [0.0], stream=-1), "stream"),
-    (lambda: C.stage_boundaries(np.arange(5), np.linspace(0, 1, 5), np.linspace(1, 3, 5),
-                                level=1.5), "level"),
     (lambda: C.ridge_probe(torch.randn(30, 5), torch.arange(30) % 3, torch.randn(12, 5).long(),
                            3), "f_test"),
     (lambda: C.ridge_probe(torch.randn(30, 5), torch.arange(30) % 3, torch.randn(12, 5), -1),
      "n_classes"),
-    (lambda: C.augment_1d(torch.zeros(3, 8).long(), gen(), 2, 0.1, 0.1), "x"),
-    (lambda: C.augment_1d(torch.zeros(3, 8), None, 2, 0.1, 0.1), "generator"),
     (lambda: C.draw_alignment(plt.gca(), torch.rand(8, 6).tolist(), 3), "proj"),
     (lambda: C.draw_alignment(plt.gca(), torch.rand(8, 6), -1), "n_minority"),
     (lambda: C.draw_alignment(plt.gca(), torch.rand(8, 6), 3, vmax=NAN), "vmax"),
@@ -76,26 +51,14 @@ SILENT = [
 UNCLEAR = [
     (lambda: C.feature_dictionary(12, 6, seed=2**64), ValueError, "seed"),
     (lambda: C.feature_frequencies(None, 3, 0.2, 2.0), TypeError, "n_features"),
-    (lambda: C.sample_codes(FREQS[:0], 10, gen()), ValueError, "freqs"),
-    (lambda: C.make_views(M[:0], Z, 4, 2, 1.0, gen()), ValueError, "M"),
-    (lambda: C.make_views(M.long(), Z, 4, 2, 1.0, gen()), TypeError, "M"),
-    (lambda: C.make_views(M, Z.double(), 4, 2, 1.0, gen()), ValueError, "z"),
-    (lambda: C.make_views(M, Z[:, :5], 4, 2, 1.0, gen()), ValueError, "z"),
     (lambda: C.single_feature_samples(M[0], 10, 4, 2, 1.0, gen()), ValueError, "M"),
-    (lambda: C.brelu(torch.randn(5, 8), None), TypeError, "b"),
-    (lambda: C.straight_through_mask(torch.randn(5, 8), torch.ones(7)), ValueError, "mask"),
-    (lambda: C.encode(X4.long(), W[None], A, 0.1), TypeError, "X"),
-    (lambda: C.encode(X4, W[None, :, :5], A, 0.1), ValueError, "W"),
     (lambda: C.infonce(torch.randn(5, 8).long(), torch.randn(5, 8), 0.5), TypeError, "f"),
     (lambda: C.infonce(torch.randn(5, 8), None, 0.5), TypeError, "f_target"),
-    (lambda: C.magnitude_mask(W.long(), 0.5), TypeError, "W"),
-    (lambda: C.alignment(W.double(), M), ValueError, "W"),
     (lambda: C.strong_specialists(W[0], M), ValueError, "W"),
     (lambda: C.energy_ratio(W, M[0], 3), ValueError, "M"),
     (lambda: C.energy_ratio(W, M, 2.5), TypeError, "n_minority"),
     (lambda: C.learning_margin({}, 2.0), TypeError, "cfg"),
     (lambda: C.feature_summary(W[None], M, 3, strong_floor=-0.5), ValueError, "strong_floor"),
-    (lambda: C.bias_schedule(3, None), TypeError, "cfg"),
     (lambda: C.train_encoders(None, [1.0], [0.0]), TypeError, "cfg"),
     (lambda: C.train_encoders(TINY, None, [0.0]), TypeError, "ratios"),
     (lambda: C.train_encoders(TINY, [1.0], [0.0], seed="0"), TypeError, "seed"),
@@ -172,7 +135,7 @@ def test_train_encoders_independent_replicates_draw_their_own_samples():
     assert torch.equal(X[0], X[1]) and not torch.equal(X[0], X[2])
     assert ((X - X.mean()).abs().sum(-1) > 0).all()
     # the default couples the codes of every model and draws each model's own noise
-    shared = C.sample_codes(freqs, 40, rng(0))
+    shared = _sample_codes(freqs, 40, rng(0))
     assert torch.equal(shared[0], shared[2])
     plain = C.train_encoders(cfg, [3.0, 3.0], [0.0, 0.0], seed=2, replicates=1)
     assert (plain.W[0] - plain.W[1]).abs().max() > 1e-3

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from gtlib import contrastive as C, contrastive as CL
-from tests.chapters.contrastive.helpers import _encode_reference, A, DT, NAN, rng, tiny_cfg, W, X4
+from gtlib import contrastive as C
+from tests.chapters.contrastive.helpers import _encode_reference, DT, rng, tiny_cfg
+from gtlib.contrastive.data import _make_views, _sample_codes
+from gtlib.contrastive.encoder import _brelu, _encode, _magnitude_mask, _random_mask, _straight_through_mask
 
 
 def _encoder_inputs(seed=0, E=2, n=3, L=4, d=5, m=6):
@@ -38,12 +40,12 @@ def _mask_reference(W, fraction):
 
 
 # =================================================================================================
-# contrastive.brelu
+# _brelu
 # =================================================================================================
 def test_brelu_is_odd_with_a_dead_zone():
     s = torch.linspace(-3, 3, 13)
-    out = C.brelu(s, 1.0)
-    assert torch.allclose(out, -C.brelu(-s, 1.0))
+    out = _brelu(s, 1.0)
+    assert torch.allclose(out, -_brelu(-s, 1.0))
     assert torch.all(out[s.abs() <= 1] == 0)
     assert torch.allclose(out[s > 1], s[s > 1] - 1)
 
@@ -53,12 +55,12 @@ def test_brelu_clamp_form_equals_the_relu_form():
     s = torch.randn(4, 7, 5, generator=g)
     b = torch.rand(1, 1, 5, generator=g)
     relu_form = torch.relu(s - b) - torch.relu(-s - b)
-    assert torch.equal(C.brelu(s, b), relu_form)  # exact, not just close
-    assert torch.equal(C.brelu(s, 0.4), torch.relu(s - 0.4) - torch.relu(-s - 0.4))
+    assert torch.equal(_brelu(s, b), relu_form)  # exact, not just close
+    assert torch.equal(_brelu(s, 0.4), torch.relu(s - 0.4) - torch.relu(-s - 0.4))
     neg = torch.full((1, 1, 5), -0.3)  # a negative threshold keeps the defining formula
-    assert torch.equal(C.brelu(s, neg), torch.relu(s + 0.3) - torch.relu(-s + 0.3))
+    assert torch.equal(_brelu(s, neg), torch.relu(s + 0.3) - torch.relu(-s + 0.3))
     s.requires_grad_()
-    C.brelu(s, b).sum().backward()
+    _brelu(s, b).sum().backward()
     assert torch.equal(s.grad, (s.detach().abs() > b).float())  # slope 1 outside the dead zone
 
 
@@ -67,32 +69,32 @@ def test_brelu_by_hand_with_per_column_thresholds():
     s = torch.tensor([[-3.0, -0.5, 0.25, 2.0], [1.0, -1.0, 0.5, -0.75]])
     b = torch.tensor([0.5, 1.0, 0.25, 0.0])
     expect = torch.tensor([[-2.5, 0.0, 0.0, 2.0], [0.5, 0.0, 0.25, -0.75]])
-    assert torch.equal(C.brelu(s, b), expect)
+    assert torch.equal(_brelu(s, b), expect)
     # exactly at +-b: zero (dead zone closed); b = 0 is the identity
-    assert C.brelu(torch.tensor([0.75, -0.75]), 0.75).tolist() == [0.0, 0.0]
-    assert C.brelu(torch.tensor([-2.0, 3.0]), 0.0).tolist() == [-2.0, 3.0]
+    assert _brelu(torch.tensor([0.75, -0.75]), 0.75).tolist() == [0.0, 0.0]
+    assert _brelu(torch.tensor([-2.0, 3.0]), 0.0).tolist() == [-2.0, 3.0]
 
 
 # =================================================================================================
-# contrastive.straight_through_mask
+# _straight_through_mask
 # =================================================================================================
 @pytest.mark.reference
 def test_straight_through_mask_forward_is_masked_backward_is_identity():
     f = torch.tensor([[1.5, -2.0, 3.0], [0.5, 4.0, -1.0]], requires_grad=True)
     mask = torch.tensor([1.0, 0.0, 1.0])
-    out = C.straight_through_mask(f, mask)
+    out = _straight_through_mask(f, mask)
     assert out.tolist() == [[1.5, 0.0, 3.0], [0.5, 0.0, -1.0]]
     c = torch.tensor([[2.0, 3.0, 5.0], [7.0, 11.0, 13.0]])
     (out * c).sum().backward()
     assert torch.equal(f.grad, c)  # every entry, masked or not, gets its own gradient
-    out2 = C.straight_through_mask(f.detach(), torch.ones(2, 1))
+    out2 = _straight_through_mask(f.detach(), torch.ones(2, 1))
     assert torch.equal(out2, f.detach())
     with pytest.raises(ValueError, match="broadcast"):
-        C.straight_through_mask(f, torch.ones(2))
+        _straight_through_mask(f, torch.ones(2))
 
 
 # =================================================================================================
-# contrastive.encode
+# _encode
 # =================================================================================================
 def test_pruned_forward_but_gradients_reach_masked_neurons():
     torch.manual_seed(0)
@@ -100,13 +102,13 @@ def test_pruned_forward_but_gradients_reach_masked_neurons():
     W = torch.randn(1, 4, 5, requires_grad=True)
     A = torch.zeros(1, 5, 5)
     mask = torch.tensor([[1.0, 0.0, 1.0, 0.0]])
-    f = C.encode(X, W, A, beta=0.0, mask=mask)
+    f = _encode(X, W, A, beta=0.0, mask=mask)
     assert torch.all(f[..., 1] == 0) and torch.all(f[..., 3] == 0)
     W2 = W.detach().clone().requires_grad_()
-    C.encode(X, W2, A, beta=0.0, mask=mask).sum().backward()
+    _encode(X, W2, A, beta=0.0, mask=mask).sum().backward()
     assert W2.grad[0, 1].abs().sum() > 0 and W2.grad[0, 3].abs().sum() > 0
     W3 = W.detach().clone().requires_grad_()
-    loss = C.encode(X, W3, A, beta=0.0).sum()
+    loss = _encode(X, W3, A, beta=0.0).sum()
     loss.backward()
     assert torch.allclose(W2.grad, W3.grad)  # straight-through: same gradient as unmasked
 
@@ -115,20 +117,20 @@ def test_pruned_forward_but_gradients_reach_masked_neurons():
 def test_encode_matches_the_loop_formula_with_asymmetric_attention():
     X, W, A = _encoder_inputs()
     for beta in (0.0, 0.35):
-        got = C.encode(X, W, A, beta)
+        got = _encode(X, W, A, beta)
         assert got.shape == (2, 3, 6)
         torch.testing.assert_close(got, _encode_reference(X, W, A, beta), rtol=1e-10, atol=1e-10)
     # the threshold bites: beta changes the output; the mask zeroes its neurons
-    assert not torch.allclose(C.encode(X, W, A, 0.0), C.encode(X, W, A, 0.35))
+    assert not torch.allclose(_encode(X, W, A, 0.0), _encode(X, W, A, 0.35))
     mask = torch.tensor([[1.0, 0.0, 1.0, 1.0, 0.0, 1.0], [0.0, 1.0, 1.0, 1.0, 1.0, 1.0]], dtype=DT)
-    torch.testing.assert_close(C.encode(X, W, A, 0.35, mask),
+    torch.testing.assert_close(_encode(X, W, A, 0.35, mask),
                                _encode_reference(X, W, A, 0.35, mask), rtol=1e-10, atol=1e-10)
     # zero attention is the uniform average of the tokens
     Z = torch.zeros_like(A)
     H = X.mean(2, keepdim=True).expand_as(X)
     S = torch.einsum("enld,emd->enlm", H, W)
     b = 0.2 * W.norm(dim=-1)[:, None, None, :]
-    torch.testing.assert_close(C.encode(X, W, Z, 0.2),
+    torch.testing.assert_close(_encode(X, W, Z, 0.2),
                                (torch.relu(S - b) - torch.relu(-S - b)).sum(2))
 
 
@@ -138,7 +140,7 @@ def test_encode_gradient_treats_the_threshold_as_a_constant():
     mask = torch.tensor([[1.0, 0.0, 1.0]], dtype=DT)
     c = torch.randn(1, 2, 3, generator=rng(2), dtype=DT)
     W1, A1 = W.clone().requires_grad_(), A.clone().requires_grad_()
-    (C.encode(X, W1, A1, 0.3, mask) * c).sum().backward()
+    (_encode(X, W1, A1, 0.3, mask) * c).sum().backward()
     W2, A2 = W.clone().requires_grad_(), A.clone().requires_grad_()
     (_encode_reference(X, W2, A2, 0.3) * c).sum().backward()  # no mask: straight-through
     torch.testing.assert_close(W1.grad, W2.grad, rtol=1e-9, atol=1e-10)
@@ -148,7 +150,7 @@ def test_encode_gradient_treats_the_threshold_as_a_constant():
 @pytest.mark.reference
 def test_encode_is_odd_in_the_tokens():
     X, W, A = _encoder_inputs(seed=3)
-    torch.testing.assert_close(C.encode(-X, W, A, 0.25), -C.encode(X, W, A, 0.25))
+    torch.testing.assert_close(_encode(-X, W, A, 0.25), -_encode(X, W, A, 0.25))
 
 
 @pytest.mark.reference
@@ -160,17 +162,17 @@ def test_pruning_masks_the_online_branch_only():
     run = C.train_encoders(cfg, [2.0, 2.0], [0.0, 0.5], seed=0)
     M = C.feature_dictionary(cfg.dim, cfg.n_features, seed=0)
     W = (torch.randn(cfg.neurons, cfg.dim, generator=rng(0)) * cfg.init_scale).expand(2, -1, -1)
-    mask = C.magnitude_mask(W, [0.0, 0.5])
+    mask = _magnitude_mask(W, [0.0, 0.5])
     assert mask[0].tolist() == [1.0] * 6 and mask[1].sum() == 3
     W = W.clone().requires_grad_()
     A = torch.zeros(2, cfg.dim, cfg.dim, requires_grad=True)
     g = rng(999)
     freqs = C.feature_frequencies(cfg.n_features, cfg.n_minority, cfg.base_freq, 2.0)
-    z = C.sample_codes(freqs.expand(2, -1).contiguous(), cfg.batch, g)
-    X1 = C.make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
-    X2 = C.make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
-    f1 = C.encode(X1, W, A, 0.0, mask)
-    f2 = C.encode(X2, W, A, 0.0).detach()
+    z = _sample_codes(freqs.expand(2, -1).contiguous(), cfg.batch, g)
+    X1 = _make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+    X2 = _make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
+    f1 = _encode(X1, W, A, 0.0, mask)
+    f2 = _encode(X2, W, A, 0.0).detach()
     loss = C.infonce(f1, f2, cfg.tau).sum()
     gW, gA = torch.autograd.grad(loss, [W, A])
     with torch.no_grad():
@@ -185,7 +187,7 @@ def test_encoder_threshold_is_not_differentiated():
     X = torch.randn(1, 3, 4, 5, generator=g, dtype=torch.float64)
     W = torch.randn(1, 6, 5, generator=g, dtype=torch.float64, requires_grad=True)
     A = torch.randn(1, 5, 5, generator=g, dtype=torch.float64) * 0.1
-    CL.encode(X, W, A, beta=0.3).sum().backward()
+    _encode(X, W, A, beta=0.3).sum().backward()
     # reference: the same encoder written out, with the threshold a constant
     b = (0.3 * W.detach().norm(dim=-1))[:, None, None, :]
     W2 = W.detach().clone().requires_grad_(True)
@@ -193,18 +195,6 @@ def test_encoder_threshold_is_not_differentiated():
     S = torch.einsum("enld,emd->enlm", H, W2)
     (F.relu(S - b) - F.relu(-S - b)).sum().backward()
     assert torch.allclose(W.grad, W2.grad, atol=1e-10)
-
-
-# cases that the probe could not build (its good value is None, or it lacked a helper)
-@pytest.mark.boundary
-@pytest.mark.parametrize("mask,kind", [(torch.tensor([[1.0, NAN] + [1.0] * 6]), ValueError),
-                                       (torch.ones(1, 0), ValueError),
-                                       (torch.full((1, 8), 0.5), ValueError),
-                                       (torch.ones(1, 7), ValueError),
-                                       ([[1.0] * 8], TypeError)])
-def test_encode_refuses_a_bad_mask(mask, kind):
-    with pytest.raises(kind, match="mask"):
-        C.encode(X4, W[None], A, 0.1, mask)
 
 
 # =================================================================================================
@@ -291,19 +281,19 @@ def test_infonce_orthogonal_closed_form_by_hand():
 
 
 # =================================================================================================
-# contrastive.magnitude_mask
+# _magnitude_mask
 # =================================================================================================
 def test_magnitude_mask_removes_exact_fraction_of_smallest():
     W = torch.tensor([[[3.0, 0.0], [0.1, 0.0], [2.0, 0.0], [0.5, 0.0]]])
-    mask = C.magnitude_mask(W, 0.5)
+    mask = _magnitude_mask(W, 0.5)
     assert mask.tolist() == [[1.0, 0.0, 1.0, 0.0]]
     W2 = torch.randn(3, 10, 4)
-    masks = C.magnitude_mask(W2, [0.0, 0.3, 1.0])
+    masks = _magnitude_mask(W2, [0.0, 0.3, 1.0])
     assert masks.sum(1).tolist() == [10.0, 7.0, 0.0]
     with pytest.raises(ValueError, match="fraction"):
-        C.magnitude_mask(W2, 1.5)
+        _magnitude_mask(W2, 1.5)
     with pytest.raises(ValueError, match="one entry per model"):
-        C.magnitude_mask(W2, [0.1, 0.2])
+        _magnitude_mask(W2, [0.1, 0.2])
 
 
 @pytest.mark.reference
@@ -312,50 +302,48 @@ def test_magnitude_mask_rounds_the_count_and_breaks_ties_by_index():
     W = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 3.0], [0.6, 0.8], [0.5, 0.0],
                       [0.0, -4.0]])
     # round(0.27 * 7) = round(1.89) = 2: the two smallest (0.5 at 5, then the first 1 at 1)
-    assert C.magnitude_mask(W, 0.27).tolist() == [1, 0, 1, 1, 1, 0, 1]
+    assert _magnitude_mask(W, 0.27).tolist() == [1, 0, 1, 1, 1, 0, 1]
     # round(0.36 * 7) = round(2.52) = 3 (not floor 2); ties: index 1 before index 2
-    assert C.magnitude_mask(W, 0.36).tolist() == [1, 0, 0, 1, 1, 0, 1]
+    assert _magnitude_mask(W, 0.36).tolist() == [1, 0, 0, 1, 1, 0, 1]
     # round(0.3 * 7) = round(2.1) = 2 (not ceil 3)
-    assert C.magnitude_mask(W, 0.3).tolist() == [1, 0, 1, 1, 1, 0, 1]
-    assert C.magnitude_mask(W, 0.0).tolist() == [1] * 7
-    assert C.magnitude_mask(W, 1.0).tolist() == [0] * 7
-    assert C.magnitude_mask(W, 6 / 7).tolist() == [0, 0, 0, 0, 0, 0, 1]  # only the largest stays
-    assert C.magnitude_mask(W.double(), 0.5).dtype == DT
+    assert _magnitude_mask(W, 0.3).tolist() == [1, 0, 1, 1, 1, 0, 1]
+    assert _magnitude_mask(W, 0.0).tolist() == [1] * 7
+    assert _magnitude_mask(W, 1.0).tolist() == [0] * 7
+    assert _magnitude_mask(W, 6 / 7).tolist() == [0, 0, 0, 0, 0, 0, 1]  # only the largest stays
+    assert _magnitude_mask(W.double(), 0.5).dtype == DT
 
 
 @pytest.mark.reference
 def test_magnitude_mask_batched_against_a_sorting_reference():
     W = torch.randn(3, 9, 4, generator=rng(7))
     fr = [0.2, 0.55, 0.8]
-    got = C.magnitude_mask(W, fr)
+    got = _magnitude_mask(W, fr)
     assert got.shape == (3, 9)
     for e in range(3):
         np.testing.assert_array_equal(got[e].numpy(), _mask_reference(W[e].numpy(), fr[e]))
-    one = C.magnitude_mask(W, 0.55)  # a number applies to every model
+    one = _magnitude_mask(W, 0.55)  # a number applies to every model
     for e in range(3):
         np.testing.assert_array_equal(one[e].numpy(), _mask_reference(W[e].numpy(), 0.55))
     # only the norm over d counts: permuting coordinates of a row changes nothing
-    assert torch.equal(C.magnitude_mask(W.flip(-1), fr), got)
+    assert torch.equal(_magnitude_mask(W.flip(-1), fr), got)
     Wg = W.clone().requires_grad_()
-    assert torch.equal(C.magnitude_mask(Wg, fr), got)
+    assert torch.equal(_magnitude_mask(Wg, fr), got)
 
 
 # =================================================================================================
-# contrastive.random_mask
+# _random_mask
 # =================================================================================================
 def test_random_mask_counts_and_ignores_the_weights():
     W = torch.randn(3, 10, 4, generator=torch.Generator().manual_seed(0))
-    m1 = C.random_mask(W, [0.5, 0.2, 0.0], torch.Generator().manual_seed(1))
+    m1 = _random_mask(W, [0.5, 0.2, 0.0], torch.Generator().manual_seed(1))
     assert m1.shape == (3, 10) and (1 - m1).sum(1).tolist() == [5.0, 2.0, 0.0]
-    m2 = C.random_mask(7 * W + 1, [0.5, 0.2, 0.0], torch.Generator().manual_seed(1))
+    m2 = _random_mask(7 * W + 1, [0.5, 0.2, 0.0], torch.Generator().manual_seed(1))
     assert torch.equal(m1, m2)  # only the shape of W is read
-    assert C.random_mask(W[0], 0.3, torch.Generator().manual_seed(1)).shape == (10,)
-    draws = torch.stack([C.random_mask(W[:1], 0.5, torch.Generator().manual_seed(s))[0]
+    assert _random_mask(W[0], 0.3, torch.Generator().manual_seed(1)).shape == (10,)
+    draws = torch.stack([_random_mask(W[:1], 0.5, torch.Generator().manual_seed(s))[0]
                          for s in range(200)])
     assert torch.allclose(draws.mean(0), torch.full((10,), 0.5), atol=0.12)  # uniform
     with pytest.raises(ValueError, match="fraction"):
-        C.random_mask(W, 1.5, torch.Generator())
+        _random_mask(W, 1.5, torch.Generator())
     with pytest.raises(ValueError, match="fraction"):
-        C.random_mask(W, [0.5, 0.5], torch.Generator())
-    with pytest.raises(TypeError, match="generator"):
-        C.random_mask(W, 0.5, None)
+        _random_mask(W, [0.5, 0.5], torch.Generator())
