@@ -942,8 +942,9 @@ def failure_text(claim: dict, seed: int | None = None, scale: str | None = None)
         The paragraph.
     """
     names = _rule_names(claim["rule"])
-    shown = lambda vals: "; ".join(f"{k} = {_fmt(v)}" for k, v in vals.items()  # noqa: E731
-                                   if k in names) or "(none named by the rule)"
+    def shown(vals):
+        return "; ".join(f"{k} = {_fmt(v)}" for k, v in vals.items()
+                         if k in names) or "(none named by the rule)"
     parts = [f"Claim {claim['id']} did not hold ({claim['statement']})."]
     parts.append(f"Expected: {claim['rule']}" + (
         f", with {shown(claim['given'])}" if claim.get("given") else "") + ".")
