@@ -681,23 +681,24 @@ def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: Sta
         mask = None if bool(active.all()) else active
         while step < horizon:
             batch = next(batches) if batches is not None else None
+            t = step  # this update's 0-based index: the loss and the schedule see it
             step += 1
             if not train:
                 continue
-            losses = loss(step - 1, batch, active) if active_only else loss(step - 1, batch)
+            losses = loss(t, batch, active) if active_only else loss(t, batch)
             if not isinstance(losses, torch.Tensor) or losses.shape != shape:
-                _check_losses(losses, shape, active, step - 1)  # raises
+                _check_losses(losses, shape, active, t)  # raises
             total = losses.sum()  # member e's gradient is the gradient of its own loss
             if total.device.type == "cpu":
                 # one number to look at: the sum is finite when every loss is (else find which)
                 if not math.isfinite(total.item()):
-                    _check_losses(losses, shape, active, step - 1)
+                    _check_losses(losses, shape, active, t)
             else:
-                pending.append((losses.detach(), active, step - 1))
+                pending.append((losses.detach(), active, t))
                 if len(pending) == _LOOK_EVERY:
                     _check_pending(pending, shape)
             grads = torch.autograd.grad(total, params, allow_unused=True)
-            optimizer._step(grads, mask, _lr_scale(schedule, step - 1))
+            optimizer._step(grads, mask, _lr_scale(schedule, t))
         if pending:  # before a check reads the parameters, and at the end
             _check_pending(pending, shape)
         last = ~done & (step >= steps_e)
