@@ -384,7 +384,9 @@ def test_ids_depend_on_the_frames_and_repeat_for_the_same_input():
     s1 = widgets.static_slider(d, {"a": [1, 2]}, alt="x", scale=0.5)
     s2 = widgets.static_slider(d, {"a": [1, 2]}, alt="x", scale=0.5)
     s3 = widgets.static_slider(d, {"a": [1, 3]}, alt="x", scale=0.5)
-    ident = lambda s: re.search(r'class="gtlib-slider" id="([^"]+)"', s.html).group(1)  # noqa: E731
+    def ident(s):
+        return re.search(r'class="gtlib-slider" id="([^"]+)"', s.html).group(1)
+
     assert ident(s1) == ident(s2) != ident(s3)
 
 
