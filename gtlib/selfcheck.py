@@ -524,7 +524,7 @@ def _fc_ex5(ans):
         raise _Wrong("give the component along e at every recorded step (at least two).")
     if not a[-1] > a[0]:
         raise _Wrong("your component along e does not grow; did you take "
-                     "hist.array('background_mean') of the long run (steps=2500)?")
+                     "hist.array('background_mean') of the long run (steps=2000)?")
     return "The background weights along e keep growing; the core simply grows faster."
 
 

@@ -37,12 +37,12 @@ CLAIMS = {
         rule="min(corrs) >= 0.95 and max(abs(s / pred - 1) for s in slopes) <= 1 / 3",
         kind="sanity"),
     "fc.relu_moves_biases": dict(
-        statement="The ReLU net's bias move times the background's mean along e predicts a "
-                  "move along e over twice its initial weight there (bias equivalence)",
-        paper="book derivation: by the bias equivalence, the growth of Theorem 4.2 is the bias "
-              "move times the background's mean",
-        rule="mu * bias_move >= 2 * along_init",
-        control="the tanh network on the same U[0,1] background (same mu_e), same training"),
+        statement="The ReLU net's mean move along e is its mean bias move times the "
+                  "background's mean along e, mu_e, to within the allowance r = 1/3",
+        paper="book derivation (the bias equivalence read off the network's mean moves); the "
+              "paper proves the growth (Theorem 4.2), not this identity",
+        rule="abs(mu * bias_move - along_move) <= along_move / 3",
+        kind="sanity"),
     "fc.shift_hurts_relu_only": dict(
         statement="The background shift (m = 1) raises the ReLU net's test hinge loss, and "
                   "does not once the background has no mean",
@@ -120,9 +120,10 @@ CLAIMS = {
               "4.1)",
         rule="probe_gap >= 0.05",
         control="the gate-free student: same fit on the teacher's pre-activations",
-        reason=("the gate-free student's weight along e grows during distillation, as the bias "
-                "equivalence predicts without any gate",
-                "along_end > along_init")),
+        reason=("the gate-free student fails through weight along e that distillation grows: "
+                "started from the same initialization with its weight along e projected out, "
+                "it grows weight along e again and its probe still loses more than the bar",
+                "zeroed_gap >= 0.05")),
     "fc.mnist1d_mean_hurts": dict(
         statement="On MNIST-1D with a label-independent U[0,1] background, the shift m = 1 "
                   "costs the linear classifier more of its accuracy above chance than it costs "
@@ -140,13 +141,15 @@ CLAIMS = {
         control="the same comparison with a fifth random direction orthogonal to the mean in "
                 "place of the mean"),
     "fc.mnist1d_linear_immune": dict(
-        statement="On MNIST-1D the same shift costs the linear classifier a clearly smaller "
-                  "share of its accuracy above chance than the ReLU MLP",
+        statement="On MNIST-1D the shift m = 1/2 along the mean, beyond equal-norm shifts "
+                  "orthogonal to it, costs a linear classifier a clearly smaller share of its "
+                  "accuracy above chance than the ReLU MLP trained on the same draw",
         paper="(book extension of the paper's toy model, where linear networks are immune)",
-        rule="mlp_drop - lin_drop >= 0.2",
-        control="the same two models trained on a centred background, shifted alike",
-        reason=("the background's mean hurts the linear classifier too: draw by draw it loses "
-                "a tenth of its accuracy above chance more on the uniform background than on "
-                "the centred version of the same draw",
-                "mean(diff) - 3 * sd(diff) / len(diff) ** 0.5 >= 0.1")),
+        rule="mean(diff) - 3 * sd(diff) / len(diff) ** 0.5 >= 0.1",
+        control="the same comparison with a fifth random direction orthogonal to the mean in "
+                "place of the mean, for both models",
+        reason=("the background's mean hurts the linear classifier too: draw by draw, at the "
+                "same m = 1/2, it loses a tenth of its accuracy above chance more on the "
+                "uniform background than on the centred version of the same draw",
+                "mean(half_diff) - 3 * sd(half_diff) / len(half_diff) ** 0.5 >= 0.1")),
 }

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..checks import Interval, Options, boundary, count, positive
+from ..checks import Boolean, Interval, Options, boundary, count, positive
 from ..config import Result, param
 from ..engine import fit
 from .common import _device, _int, _RUN_SEED
@@ -66,6 +66,11 @@ class DistillConfig(ToyConfig):
         Further distillation steps after the student is probed at ``student_steps`` (same
         optimizer, continued), after which it is probed again (``DistillResult.longer``); 0 for
         none; an int >= 0.
+    zeroed_student : bool, default False
+        Whether to distil a second student, from the same initialization with each neuron's
+        weight along the background mean direction ``P_b e`` projected out (no weight along
+        ``e`` to start from), with the same target, optimizer and ``student_steps``
+        (``DistillResult.zeroed``); a bool.
 
     References
     ----------
@@ -82,6 +87,7 @@ class DistillConfig(ToyConfig):
     record_every: int = param(25, count())
     target: str = param("hidden", Options(("hidden", "preactivation")))
     longer_steps: int = param(0, Interval(int, 0, None))
+    zeroed_student: bool = param(False, Boolean())
 
 
 @dataclass
@@ -95,7 +101,10 @@ class DistillResult(Result):
     representation *before* distillation (at its initialization), and ``curve_id[0]`` its
     relative error then: the never-distilled student. ``longer`` (with ``cfg.longer_steps > 0``)
     holds the student's measurements after ``student_steps + longer_steps`` steps: ``"steps"``,
-    ``"error_id"``, ``"probe_ID"``, ``"probe_OOD"`` and ``"background_mean"``.
+    ``"error_id"``, ``"probe_ID"``, ``"probe_OOD"`` and ``"background_mean"``. ``zeroed``
+    (with ``cfg.zeroed_student``) holds the zeroed student's ``"probe_initial_OOD"`` (before
+    distillation), ``"error_id"``, ``"probe_ID"``, ``"probe_OOD"`` and ``"background_mean"``
+    (after ``student_steps``).
     """
 
     teacher_acc: dict[str, float]
@@ -110,6 +119,7 @@ class DistillResult(Result):
     student_background_mean: tuple[float, float] = (0.0, 0.0)
     probe_initial: dict[str, float] = field(default_factory=dict)
     longer: dict[str, float] = field(default_factory=dict)
+    zeroed: dict[str, float] = field(default_factory=dict)
 
 
 @boundary(seed=_RUN_SEED)
@@ -182,12 +192,14 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
             cood.append(rel(student._hidden(x_ood)[0], t_ood))
 
     # the student's output layer is not trained: only W and b go to the optimizer
-    if cfg.target == "preactivation":    # gate-free: a linear regression on the pre-activations
-        def loss(step, batch):
-            return ((student._preactivations(train.x) - t_pre) ** 2).sum(-1).mean(-1) / scale_pre
-    else:
-        def loss(step, batch):
-            return ((student._hidden(train.x) - target) ** 2).sum(-1).mean(-1) / scale
+    def loss_of(net):
+        if cfg.target == "preactivation":  # gate-free: a linear regression on pre-activations
+            return lambda step, batch: ((net._preactivations(train.x) - t_pre) ** 2).sum(
+                -1).mean(-1) / scale_pre
+        return lambda step, batch: ((net._hidden(train.x) - target) ** 2).sum(
+            -1).mean(-1) / scale
+
+    loss = loss_of(student)
     opt = _optimizer([student.W, student.b], [sspec])
     fit(loss, opt, _int("student_steps", cfg.student_steps), check=record, every=cfg.record_every)
     with torch.no_grad():
@@ -207,9 +219,25 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
                       "error_id": rel(l_test, t_test), "probe_ID": pl[0], "probe_OOD": pl[1],
                       "background_mean": float(
                           mean_direction_components(student.W.detach(), emb)[0].abs().mean())}
+    zeroed = {}
+    if cfg.zeroed_student:          # the intervention: no weight along e at initialization
+        z = init_two_layer(["relu"], cfg.dim, cfg.width, [1000 * seed + 71],
+                           frozen_output=False, bias=True).to(dev)
+        u = emb.background.sum(1) / cfg.d_background ** 0.5       # P_b e, a unit vector
+        with torch.no_grad():
+            z.W -= (z.W @ u)[..., None] * u
+            z0 = [z._hidden(v)[0] for v in (train.x, test.x, x_ood)]
+        pz0 = linear_probe(z0[0], train.y, [(z0[1], test.y), (z0[2], test.y)])
+        fit(loss_of(z), _optimizer([z.W, z.b], [sspec]), cfg.student_steps)
+        with torch.no_grad():
+            z_train, z_test, z_ood = (z.hidden(v)[0] for v in (train.x, test.x, x_ood))
+        pz = linear_probe(z_train, train.y, [(z_test, test.y), (z_ood, test.y)])
+        zeroed = {"probe_initial_OOD": pz0[1], "error_id": rel(z_test, t_test),
+                  "probe_ID": pz[0], "probe_OOD": pz[1], "background_mean": float(
+                      mean_direction_components(z.W.detach(), emb)[0].abs().mean())}
     return DistillResult(teacher_acc=t_acc, probe_teacher={"ID": pt[0], "OOD": pt[1]},
                          probe_student={"ID": ps[0], "OOD": ps[1]},
                          probe_initial={"ID": p0[0], "OOD": p0[1]}, error_id=cid[-1],
                          error_ood=cood[-1], curve_step=steps, curve_id=cid, curve_ood=cood,
                          student_background_norm=(bg0, bg1), student_background_mean=(mean0, mean1),
-                         longer=longer)
+                         longer=longer, zeroed=zeroed)

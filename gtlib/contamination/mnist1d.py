@@ -62,7 +62,8 @@ class Mnist1dConfig(Config):
         order (the null's spread); an int in [0, 100].
     mlp_replicates : int, default 0
         Replicates of the MLP, each on its own background draw, tested under the shift
-        along the mean and under equal-norm shifts orthogonal to it; an int in [0, 100].
+        along the mean and under equal-norm shifts orthogonal to it, each with a linear
+        classifier trained and tested alike on the same draw; an int in [0, 100].
     direction_magnitude : float, default 0.5
         The magnitude ``m`` of the MLP replicates' shifts; a finite number > 0.
     """
@@ -128,7 +129,8 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
     initialization ``1000 * seed + 800 + j``, batches ``1000 * seed + 900 + j``) with its test
     accuracy ``"ID"``, ``"along"`` under the shift by ``m = cfg.direction_magnitude`` along
     the mean and ``"orthogonal"``, a list of five accuracies under the shifts
-    ``orthogonal_shifts(k, m, 5, seed=1000 * seed + 450 + j)``.
+    ``orthogonal_shifts(k, m, 5, seed=1000 * seed + 450 + j)``, and ``"linear"``: the same
+    three entries for a linear classifier trained on the same draw with the same seeds.
 
     Parameters
     ----------
@@ -212,23 +214,26 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
         gj = torch.Generator().manual_seed(1000 * seed + 500 + j)    # a fresh background draw
         x_tr = append_background(ds.x, k, gj).to(dev)
         x_te = append_background(ds.x_test, k, gj).to(dev)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(1000 * seed + 800 + j)
-            model = MLP(x_tr.shape[1], cfg.width, cfg.depth, ds.num_classes).to(dev)
-        tcfg = TrainConfig(optimizer="adamw", lr=cfg.lr, weight_decay=cfg.weight_decay,
-                           batch_size=cfg.batch_size, epochs=cfg.epochs,
-                           seed=1000 * seed + 900 + j, check_every=10 ** 9)
-        train(model, x_tr, y_tr, tcfg)
         dirs = orthogonal_shifts(k, m, 5, seed=1000 * seed + 450 + j).to(x_te)
 
         def pad(v):  # a shift in the background coordinates, zero on the signal
             return torch.cat([torch.zeros(x_te.shape[1] - k).to(x_te), v])
 
-        with torch.no_grad():
-            mlps.append({"ID": accuracy(model(x_te), y_te),
-                         "along": accuracy(model(shift_last(x_te, k, m)), y_te),
-                         "orthogonal": [accuracy(model(x_te - pad(v)), y_te)
-                                        for v in dirs]})
+        rep = {}
+        for name, depth, width in (("MLP", cfg.depth, cfg.width), ("linear", 0, 1)):
+            with torch.random.fork_rng(devices=[]):      # same seeds: the linear classifier
+                torch.manual_seed(1000 * seed + 800 + j)  # sees the MLP's batches
+                model = MLP(x_tr.shape[1], width, depth, ds.num_classes).to(dev)
+            tcfg = TrainConfig(optimizer="adamw", lr=cfg.lr, weight_decay=cfg.weight_decay,
+                               batch_size=cfg.batch_size, epochs=cfg.epochs,
+                               seed=1000 * seed + 900 + j, check_every=10 ** 9)
+            train(model, x_tr, y_tr, tcfg)
+            with torch.no_grad():
+                rep[name] = {"ID": accuracy(model(x_te), y_te),
+                             "along": accuracy(model(shift_last(x_te, k, m)), y_te),
+                             "orthogonal": [accuracy(model(x_te - pad(v)), y_te)
+                                            for v in dirs]}
+        mlps.append({**rep["MLP"], "linear": rep["linear"]})
     if mlps:
         out["MLP replicates"] = mlps
     return out

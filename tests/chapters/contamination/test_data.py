@@ -393,20 +393,23 @@ def test_mnist1d_mlp_replicates_are_their_recipe():
         g = torch.Generator().manual_seed(1000 * seed + 500 + j)     # its own background draw
         x_tr = fc.append_background(ds.x, 5, g)
         x_te = fc.append_background(ds.x_test, 5, g)
-        torch.manual_seed(1000 * seed + 800 + j)
-        model = MLP(45, 8, 1, 10)
-        train(model, x_tr, ds.y, TrainConfig(
-            optimizer="adamw", lr=0.05, weight_decay=1e-2, batch_size=16, epochs=2,
-            seed=1000 * seed + 900 + j, check_every=10 ** 9))
         dirs = fc.orthogonal_shifts(5, 0.7, 5, seed=1000 * seed + 450 + j)
-        with torch.no_grad():
-            assert rep["ID"] == pytest.approx(accuracy(model(x_te), ds.y_test))
-            along = x_te.clone()
-            along[:, -5:] -= 0.7
-            assert rep["along"] == pytest.approx(accuracy(model(along), ds.y_test))
-            orth = []
-            for v in dirs:
-                xs = x_te.clone()
-                xs[:, -5:] -= v
-                orth.append(accuracy(model(xs), ds.y_test))
-        assert rep["orthogonal"] == pytest.approx(orth)
+        # the MLP, then a linear classifier on the same draw with the same seeds
+        for got, width, depth in ((rep, 8, 1), (rep["linear"], 1, 0)):
+            torch.manual_seed(1000 * seed + 800 + j)
+            model = MLP(45, width, depth, 10)
+            train(model, x_tr, ds.y, TrainConfig(
+                optimizer="adamw", lr=0.05, weight_decay=1e-2, batch_size=16, epochs=2,
+                seed=1000 * seed + 900 + j, check_every=10 ** 9))
+            with torch.no_grad():
+                assert got["ID"] == pytest.approx(accuracy(model(x_te), ds.y_test))
+                along = x_te.clone()
+                along[:, -5:] -= 0.7
+                assert got["along"] == pytest.approx(accuracy(model(along), ds.y_test))
+                orth = []
+                for v in dirs:
+                    xs = x_te.clone()
+                    xs[:, -5:] -= v
+                    orth.append(accuracy(model(xs), ds.y_test))
+            assert got["orthogonal"] == pytest.approx(orth)
+    assert set(reps[0]["linear"]) == {"ID", "along", "orthogonal"}

@@ -26,6 +26,28 @@ def test_gate_free_distillation_student():
 
 
 @pytest.mark.reference
+def test_zeroed_student_starts_with_no_weight_along_e():
+    base = fc.DistillConfig(n=40, n_test=20, d_core=3, d_background=4, dim=10, width=6,
+                            teacher_steps=3, student_steps=4, record_every=2,
+                            target="preactivation")
+    plain = fc.run_distillation(base, seed=2, device="cpu")
+    both = fc.run_distillation(replace(base, zeroed_student=True), seed=2, device="cpu")
+    assert plain.zeroed == {}
+    for key in ("probe_student", "probe_teacher", "curve_id", "student_background_mean"):
+        assert getattr(both, key) == getattr(plain, key), key   # the main student is untouched
+    z = both.zeroed
+    assert set(z) == {"probe_initial_OOD", "error_id", "probe_ID", "probe_OOD",
+                      "background_mean"}
+    # zero steps: the zeroed student keeps its initialization, with nothing along e
+    none = fc.run_distillation(replace(base, zeroed_student=True, student_steps=1,
+                                       lr=1e-12), seed=2, device="cpu")
+    assert none.zeroed["background_mean"] == pytest.approx(0.0, abs=1e-6)
+    assert both.zeroed["background_mean"] > 1e-4                   # distillation grows it
+    with pytest.raises((ValueError, TypeError), match="zeroed_student"):
+        replace(base, zeroed_student="yes")
+
+
+@pytest.mark.reference
 def test_distillation_longer_steps_continue_the_same_run():
     base = fc.DistillConfig(n=40, n_test=20, d_core=3, d_background=2, dim=8, width=6,
                             teacher_steps=3, student_steps=4, record_every=2)
