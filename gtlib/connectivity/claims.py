@@ -38,10 +38,10 @@ CLAIMS = {
         paper="REPAIR reduces the barrier left by alignment (Jordan et al. 2023)",
         rule="max(rel) <= 2 / 3",
         control="REPAIR with its statistics on Gaussian noise, two draws",
-        reason=("the data-free rescaling leaves at most 1.25 times REPAIR's barrier, and less "
-                "than resetting the means from the data without rescaling leaves: restoring "
-                "the scale, which needs no data, does the work",
-                "max(free) <= 1.25 and min(means) > max(free)")),
+        reason=("restoring the units' scale, which needs no data, does the work: the "
+                "data-free rescaling leaves less barrier than resetting each unit's mean from "
+                "the data without rescaling",
+                "min(means) > max(free)")),
     "mc.barrier_shrinks_with_width": dict(
         statement="Wider nets align better: the matched barrier falls to 0.59 or less of "
                   "itself from the narrowest to the widest width, from a barrier of 2 error "
@@ -57,10 +57,12 @@ CLAIMS = {
               "mnist_barrier_vs_epoch scripts)",
         rule="barrier[-1] <= 0.5 * max(barrier)",
         control="no alignment, same snapshots",
-        reason=("the matched barrier tracks how well the endpoints fit the training set: over "
-                "the snapshots its rank correlation with their train loss is -0.7 or lower (it "
-                "grows as the loss falls)",
-                "rho <= -0.7")),
+        reason=("alignment removes a share of a naive barrier that itself grows to the last "
+                "snapshot: the naive barrier's rank correlation with the epoch is 0.7 or more, "
+                "and wherever it is 0.1 nats or more the matched barrier is at most 0.8 of it "
+                "(the matched-barrier claim's bar); why the two do not fall late, as in the "
+                "paper, is untested",
+                "rho_naive >= 0.7 and max(share) <= bar")),
     "mc.spawning_transition": dict(
         statement="Children spawned at initialization are unstable (every pair above 2 "
                   "points); children spawned at the last spawn step are stable (every pair <= "
@@ -71,9 +73,11 @@ CLAIMS = {
         control="nothing shared: two independent networks at k = 0, children of two different "
                 "parents at the last step"),
     "mc.llfc_with_lmc": dict(
-        statement="Among working networks the LLFC ratio marks linear connectivity: at most "
-                  "tau = 0.11 at every hidden layer for the spawned pairs, above it for the "
-                  "weight-matched pairs (trained, aligned, not linearly connected)",
+        statement="The children spawned at the last spawn step (linearly connected, and the "
+                  "closest pairs) have an LLFC ratio of at most tau = 0.11 at every hidden "
+                  "layer; the weight-matched pairs (trained, aligned, not linearly connected) "
+                  "stay above it (two extreme groups: the ratio does not mark connectivity "
+                  "among intermediate spawn steps)",
         paper="LLFC co-occurs with LMC (Zhou et al. 2023; the baseline 1 - cos(f_A, f_B) as in "
               "the authors' code)",
         rule="max(ratio) <= tau",
@@ -98,10 +102,11 @@ CLAIMS = {
                 "of R is the factors', not commutation",
                 "max(raw) <= 2 / 3 and max(shrunk_raw) <= 2 / 3")),
     "mc.weak_additivity": dict(
-        statement="Among spawned children weak additivity marks linear connectivity: the "
-                  "worst-layer dissimilarity, over the independent pair's, is at most 0.13 for "
-                  "the pairs spawned last, above it for the pairs spawned at initialization "
-                  "(trained, not linearly connected)",
+        statement="The children spawned at the last spawn step (linearly connected, and the "
+                  "closest pairs) have a worst-layer weak-additivity dissimilarity, over the "
+                  "independent pair's, of at most 0.13; the children spawned at initialization "
+                  "(trained, not linearly connected) stay above it (two extreme groups: it does "
+                  "not mark connectivity among intermediate spawn steps)",
         paper="permutation and spawning methods work by inducing weak additivity (Zhou et al. "
               "2023)",
         rule="max(cut) <= tau",
@@ -135,9 +140,13 @@ CLAIMS = {
         rule="max(rho) < 1",
         control="the arm without pretraining: a shared random init, same budget"),
     "mc.task_arithmetic": dict(
-        statement="Adding both task vectors to a trained body (real or shuffled labels) keeps "
-                  "at least 63% of each task's fine-tuning gain (training signals)",
-        paper="task addition merges skills (Ilharco et al. 2023; Zhou et al. 2024)",
+        statement="A trained body (real or shuffled labels) keeps at least 63% of each task's "
+                  "fine-tuning gain (training signals) when a second step of the other task's "
+                  "vector's size is added to the task's own vector: the other task's vector, "
+                  "or a random vector of the same norm (the two keep about as much, so this "
+                  "does not show that task vectors merge skills)",
+        paper="task addition (Ilharco et al. 2023; Zhou et al. 2024); the paper's claim, that "
+              "adding task vectors merges skills, is not what this tests",
         rule="min(gain) >= bar",
         control="the same task addition without pretraining, same fine-tuning budget"),
     "mc.curved_path": dict(
@@ -147,8 +156,5 @@ CLAIMS = {
         paper="low-loss curves between independent solutions (Garipov et al. 2018; Draxler et "
               "al. 2018)",
         rule="err <= 0.02",
-        control="the straight line between the same pair",
-        reason=("the curve is still being fitted: with half the epochs its barrier is at least "
-                "1.5 times higher",
-                "err_half >= 1.5 * err")),
+        control="the straight line between the same pair"),
 }

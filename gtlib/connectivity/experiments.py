@@ -90,7 +90,8 @@ class ConnectivityConfig(Config):
     bezier_width : int, default 128
         Width of the networks joined by a Bezier curve; an int >= 1.
     bezier_recipe : Recipe, optional
-        Recipe of the Bezier control point's training; a Recipe.
+        Recipe of the Bezier control point's training (default: peak lr 0.1, 60 epochs, no
+        warm-up); a Recipe.
     pretrain_epochs : tuple[float, ...], default (0, 3, 30)
         Pretraining lengths compared, in epochs (the last is the full run); a tuple (at least 2
         items, strictly increasing) of items each a finite number >= 0.
@@ -136,7 +137,7 @@ class ConnectivityConfig(Config):
     depth_width: int = param(128, count())
     bezier_width: int = param(128, count())
     bezier_recipe: Recipe = param(constraint=InstanceOf(Recipe),
-                                  factory=lambda: Recipe(lr=0.1, epochs=30, warmup=0.0))
+                                  factory=lambda: Recipe(lr=0.1, epochs=60, warmup=0.0))
     pretrain_epochs: tuple[float, ...] = param((0, 3, 30), tuple_of(Interval(float, 0, None),
                                                                   min_len=2, increasing="strict"))
     ft_runs: int = param(3, count(2))
