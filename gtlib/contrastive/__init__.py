@@ -43,7 +43,8 @@ from .data import (feature_dictionary, feature_frequencies, make_views, sample_c
                    single_feature_samples)
 from .encoder import (brelu, encode, infonce, infonce_orthogonal_closed_form, magnitude_mask,
                       random_mask, straight_through_mask)
-from .alignment import alignment, energy_ratio, feature_summary, learning_margin, strong_specialists
+from .alignment import (alignment, energy_ratio, feature_summary, learning_margin,
+                        masked_energy_share, strong_specialists)
 from .training import (best_alignment_curves, bias_schedule, condition_means, continue_encoders,
                        EncoderRun, energy_curves, feature_probe_accuracy, MASKS, paired,
                        representations, ridge_probe, stage_boundaries, train_encoders)
@@ -59,8 +60,8 @@ __all__ = [
     # functions
     "best_alignment_curves", "condition_table", "continue_encoders", "draw_alignment",
     "energy_curves",
-    "energy_ratio", "feature_frequencies", "feature_summary", "infonce", "infonce_orthogonal_closed_form",
-    "learning_margin", "paired", "random_encoder_accuracy", "representations",
+    "energy_ratio", "feature_frequencies", "feature_summary", "infonce",
+    "infonce_orthogonal_closed_form", "learning_margin", "masked_energy_share", "paired", "random_encoder_accuracy", "representations",
     "single_feature_samples", "stage_curves", "strong_specialists", "train_encoders",
     "train_longtail",
 ]
