@@ -41,7 +41,8 @@ from .claims import CLAIMS
 from .common import ContrastiveConfig
 from .data import feature_dictionary, feature_frequencies, single_feature_samples
 from .encoder import infonce, infonce_orthogonal_closed_form
-from .alignment import energy_ratio, feature_summary, learning_margin, strong_specialists
+from .alignment import (energy_ratio, feature_summary, learning_margin, masked_energy_share,
+                        strong_specialists)
 from .training import (best_alignment_curves, condition_means, continue_encoders,
                        EncoderRun, energy_curves, feature_probe_accuracy, MASKS, paired,
                        representations, ridge_probe, train_encoders)
@@ -57,8 +58,8 @@ __all__ = [
     # functions
     "best_alignment_curves", "condition_table", "continue_encoders", "draw_alignment",
     "energy_curves",
-    "energy_ratio", "feature_frequencies", "feature_summary", "infonce", "infonce_orthogonal_closed_form",
-    "learning_margin", "paired", "random_encoder_accuracy", "representations",
+    "energy_ratio", "feature_frequencies", "feature_summary", "infonce",
+    "infonce_orthogonal_closed_form", "learning_margin", "masked_energy_share", "paired", "random_encoder_accuracy", "representations",
     "single_feature_samples", "stage_curves", "strong_specialists", "train_encoders",
     "train_longtail",
 ]

@@ -6,8 +6,10 @@ import torch.nn.functional as F
 
 from ..checks import Interval, Tensor, boundary, count, fraction
 from .common import _FLOAT2, _WEIGHTS, ContrastiveConfig
+from .encoder import _magnitude_mask
 
-__all__ = ["energy_ratio", "feature_summary", "learning_margin", "strong_specialists"]
+__all__ = ["energy_ratio", "feature_summary", "learning_margin", "masked_energy_share",
+           "strong_specialists"]
 
 
 def _alignment(W: torch.Tensor, M: torch.Tensor) -> dict:
@@ -117,6 +119,47 @@ def energy_ratio(W: torch.Tensor, M: torch.Tensor, n_minority: int) -> torch.Ten
     minor = e[..., K - n_minority:].mean(-1)
     major = e[..., :K - n_minority].mean(-1)
     return minor / major.clamp_min(1e-30)
+
+
+@boundary(W=Tensor("float", (2, 3)), M=Tensor("float", 2), n_minority=count(),
+          fraction=fraction())
+def masked_energy_share(W: torch.Tensor, M: torch.Tensor, n_minority: int,
+                        fraction: float) -> torch.Tensor:
+    """Share of the minority energy held by the neurons a magnitude mask would hide.
+
+    The mask is :func:`magnitude_mask` of ``W`` at ``fraction`` (the smallest neurons by
+    norm); the share is ``sum`` of ``<w_r, M_k>^2`` over masked neurons ``r`` and minority
+    features ``k`` over the same sum over all neurons. Near 0 when the minority lives in
+    the large neurons, which the mask keeps.
+
+    Parameters
+    ----------
+    W : torch.Tensor
+        Neuron weights, ``(m, d)`` or ``(E, m, d)``; a torch.Tensor (non-empty,
+        floating-point, 2 or 3-dimensional, finite).
+    M : torch.Tensor
+        Orthonormal feature dictionary, ``(d, K)``; a torch.Tensor (non-empty,
+        floating-point, 2-dimensional, finite).
+    n_minority : int
+        Number of minority (rare) features, the last columns of ``M``; an int >= 1.
+    fraction : float
+        Fraction of neurons masked; a finite number in [0, 1].
+
+    Returns
+    -------
+    torch.Tensor
+        The share, shape ``()`` or ``(E,)``.
+    """
+    K = M.shape[1]
+    if not 0 < n_minority < K:
+        raise ValueError(
+            f"n_minority must lie strictly between 0 and {K}, got {n_minority}")
+    if W.shape[-1] != M.shape[0] or W.dtype != M.dtype:
+        raise ValueError(
+            f"W's last dimension ({W.shape[-1]}) must equal M's rows, same dtype")
+    hidden = 1 - _magnitude_mask(W, fraction)   # 1 = masked, (m,) or (E, m)
+    e = ((W @ M[:, K - n_minority:]) ** 2).sum(-1)   # minority energy per neuron
+    return (e * hidden).sum(-1) / e.sum(-1).clamp_min(1e-30)
 
 
 @boundary(ratio=Interval(float, 1))

@@ -67,10 +67,11 @@ def _bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
 
 @boundary(ratios=_Numbers(Interval(float, 1)), fractions=_Numbers(fraction()), seed=_RUN_SEED,
           replicates=Interval(int, 1, 999, optional=True), stream=Interval(int, 0, 99),
-          independent=InstanceOf(bool))
+          independent=InstanceOf(bool), quiet_minority=InstanceOf(bool))
 def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
                    replicates: int | None = None, hard_mask: bool = False,
-                   masks=None, stream: int = 0, independent: bool = False) -> EncoderRun:
+                   masks=None, stream: int = 0, independent: bool = False,
+                   quiet_minority: bool = False) -> EncoderRun:
     """Train one encoder per (ratio, fraction) pair and replicate, all at once (batched).
 
     Each model sees fresh population samples every step (common random numbers across models);
@@ -104,6 +105,10 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     independent draws, as a standard error over replicates assumes. By default all models of
     the run share the codes (common random numbers) and each draws its own noise.
 
+    ``quiet_minority=True`` removes from every token its component along the minority
+    directions (signal and noise alike): those directions then receive no input at all, the
+    measured null of a direction that carries neither signal nor noise.
+
     Parameters
     ----------
     cfg : ContrastiveConfig
@@ -125,6 +130,8 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
         Which independent draw of initializations and samples; an int in [0, 99].
     independent : bool, default False
         Whether each replicate draws its own samples (shared by its conditions); a bool.
+    quiet_minority : bool, default False
+        Whether the inputs have no component along the minority directions; a bool.
 
     Returns
     -------
@@ -167,18 +174,21 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     g_mask = torch.Generator().manual_seed(seed * 1000 + 998 - 2 * stream)
     fr = [f for _, f, _ in conds]
     rep = [c[2] for c in conds] if independent else None
+    quiet = M[:, K - cfg.n_minority:] if quiet_minority else None
     W, A, history = _train(cfg, M, W, A, freqs, fr, kinds, g, g_mask, hard_mask, rep, 0,
-                           cfg.steps)
+                           cfg.steps, quiet)
     return EncoderRun(config=cfg, M=M, W=W, A=A, ratios=[c[0] for c in conds],
                       fractions=fr, seeds=[first + c[2] for c in conds], history=history,
                       masks=kinds)
 
 
-def _train(cfg, M, W, A, freqs, fr, kinds, g, g_mask, hard_mask, rep, offset, steps):
+def _train(cfg, M, W, A, freqs, fr, kinds, g, g_mask, hard_mask, rep, offset, steps,
+           quiet=None):
     """The training loop of :func:`train_encoders` and :func:`continue_encoders`: ``steps``
     updates of the stacked models ``W``, ``A`` starting after ``offset`` updates (the threshold
     schedule and the pruning period count from the start of training). ``rep`` (one replicate
-    index per model, or None) gives each replicate its own samples."""
+    index per model, or None) gives each replicate its own samples. ``quiet`` (``(d, k)``
+    orthonormal columns, or None) is removed from every token."""
     W, A = W.clone().requires_grad_(), A.clone().requires_grad_()
     E = W.shape[0]
     rand = [e for e, k in enumerate(kinds) if k == "random" and fr[e] > 0]
@@ -206,6 +216,8 @@ def _train(cfg, M, W, A, freqs, fr, kinds, g, g_mask, hard_mask, rep, offset, st
             z = _sample_codes_per_replicate(freqs, rep_idx, cfg.batch, g)
             X1, X2 = (_views_per_replicate(M, z, rep_idx, cfg.n_tokens, cfg.n_signal,
                                            cfg.noise, g) for _ in range(2))
+        if quiet is not None:
+            X1, X2 = (X - (X @ quiet) @ quiet.T for X in (X1, X2))
         if hard_mask and mask is not None:
             f1 = _encode(X1, W, A, beta) * mask[:, None, :]
             with torch.no_grad():

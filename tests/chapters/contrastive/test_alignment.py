@@ -259,3 +259,24 @@ def test_feature_summary_against_a_per_model_loop(m):
         np.testing.assert_allclose(d[k], v, rtol=1e-6, err_msg=k)
     with pytest.raises(ValueError, match="n_minority"):
         C.feature_summary(W, M, 5)
+
+
+# -- masked_energy_share -------------------------------------------------------------------------
+def test_masked_energy_share_by_hand():
+    M = torch.eye(4, dtype=DT)[:, :3]            # features e0, e1, e2; minority: e2
+    W = torch.tensor([[0.0, 0.0, 1.0, 0.0],      # small neuron, all minority: masked
+                      [3.0, 0.0, 2.0, 0.0],      # large neuron, minority energy 4
+                      [0.0, 5.0, 0.0, 1.0]], dtype=DT)
+    share = C.masked_energy_share(W, M, 1, 1 / 3)
+    assert float(share) == pytest.approx(1 / 5)
+    both = C.masked_energy_share(torch.stack([W, W]), M, 1, 0.0)
+    assert both.tolist() == [0.0, 0.0]
+
+
+def test_masked_energy_share_rejects_bad_arguments():
+    M = torch.eye(4, dtype=DT)[:, :3]
+    W = torch.ones(3, 4, dtype=DT)
+    with pytest.raises(ValueError, match="n_minority"):
+        C.masked_energy_share(W, M, 3, 0.5)
+    with pytest.raises((ValueError, TypeError), match="fraction"):
+        C.masked_energy_share(W, M, 1, 1.5)

@@ -594,3 +594,18 @@ def test_random_encoder_accuracy_random_biases_change_the_encoder():
     assert np.array_equal(plain, C.random_encoder_accuracy(cfg, seed=3, bias_scale=0.0))
     with pytest.raises(ValueError, match="bias_scale"):
         C.random_encoder_accuracy(cfg, seed=3, bias_scale=-1.0)
+
+
+def test_quiet_minority_leaves_the_minority_directions_untouched():
+    # no input along the minority directions: without weight decay their projections
+    # keep their initial values exactly; the majority ones move
+    from tests.chapters.contrastive.helpers import tiny_cfg
+    cfg = tiny_cfg(weight_decay=0.0, steps=6)
+    run = C.train_encoders(cfg, [1.0], [0.0], seed=0, independent=True, quiet_minority=True)
+    P = run.history["proj"]   # (T, E, m, K)
+    np.testing.assert_allclose(P[-1, ..., -2:], P[0, ..., -2:], rtol=1e-5, atol=1e-7)
+    assert not np.allclose(P[-1, ..., :-2], P[0, ..., :-2])
+    loud = C.train_encoders(cfg, [1.0], [0.0], seed=0, independent=True)
+    assert not np.allclose(loud.history["proj"][-1, ..., -2:], P[0, ..., -2:])
+    with pytest.raises((TypeError, ValueError), match="quiet_minority"):
+        C.train_encoders(cfg, [1.0], [0.0], quiet_minority=1)
