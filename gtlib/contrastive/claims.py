@@ -62,16 +62,6 @@ CLAIMS = {
                 "too, in every replicate; relative to the majority, magnitude pruning lifts "
                 "the minority more (paired replicates, three standard errors)",
                 "min(major_b) > 1 and mean(d_rel) >= 3 * sd(d_rel) / len(d_rel) ** 0.5")),
-    "cl.pruning_minority_specialists": dict(
-        statement="Magnitude pruning adds minority specialists (ratio 5)",
-        paper="more neurons specialize in minority features with pruning (pruning result)",
-        rule=_WELCH + " and mean(a) >= 3 * sd(a) / len(a) ** 0.5",
-        control=_HALVES,
-        reason=("magnitude pruning does add minority specialists (mean gain at least three "
-                "standard errors above zero), but it adds about as many to the majority "
-                "(within three standard errors of the excess)",
-                "mean(minor_a) >= 3 * sd(minor_a) / len(minor_a) ** 0.5 and "
-                "mean(major_a) >= mean(minor_a) - 3 * sd(a) / len(a) ** 0.5")),
     "cl.pruning_energy_gain_longer_budget": dict(
         statement="Magnitude pruning moves energy to the minority (ratio {hi:g}, {steps} steps)",
         paper="pruning strengthens the updates of minority neurons (pruning result)",
