@@ -140,11 +140,11 @@ CLAIMS = {
         rule="max(rho) < 1",
         control="the arm without pretraining: a shared random init, same budget"),
     "mc.task_arithmetic": dict(
-        statement="A trained body (real or shuffled labels) keeps at least 63% of each task's "
-                  "fine-tuning gain (training signals) when a second step of the other task's "
-                  "vector's size is added to the task's own vector: the other task's vector, "
-                  "or a random vector of the same norm (the two keep about as much, so this "
-                  "does not show that task vectors merge skills)",
+        statement="At the chosen lambda, task addition on a trained body (real or shuffled "
+                  "labels) keeps at least 63% of each task's fine-tuning gain (training "
+                  "signals), and on the real-label body so does adding a random vector of "
+                  "the other task vector's norm instead (so this does not show that task "
+                  "vectors merge skills)",
         paper="task addition (Ilharco et al. 2023; Zhou et al. 2024); the paper's claim, that "
               "adding task vectors merges skills, is not what this tests",
         rule="min(gain) >= bar",
