@@ -143,8 +143,7 @@ CLAIMS = {
         statement="At the chosen lambda, task addition on a trained body (real or shuffled "
                   "labels) keeps at least 63% of each task's fine-tuning gain (training "
                   "signals), and on the real-label body so does adding a random vector of "
-                  "the other task vector's norm instead (so this does not show that task "
-                  "vectors merge skills)",
+                  "the other task vector's norm instead",
         paper="task addition (Ilharco et al. 2023; Zhou et al. 2024); the paper's claim, that "
               "adding task vectors merges skills, is not what this tests",
         rule="min(gain) >= bar",
