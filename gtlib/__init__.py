@@ -7,19 +7,39 @@ model, or a stack of E),
 :mod:`~gtlib.claims` and :mod:`~gtlib.plotting`. Each research chapter has one module of its own,
 which composes the engine and never writes a training step of its own.
 """
+
 from __future__ import annotations
 
 __all__ = [
-    "ClaimFailed", "Claims", "Config", "Result", "Settings", "by_scale", "param", "preset",
-    "seed_everything", "settings", "setup", "setup_chapter",
+    "ClaimFailed",
+    "Claims",
+    "Config",
+    "Result",
+    "Settings",
+    "by_scale",
+    "param",
+    "preset",
+    "seed_everything",
+    "settings",
+    "setup",
+    "setup_chapter",
 ]
 
 
 __version__ = "0.1.0"
 
 from .claims import ClaimFailed, Claims  # noqa: F401
-from .config import (Config, Result, Settings, by_scale, param, preset,  # noqa: F401
-                     seed_everything, settings, setup)
+from .config import (
+    Config,
+    Result,
+    Settings,
+    by_scale,
+    param,
+    preset,  # noqa: F401
+    seed_everything,
+    settings,
+    setup,
+)
 
 
 def setup_chapter(seed_offset: int = 0) -> Settings:

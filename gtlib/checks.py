@@ -21,6 +21,7 @@ The functions :func:`check_int`, :func:`check_positive` and :func:`check_fractio
 for the three most common intervals; :func:`check_labels`, :func:`check_finite`,
 :func:`check_indices` and :func:`check_seeds` check tensors and lists at a boundary.
 """
+
 from __future__ import annotations
 
 import collections.abc as collections_abc
@@ -32,12 +33,33 @@ import torch
 
 __all__ = [
     # constraints
-    "Boolean", "Constraint", "Device", "InstanceOf", "Interval", "Options", "Sequence", "Tensor",
+    "Boolean",
+    "Constraint",
+    "Device",
+    "InstanceOf",
+    "Interval",
+    "Options",
+    "Sequence",
+    "Tensor",
     # shorthands
-    "SEED", "count", "fraction", "nonnegative", "positive", "tuple_of",
+    "SEED",
+    "count",
+    "fraction",
+    "nonnegative",
+    "positive",
+    "tuple_of",
     # checks at a boundary
-    "boundary", "check", "check_finite", "check_fraction", "check_indices", "check_int",
-    "check_labels", "check_positive", "check_real", "check_seed", "check_seeds",
+    "boundary",
+    "check",
+    "check_finite",
+    "check_fraction",
+    "check_indices",
+    "check_int",
+    "check_labels",
+    "check_positive",
+    "check_real",
+    "check_seed",
+    "check_seeds",
 ]
 
 
@@ -47,7 +69,9 @@ CLOSED = ("both", "left", "right", "neither")
 class Constraint:
     """What a value must be; :meth:`check` returns it unchanged or raises naming ``name``."""
 
-    def describe(self) -> str:  # "a finite number > 0", "one of ('sgd', 'adamw')", ...
+    def describe(
+        self,
+    ) -> str:  # "a finite number > 0", "one of ('sgd', 'adamw')", ...
         """What an accepted value is, as the end of "x must be ...".
 
         Returns
@@ -156,8 +180,10 @@ class Constraint:
 def _check_name(name: Any) -> str:
     """The argument name an error message will show: a non-empty ``str``."""
     if not isinstance(name, str) or not name:
-        raise TypeError(f"name must be a non-empty str (the name of the argument being checked), "
-                        f"got {name!r}")
+        raise TypeError(
+            f"name must be a non-empty str (the name of the argument being checked), "
+            f"got {name!r}"
+        )
     return name
 
 
@@ -173,10 +199,14 @@ def _check_bound(what: str, value: Any, kind: type) -> Any:
     if value is None:
         return None
     if not (_is_int(value) if kind is int else _is_real(value)):
-        raise TypeError(f"{what} must be {'an int' if kind is int else 'a finite number'} or None, "
-                        f"got {_show(value)}")
+        raise TypeError(
+            f"{what} must be {'an int' if kind is int else 'a finite number'} or None, "
+            f"got {_show(value)}"
+        )
     if not _finite(value):
-        raise ValueError(f"{what} must be a finite number or None, got {_show(value)}")
+        raise ValueError(
+            f"{what} must be a finite number or None, got {_show(value)}"
+        )
     return value
 
 
@@ -184,13 +214,17 @@ def _show(value: Any) -> str:
     """A short rendering of a bad value for an error message."""
     if isinstance(value, (torch.Tensor, np.ndarray)):
         dtype = str(value.dtype).replace("torch.", "")
-        return f"{type(value).__name__} of shape {tuple(value.shape)} and dtype {dtype}"
+        return (
+            f"{type(value).__name__} of shape {tuple(value.shape)} and dtype {dtype}"
+        )
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    return isinstance(value, (int, np.integer)) and not isinstance(
+        value, (bool, np.bool_)
+    )
 
 
 def _finite(value: Any) -> bool:
@@ -202,8 +236,9 @@ def _finite(value: Any) -> bool:
 
 
 def _is_real(value: Any) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-        value, (bool, np.bool_))
+    return isinstance(
+        value, (int, float, np.integer, np.floating)
+    ) and not isinstance(value, (bool, np.bool_))
 
 
 class Interval(Constraint):
@@ -227,8 +262,14 @@ class Interval(Constraint):
         Whether ``None`` is also accepted.
     """
 
-    def __init__(self, kind: type, low: float | None = None, high: float | None = None,
-                 closed: str = "both", optional: bool = False):
+    def __init__(
+        self,
+        kind: type,
+        low: float | None = None,
+        high: float | None = None,
+        closed: str = "both",
+        optional: bool = False,
+    ):
         if kind not in (int, float):
             raise ValueError(f"kind must be int or float, got {kind!r}")
         if not isinstance(closed, str) or closed not in CLOSED:
@@ -237,7 +278,13 @@ class Interval(Constraint):
         if low is not None and high is not None and low > high:
             raise ValueError(f"low must be <= high, got low={low!r}, high={high!r}")
         optional = _check_flag("optional", optional)
-        self.kind, self.low, self.high, self.closed, self.optional = kind, low, high, closed, optional
+        self.kind, self.low, self.high, self.closed, self.optional = (
+            kind,
+            low,
+            high,
+            closed,
+            optional,
+        )
 
     def describe(self) -> str:
         what = "an int" if self.kind is int else "a finite number"
@@ -262,9 +309,13 @@ class Interval(Constraint):
             return False  # an interval holds finite numbers only (see check)
         lo_in = self.closed in ("both", "left")
         hi_in = self.closed in ("both", "right")
-        if self.low is not None and (value < self.low or (value == self.low and not lo_in)):
+        if self.low is not None and (
+            value < self.low or (value == self.low and not lo_in)
+        ):
             return False
-        if self.high is not None and (value > self.high or (value == self.high and not hi_in)):
+        if self.high is not None and (
+            value > self.high or (value == self.high and not hi_in)
+        ):
             return False
         return True
 
@@ -280,17 +331,20 @@ class Interval(Constraint):
             self._fail(name, value)
         return value
 
-
     def _invalid_candidates(self) -> list:
         out = ["1", True, 1.5 if self.kind is int else float("nan"), float("inf")]
         if not self.optional:
             out.append(None)
         step = 1 if self.kind is int else 1e-3
         if self.low is not None:
-            out.append(self.low if self.closed in ("right", "neither") else self.low - step)
+            out.append(
+                self.low if self.closed in ("right", "neither") else self.low - step
+            )
             out.append(self.kind(self.low - 1))
         if self.high is not None:
-            out.append(self.high if self.closed in ("left", "neither") else self.high + step)
+            out.append(
+                self.high if self.closed in ("left", "neither") else self.high + step
+            )
             out.append(self.kind(self.high + 1))
         return out
 
@@ -298,9 +352,15 @@ class Interval(Constraint):
         """``k`` increasing values inside the interval (fewer if it is too narrow)."""
         if self.low is not None and self.high is not None:
             if self.kind is int:
-                grid = [self.low + i for i in range(min(k, int(self.high - self.low) + 1))]
+                grid = [
+                    self.low + i
+                    for i in range(min(k, int(self.high - self.low) + 1))
+                ]
             else:
-                grid = [self.low + (self.high - self.low) * (i + 1) / (k + 1) for i in range(k)]
+                grid = [
+                    self.low + (self.high - self.low) * (i + 1) / (k + 1)
+                    for i in range(k)
+                ]
         elif self.low is not None:
             grid = [self.low + i for i in range(k + 1)]
         elif self.high is not None:
@@ -309,6 +369,7 @@ class Interval(Constraint):
             grid = list(range(k))
         grid = [self.kind(v) for v in grid]
         return [v for v in grid if self.contains(v)][:k]
+
 
 class Options(Constraint):
     """One of a fixed set of values (e.g. the names of the optimizers).
@@ -323,11 +384,17 @@ class Options(Constraint):
     """
 
     def __init__(self, values: Iterable, optional: bool = False):
-        if isinstance(values, (str, bytes)) or not isinstance(values, (tuple, list, set, frozenset)):
-            raise TypeError(f"values must be a tuple or list of the accepted values, got "
-                            f"{_show(values)}")
+        if isinstance(values, (str, bytes)) or not isinstance(
+            values, (tuple, list, set, frozenset)
+        ):
+            raise TypeError(
+                f"values must be a tuple or list of the accepted values, got "
+                f"{_show(values)}"
+            )
         if not values:
-            raise ValueError("values must hold at least one accepted value, got none")
+            raise ValueError(
+                "values must hold at least one accepted value, got none"
+            )
         self.values = tuple(values)
         self.optional = _check_flag("optional", optional)
 
@@ -343,16 +410,24 @@ class Options(Constraint):
         except Exception:  # e.g. comparing an array
             ok = False
         if not ok:
-            self._fail(name, value, TypeError if not isinstance(value, str)
-                       and all(isinstance(v, str) for v in self.values) else ValueError)
+            self._fail(
+                name,
+                value,
+                TypeError
+                if not isinstance(value, str)
+                and all(isinstance(v, str) for v in self.values)
+                else ValueError,
+            )
         return value
 
-
     def _invalid_candidates(self) -> list:
-        return ["not one of the options", 12345, b"bytes"] + ([] if self.optional else [None])
+        return ["not one of the options", 12345, b"bytes"] + (
+            [] if self.optional else [None]
+        )
 
     def _valid_candidates(self) -> list:
         return list(self.values)
+
 
 class Boolean(Constraint):
     """A ``bool`` (numpy bools too)."""
@@ -366,12 +441,12 @@ class Boolean(Constraint):
             self._fail(name, value, TypeError)
         return value
 
-
     def _invalid_candidates(self) -> list:
         return [1, 0, "true", None, np.array([True])]
 
     def _valid_candidates(self) -> list:
         return [True, False]
+
 
 class InstanceOf(Constraint):
     """An instance of ``cls`` (e.g. a nested config, which validated itself when it was built).
@@ -398,7 +473,6 @@ class InstanceOf(Constraint):
             self._fail(name, value, TypeError)
         return value
 
-
     def _invalid_candidates(self) -> list:
         return [object(), "x", 1] + ([] if self.optional else [None])
 
@@ -407,6 +481,7 @@ class InstanceOf(Constraint):
             return [self.cls()]  # e.g. a config's quick preset
         except Exception:
             return []
+
 
 class Sequence(Constraint):
     """A tuple or list whose items all satisfy ``item``.
@@ -426,23 +501,41 @@ class Sequence(Constraint):
         Whether repeated items are refused.
     """
 
-    def __init__(self, item: Constraint, min_len: int = 1, increasing: str | None = None,
-                 distinct: bool = False):
-        if increasing not in (None, "strict", "weak") or isinstance(increasing, bool):
-            raise ValueError(f"increasing must be None, 'strict' or 'weak', got {increasing!r}")
+    def __init__(
+        self,
+        item: Constraint,
+        min_len: int = 1,
+        increasing: str | None = None,
+        distinct: bool = False,
+    ):
+        if increasing not in (None, "strict", "weak") or isinstance(
+            increasing, bool
+        ):
+            raise ValueError(
+                f"increasing must be None, 'strict' or 'weak', got {increasing!r}"
+            )
         if not isinstance(item, Constraint):
-            raise TypeError(f"item must be a Constraint (Interval, Options, ...), got {_show(item)}")
+            raise TypeError(
+                f"item must be a Constraint (Interval, Options, ...), got {_show(item)}"
+            )
         if not _is_int(min_len):
             raise TypeError(f"min_len must be an int >= 0, got {_show(min_len)}")
         if min_len < 0:
             raise ValueError(f"min_len must be an int >= 0, got {min_len!r}")
         distinct = _check_flag("distinct", distinct)
-        self.item, self.min_len, self.increasing, self.distinct = item, min_len, increasing, distinct
+        self.item, self.min_len, self.increasing, self.distinct = (
+            item,
+            min_len,
+            increasing,
+            distinct,
+        )
 
     def describe(self) -> str:
         parts = [f"at least {self.min_len} item{'s' if self.min_len != 1 else ''}"]
         if self.increasing:
-            parts.append("strictly increasing" if self.increasing == "strict" else "sorted")
+            parts.append(
+                "strictly increasing" if self.increasing == "strict" else "sorted"
+            )
         if self.distinct:
             parts.append("without repeats")
         return f"a tuple ({', '.join(parts)}) of items each {self.item.describe()}"
@@ -457,12 +550,14 @@ class Sequence(Constraint):
             self._fail(name, value)
         if self.increasing and len(value) > 1:
             pairs = list(zip(value[:-1], value[1:]))
-            if any((b <= a) if self.increasing == "strict" else (b < a) for a, b in pairs):
+            if any(
+                (b <= a) if self.increasing == "strict" else (b < a)
+                for a, b in pairs
+            ):
                 self._fail(name, value)
         if self.distinct and len(set(value)) != len(value):
             self._fail(name, value)
         return value
-
 
     def _invalid_candidates(self) -> list:
         out = ["abc", None, 1, {1: 2}]
@@ -471,7 +566,7 @@ class Sequence(Constraint):
         except (IndexError, LookupError):
             return out
         if self.min_len > 0:
-            out.append(type(good)(good[:self.min_len - 1]))
+            out.append(type(good)(good[: self.min_len - 1]))
         for bad in self.item.invalid_values()[:3]:
             out.append(type(good)([bad] + list(good[1:])))
         if len(good) > 1 and (self.increasing or self.distinct):
@@ -486,7 +581,9 @@ class Sequence(Constraint):
             items = [self.item.valid_value()] * k
         return [tuple(items)] if len(items) == k else []
 
+
 # -- short names for the constraints configs declare most often -----------------------------------
+
 
 def count(minimum: int = 1, optional: bool = False) -> Interval:
     """An ``int`` >= ``minimum`` (sizes, steps, widths).
@@ -558,8 +655,12 @@ def fraction(closed: str = "both", optional: bool = False) -> Interval:
     return Interval(float, 0, 1, closed, optional)
 
 
-def tuple_of(item: Constraint, min_len: int = 1, increasing: str | None = None,
-             distinct: bool = False) -> Sequence:
+def tuple_of(
+    item: Constraint,
+    min_len: int = 1,
+    increasing: str | None = None,
+    distinct: bool = False,
+) -> Sequence:
     """A tuple/list whose items satisfy ``item`` (see :class:`Sequence`).
 
     Parameters
@@ -604,12 +705,15 @@ def check(name: str, value: Any, constraint: Constraint) -> Any:
         If ``value`` does not satisfy ``constraint`` (the message names ``name``).
     """
     if not isinstance(constraint, Constraint):
-        raise TypeError(f"constraint must be a gtlib.checks Constraint (Interval, Options, ...), "
-                        f"got {_show(constraint)}")
+        raise TypeError(
+            f"constraint must be a gtlib.checks Constraint (Interval, Options, ...), "
+            f"got {_show(constraint)}"
+        )
     return constraint.check(name, value)
 
 
 # -- shorthands for the common intervals (they also convert numpy scalars to Python numbers) ------
+
 
 def check_int(name: str, value, minimum: int = 1, maximum: int | None = None) -> int:
     """``value`` as an ``int`` (bools refused), at least ``minimum`` (and at most ``maximum``).
@@ -663,7 +767,11 @@ def check_positive(name: str, value, allow_zero: bool = False) -> float:
         If ``value`` is not a finite real number > 0 (>= 0).
     """
     allow_zero = _check_flag("allow_zero", allow_zero)
-    return float(Interval(float, 0, None, "left" if allow_zero else "neither").check(name, value))
+    return float(
+        Interval(float, 0, None, "left" if allow_zero else "neither").check(
+            name, value
+        )
+    )
 
 
 def check_fraction(name: str, value, open_interval: bool = False) -> float:
@@ -689,7 +797,11 @@ def check_fraction(name: str, value, open_interval: bool = False) -> float:
         If ``value`` is not a real number in the interval.
     """
     open_interval = _check_flag("open_interval", open_interval)
-    return float(Interval(float, 0, 1, "neither" if open_interval else "both").check(name, value))
+    return float(
+        Interval(float, 0, 1, "neither" if open_interval else "both").check(
+            name, value
+        )
+    )
 
 
 def check_real(name: str, value) -> float:
@@ -717,6 +829,7 @@ def check_real(name: str, value) -> float:
 
 # -- tensors and lists at a boundary ----------------------------------------------------------------
 
+
 def check_finite(name: str, x) -> Any:
     """Refuse a float tensor/array holding NaN or infinities (an integer one passes).
 
@@ -742,14 +855,22 @@ def check_finite(name: str, x) -> Any:
         if x.is_floating_point() and x.numel() and not bool(torch.isfinite(x).all()):
             raise ValueError(f"{name} must hold finite values only, got NaN or inf")
     elif isinstance(x, np.ndarray):
-        if np.issubdtype(x.dtype, np.floating) and x.size and not np.isfinite(x).all():
+        if (
+            np.issubdtype(x.dtype, np.floating)
+            and x.size
+            and not np.isfinite(x).all()
+        ):
             raise ValueError(f"{name} must hold finite values only, got NaN or inf")
     else:
-        raise TypeError(f"{name} must be a torch.Tensor or numpy array, got {type(x).__name__}")
+        raise TypeError(
+            f"{name} must be a torch.Tensor or numpy array, got {type(x).__name__}"
+        )
     return x
 
 
-def check_labels(name: str, y, num_classes: int | None = None, n: int | None = None) -> Any:
+def check_labels(
+    name: str, y, num_classes: int | None = None, n: int | None = None
+) -> Any:
     """Refuse labels that are not a 1-D (or 2-D per-member) integer tensor in ``[0, num_classes)``.
 
     ``n`` is the number of rows the labels must match (the last axis of ``y``).
@@ -781,20 +902,30 @@ def check_labels(name: str, y, num_classes: int | None = None, n: int | None = N
     if n is not None:
         n = check_int("n", n, minimum=0)
     if not isinstance(y, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of integer labels, got {type(y).__name__}")
+        raise TypeError(
+            f"{name} must be a torch.Tensor of integer labels, got {type(y).__name__}"
+        )
     if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer class labels (torch.int64), got dtype {y.dtype}")
+        raise TypeError(
+            f"{name} must hold integer class labels (torch.int64), got dtype {y.dtype}"
+        )
     if y.ndim not in (1, 2):
-        raise ValueError(f"{name} must have shape (n,) or (E, n), got {tuple(y.shape)}")
+        raise ValueError(
+            f"{name} must have shape (n,) or (E, n), got {tuple(y.shape)}"
+        )
     if n is not None and y.shape[-1] != n:
-        raise ValueError(f"{name} must have {n} labels (one per row of x), got {tuple(y.shape)}")
+        raise ValueError(
+            f"{name} must have {n} labels (one per row of x), got {tuple(y.shape)}"
+        )
     if y.numel() == 0:
         raise ValueError(f"{name} must not be empty")
     if num_classes is not None:
         lo, hi = int(y.min()), int(y.max())
         if lo < 0 or hi >= num_classes:
-            raise ValueError(f"{name} must hold labels in [0, {num_classes}), got range "
-                             f"[{lo}, {hi}]")
+            raise ValueError(
+                f"{name} must hold labels in [0, {num_classes}), got range "
+                f"[{lo}, {hi}]"
+            )
     return y
 
 
@@ -830,14 +961,22 @@ def check_indices(name: str, idx, size: int) -> torch.Tensor:
         arr = np.asarray(idx)
         if arr.dtype.kind not in "biuf":  # strings, objects, ...
             raise TypeError(f"{name} must hold integer indices, got {_show(idx)}")
-        t = torch.from_numpy(arr.copy()) if arr.size else torch.zeros(0, dtype=torch.int64)
+        t = (
+            torch.from_numpy(arr.copy())
+            if arr.size
+            else torch.zeros(0, dtype=torch.int64)
+        )
     if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
         raise TypeError(f"{name} must hold integer indices, got dtype {t.dtype}")
     if t.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {tuple(t.shape)}")
+        raise ValueError(
+            f"{name} must be one-dimensional, got shape {tuple(t.shape)}"
+        )
     if t.numel() and (int(t.min()) < 0 or int(t.max()) >= size):
-        raise ValueError(f"{name} must hold indices in [0, {size}), got range "
-                         f"[{int(t.min())}, {int(t.max())}]")
+        raise ValueError(
+            f"{name} must hold indices in [0, {size}), got range "
+            f"[{int(t.min())}, {int(t.max())}]"
+        )
     return t.to(torch.int64)
 
 
@@ -890,15 +1029,20 @@ def check_seeds(name: str, seeds) -> list[int]:
     """
     _check_name(name)
     if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
-        raise TypeError(f"{name} must be a non-empty sequence of non-negative ints "
-                        f"(e.g. range(3)), got {_show(seeds)}")
+        raise TypeError(
+            f"{name} must be a non-empty sequence of non-negative ints "
+            f"(e.g. range(3)), got {_show(seeds)}"
+        )
     seeds = list(seeds)
     if not seeds:
-        raise ValueError(f"{name} must be a non-empty sequence of non-negative ints, got []")
+        raise ValueError(
+            f"{name} must be a non-empty sequence of non-negative ints, got []"
+        )
     return [int(SEED.check(f"{name}[{i}]", s)) for i, s in enumerate(seeds)]
 
 
 # -- one decorator for a public function's boundary ---------------------------------------------
+
 
 class Tensor(Constraint):
     """A finite, non-empty torch tensor of a given kind of dtype and number of dimensions.
@@ -923,13 +1067,24 @@ class Tensor(Constraint):
         Whether ``None`` is also accepted.
     """
 
-    def __init__(self, dtype: str | None = None, ndim: int | tuple[int, ...] | None = None,
-                 finite: bool = True, empty: bool = False, numpy: bool = False,
-                 optional: bool = False):
+    def __init__(
+        self,
+        dtype: str | None = None,
+        ndim: int | tuple[int, ...] | None = None,
+        finite: bool = True,
+        empty: bool = False,
+        numpy: bool = False,
+        optional: bool = False,
+    ):
         if dtype not in (None, "float", "int"):
             raise ValueError(f"dtype must be None, 'float' or 'int', got {dtype!r}")
         self.dtype, self.finite, self.empty, self.numpy, self.optional = (
-            dtype, finite, empty, numpy, optional)
+            dtype,
+            finite,
+            empty,
+            numpy,
+            optional,
+        )
         self.ndim = (ndim,) if isinstance(ndim, int) else ndim
 
     def describe(self) -> str:
@@ -947,8 +1102,12 @@ class Tensor(Constraint):
         if value is None and self.optional:
             return value
         if isinstance(value, torch.Tensor):
-            floating, integer = value.is_floating_point(), not value.is_floating_point() and \
-                not value.is_complex() and value.dtype != torch.bool
+            floating, integer = (
+                value.is_floating_point(),
+                not value.is_floating_point()
+                and not value.is_complex()
+                and value.dtype != torch.bool,
+            )
             size, ndim = value.numel(), value.ndim
         elif self.numpy and isinstance(value, np.ndarray):
             floating = np.issubdtype(value.dtype, np.floating)
@@ -956,7 +1115,9 @@ class Tensor(Constraint):
             size, ndim = value.size, value.ndim
         else:
             self._fail(name, value, TypeError)
-        if (self.dtype == "float" and not floating) or (self.dtype == "int" and not integer):
+        if (self.dtype == "float" and not floating) or (
+            self.dtype == "int" and not integer
+        ):
             self._fail(name, value, TypeError)
         if self.ndim is not None and ndim not in self.ndim:
             self._fail(name, value)
@@ -965,7 +1126,6 @@ class Tensor(Constraint):
         if self.finite and floating:
             check_finite(name, value)
         return value
-
 
     def _shape(self) -> tuple:
         return (3,) * (1 if self.ndim is None else self.ndim[0])
@@ -994,6 +1154,7 @@ class Tensor(Constraint):
             out.append(torch.full(shape, float("inf")))
         return out
 
+
 class Device(Constraint):
     """A torch device that this machine has.
 
@@ -1012,18 +1173,24 @@ class Device(Constraint):
         except RuntimeError:
             self._fail(name, value)
         if dev.type == "cuda":
-            if not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count():
-                raise ValueError(f"{name} must be {self.describe()}: {value!r} is not available "
-                                 "on this machine (use 'cpu')")
+            if (
+                not torch.cuda.is_available()
+                or (dev.index or 0) >= torch.cuda.device_count()
+            ):
+                raise ValueError(
+                    f"{name} must be {self.describe()}: {value!r} is not available "
+                    "on this machine (use 'cpu')"
+                )
         elif dev.type == "mps":
             mps = getattr(torch.backends, "mps", None)
             if mps is None or not mps.is_available():
-                raise ValueError(f"{name} must be {self.describe()}: 'mps' is not available on "
-                                 "this machine (use 'cpu')")
+                raise ValueError(
+                    f"{name} must be {self.describe()}: 'mps' is not available on "
+                    "this machine (use 'cpu')"
+                )
         elif dev.type != "cpu":
             self._fail(name, value)
         return value
-
 
     def _valid_candidates(self) -> list:
         return ["cpu", torch.device("cpu")]
@@ -1031,18 +1198,46 @@ class Device(Constraint):
     def _invalid_candidates(self) -> list:
         return ["tpu", "not a device", 3, None, "cuda:99"]
 
+
 def _stock_invalid() -> list:
     """Wrong values that most constraints refuse: wrong types, None, non-finite numbers, empties."""
-    return [None, "not a value", True, 1.5, -1, float("nan"), float("inf"), [], (), {}, object(),
-            torch.empty(0), torch.tensor([float("nan")]), np.array([]), [float("nan")]]
+    return [
+        None,
+        "not a value",
+        True,
+        1.5,
+        -1,
+        float("nan"),
+        float("inf"),
+        [],
+        (),
+        {},
+        object(),
+        torch.empty(0),
+        torch.tensor([float("nan")]),
+        np.array([]),
+        [float("nan")],
+    ]
 
 
 def _stock_valid() -> list:
     """Common right values, tried in turn when a constraint proposes none of its own."""
-    return [1, 0.5, True, "cpu", [0.1, 0.5, 0.9], np.array([0.1, 0.5, 0.9]), torch.rand(4, 3),
-            torch.rand(4), torch.zeros(4, dtype=torch.int64), torch.tensor([1.0, -1.0, 1.0, -1.0]),
-            (1, 2), (0.1, 0.5), "magnitude",
-            lambda *args, **kwargs: None]
+    return [
+        1,
+        0.5,
+        True,
+        "cpu",
+        [0.1, 0.5, 0.9],
+        np.array([0.1, 0.5, 0.9]),
+        torch.rand(4, 3),
+        torch.rand(4),
+        torch.zeros(4, dtype=torch.int64),
+        torch.tensor([1.0, -1.0, 1.0, -1.0]),
+        (1, 2),
+        (0.1, 0.5),
+        "magnitude",
+        lambda *args, **kwargs: None,
+    ]
 
 
 def _from_annotation(hint) -> Constraint | None:
@@ -1077,7 +1272,10 @@ def _from_annotation(hint) -> Constraint | None:
         return InstanceOf(dict)
     if origin is collections_abc.Callable or hint is collections_abc.Callable:
         return _Callable()
-    if isinstance(hint, type) and hint.__module__.split(".")[0] in ("gtlib", "torch"):
+    if isinstance(hint, type) and hint.__module__.split(".")[0] in (
+        "gtlib",
+        "torch",
+    ):
         return InstanceOf(hint)
     return None
 
@@ -1087,7 +1285,9 @@ class _Either(Constraint):
         self.parts, self.optional = parts, optional
 
     def describe(self) -> str:
-        return " or ".join(p.describe() for p in self.parts) + (" or None" if self.optional else "")
+        return " or ".join(p.describe() for p in self.parts) + (
+            " or None" if self.optional else ""
+        )
 
     def check(self, name: str, value: Any) -> Any:
         if value is None and self.optional:
@@ -1100,8 +1300,13 @@ class _Either(Constraint):
                 errors.append(e)
         if len(errors) == 1:
             raise errors[0]
-        self._fail(name, value, TypeError if all(isinstance(e, TypeError) for e in errors)
-                   else ValueError)
+        self._fail(
+            name,
+            value,
+            TypeError
+            if all(isinstance(e, TypeError) for e in errors)
+            else ValueError,
+        )
 
 
 class _SequenceOf(Constraint):
@@ -1109,15 +1314,25 @@ class _SequenceOf(Constraint):
 
     def __init__(self, hint):
         import typing
+
         args = typing.get_args(hint)
-        self.item = _from_annotation(args[0]) if len(args) == 1 and args[0] is not Any else None
+        self.item = (
+            _from_annotation(args[0])
+            if len(args) == 1 and args[0] is not Any
+            else None
+        )
 
     def describe(self) -> str:
-        return "a non-empty list or tuple" + (f" whose items are each {self.item.describe()}"
-                                             if self.item else "")
+        return "a non-empty list or tuple" + (
+            f" whose items are each {self.item.describe()}" if self.item else ""
+        )
 
     def check(self, name: str, value: Any) -> Any:
-        if isinstance(value, (str, bytes, dict)) or value is None or not hasattr(value, "__len__"):
+        if (
+            isinstance(value, (str, bytes, dict))
+            or value is None
+            or not hasattr(value, "__len__")
+        ):
             self._fail(name, value, TypeError)
         if len(value) == 0:
             self._fail(name, value)
@@ -1174,8 +1389,10 @@ def boundary(**declared):
     """
     for k, v in declared.items():
         if v is not None and not isinstance(v, Constraint):
-            raise TypeError(f"the constraint for {k} must be a gtlib.checks Constraint or None, "
-                            f"got {_show(v)}")
+            raise TypeError(
+                f"the constraint for {k} must be a gtlib.checks Constraint or None, "
+                f"got {_show(v)}"
+            )
 
     def wrap(func):
         import functools
@@ -1185,16 +1402,25 @@ def boundary(**declared):
         sig = inspect.signature(func)
         unknown = set(declared) - set(sig.parameters)
         if unknown:
-            raise TypeError(f"boundary({', '.join(sorted(unknown))}): {func.__qualname__} has no "
-                            "such argument")
+            raise TypeError(
+                f"boundary({', '.join(sorted(unknown))}): {func.__qualname__} has no "
+                "such argument"
+            )
+
         def constraints() -> list:
             hints = typing.get_type_hints(func)
             out = []
             for name, p in sig.parameters.items():
-                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or name in ("self", "cls"):
+                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or name in (
+                    "self",
+                    "cls",
+                ):
                     continue
-                c = declared[name] if name in declared else (
-                    _from_annotation(hints[name]) if name in hints else None)
+                c = (
+                    declared[name]
+                    if name in declared
+                    else (_from_annotation(hints[name]) if name in hints else None)
+                )
                 if c is not None:
                     out.append((name, c, p.default))
             return out

@@ -41,6 +41,7 @@ holds on this run; otherwise it is ``FAILED`` too. Every check rewrites
 ``GTLIB_RESULTS_DIR/<chapter>.json``, which holds each claim's rule, values, control and reason,
 so anyone can re-evaluate every outcome from the file alone (:func:`reevaluate`).
 """
+
 from __future__ import annotations
 
 import ast
@@ -60,10 +61,22 @@ from .config import settings
 
 __all__ = [
     # recording claims
-    "Claim", "ClaimFailed", "Claims", "RuleError", "evaluate_rule", "margin",
+    "Claim",
+    "ClaimFailed",
+    "Claims",
+    "RuleError",
+    "evaluate_rule",
+    "margin",
     # reading results (the reproduction report, the claims gate)
-    "claims_table_html", "control_refusal", "failure_text", "load_results", "reevaluate",
-    "shown_status", "sweep_dir", "sweep_entries", "verdict_html",
+    "claims_table_html",
+    "control_refusal",
+    "failure_text",
+    "load_results",
+    "reevaluate",
+    "shown_status",
+    "sweep_dir",
+    "sweep_entries",
+    "verdict_html",
 ]
 
 
@@ -98,32 +111,88 @@ def _sd(xs) -> float:
     return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
 
-_FUNCS = {"abs": abs, "min": min, "max": max, "all": all, "any": any, "len": len, "sum": sum,
-          "mean": _mean, "sd": _sd}
-_CMPOPS = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
-           ast.GtE: lambda a, b: a >= b}
+_FUNCS = {
+    "abs": abs,
+    "min": min,
+    "max": max,
+    "all": all,
+    "any": any,
+    "len": len,
+    "sum": sum,
+    "mean": _mean,
+    "sd": _sd,
+}
+_CMPOPS = {
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+}
 _MAX_RULE = 500
-_MAX_EXPONENT = 64  # a rule compares measured values: it needs powers such as n ** 0.5
+_MAX_EXPONENT = (
+    64  # a rule compares measured values: it needs powers such as n ** 0.5
+)
 _MAX_BITS = 2**16  # the largest integer a rule may build (about 20,000 digits)
 _MAX_STEPS = 1_000_000  # comprehension items one rule may visit (a rule is a check, not a job)
 _MAX_DEPTH = 32  # the deepest nesting of lists/dicts a claim's value may have
 # The Python a rule may use: arithmetic, comparisons, boolean logic, conditional expressions,
 # indexing and slicing, list/tuple literals, simple comprehensions, and calls of _FUNCS.
-_ALLOWED = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub,
-            ast.UAdd, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod,
-            ast.Pow, ast.Compare, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq, ast.In,
-            ast.NotIn, ast.IfExp, ast.Call, ast.Name, ast.Load, ast.Store, ast.Constant,
-            ast.List, ast.Tuple, ast.Subscript, ast.Slice, ast.GeneratorExp, ast.ListComp,
-            ast.comprehension)
+_ALLOWED = (
+    ast.Expression,
+    ast.BoolOp,
+    ast.And,
+    ast.Or,
+    ast.UnaryOp,
+    ast.Not,
+    ast.USub,
+    ast.UAdd,
+    ast.BinOp,
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.Div,
+    ast.FloorDiv,
+    ast.Mod,
+    ast.Pow,
+    ast.Compare,
+    ast.Lt,
+    ast.LtE,
+    ast.Gt,
+    ast.GtE,
+    ast.Eq,
+    ast.NotEq,
+    ast.In,
+    ast.NotIn,
+    ast.IfExp,
+    ast.Call,
+    ast.Name,
+    ast.Load,
+    ast.Store,
+    ast.Constant,
+    ast.List,
+    ast.Tuple,
+    ast.Subscript,
+    ast.Slice,
+    ast.GeneratorExp,
+    ast.ListComp,
+    ast.comprehension,
+)
 
 
 def _pow(a, b):
     if isinstance(b, (int, float)) and abs(b) > _MAX_EXPONENT:
         raise RuleError(f"exponents above {_MAX_EXPONENT} are not allowed in a rule")
-    if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a).bit_length() * b > _MAX_BITS:
-        raise RuleError(f"the rule builds a number of more than {_MAX_BITS} bits; a rule "
-                        "compares measured values, it does not compute towers of powers")
-    return a ** b
+    if (
+        isinstance(a, int)
+        and isinstance(b, int)
+        and b > 0
+        and abs(a).bit_length() * b > _MAX_BITS
+    ):
+        raise RuleError(
+            f"the rule builds a number of more than {_MAX_BITS} bits; a rule "
+            "compares measured values, it does not compute towers of powers"
+        )
+    return a**b
 
 
 def _mul(a, b):
@@ -132,7 +201,10 @@ def _mul(a, b):
     return a * b
 
 
-_GUARDS = {"__pow": _pow, "__mul": _mul}  # names a rule cannot spell (it may not use "__")
+_GUARDS = {
+    "__pow": _pow,
+    "__mul": _mul,
+}  # names a rule cannot spell (it may not use "__")
 
 
 def _counted():
@@ -144,8 +216,10 @@ def _counted():
         for item in items:
             left[0] -= 1
             if left[0] < 0:
-                raise RuleError(f"the rule's comprehensions take more than {_MAX_STEPS} steps; "
-                                "compute the value in the chapter and name it in values")
+                raise RuleError(
+                    f"the rule's comprehensions take more than {_MAX_STEPS} steps; "
+                    "compute the value in the chapter and name it in values"
+                )
             yield item
 
     return counted
@@ -158,12 +232,15 @@ class _Lists(ast.NodeTransformer):
     minutes)."""
 
     def visit_Tuple(self, node):
-        return ast.copy_location(ast.List([self.visit(e) for e in node.elts], ast.Load()), node)
+        return ast.copy_location(
+            ast.List([self.visit(e) for e in node.elts], ast.Load()), node
+        )
 
     def visit_comprehension(self, node):
         node = self.generic_visit(node)
-        node.iter = ast.copy_location(ast.Call(ast.Name("__iter", ast.Load()), [node.iter], []),
-                                      node.iter)
+        node.iter = ast.copy_location(
+            ast.Call(ast.Name("__iter", ast.Load()), [node.iter], []), node.iter
+        )
         return node
 
     def visit_BinOp(self, node):
@@ -183,20 +260,30 @@ def _validated(tree: ast.AST) -> ast.AST:
         if not isinstance(node, _ALLOWED):
             raise RuleError(f"{type(node).__name__} is not allowed in a rule")
         if isinstance(node, ast.Constant) and not (
-                node.value is None or isinstance(node.value, (bool, int, float, str))):
+            node.value is None or isinstance(node.value, (bool, int, float, str))
+        ):
             raise RuleError(f"constant {node.value!r} is not allowed in a rule")
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS:
-                name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
-                raise RuleError(f"call of {name!r} is not allowed in a rule "
-                                f"(allowed: {sorted(_FUNCS)})")
+                name = (
+                    node.func.id
+                    if isinstance(node.func, ast.Name)
+                    else ast.unparse(node.func)
+                )
+                raise RuleError(
+                    f"call of {name!r} is not allowed in a rule "
+                    f"(allowed: {sorted(_FUNCS)})"
+                )
             if node.keywords:
                 raise RuleError("keyword arguments are not allowed in a rule")
         if isinstance(node, ast.Name) and node.id.startswith("__"):
             raise RuleError(f"name {node.id!r} is not allowed in a rule")
         if isinstance(node, ast.comprehension) and (
-                node.is_async or not isinstance(node.target, ast.Name)):
-            raise RuleError("only simple 'for name in values' comprehensions are allowed in a rule")
+            node.is_async or not isinstance(node.target, ast.Name)
+        ):
+            raise RuleError(
+                "only simple 'for name in values' comprehensions are allowed in a rule"
+            )
     return _Lists().visit(tree)
 
 
@@ -209,8 +296,9 @@ def _ev(node: ast.AST, env: dict) -> Any:
     try:
         return eval(code, scope)  # noqa: S307 - the tree was validated by _validated
     except NameError as exc:
-        raise RuleError(f"unknown name {exc.name!r} (the rule can use only "
-                        f"{sorted(env)})") from None
+        raise RuleError(
+            f"unknown name {exc.name!r} (the rule can use only {sorted(env)})"
+        ) from None
 
 
 def evaluate_rule(rule: str, values: dict) -> bool:
@@ -243,27 +331,38 @@ def evaluate_rule(rule: str, values: dict) -> bool:
     if not isinstance(rule, str) or not rule.strip():
         raise RuleError(f"rule must be a non-empty str, got {rule!r}")
     if len(rule) > _MAX_RULE:
-        raise RuleError(f"rule is {len(rule)} characters long; keep it under {_MAX_RULE}")
+        raise RuleError(
+            f"rule is {len(rule)} characters long; keep it under {_MAX_RULE}"
+        )
     if not isinstance(values, dict):
         raise RuleError(f"values must be a dict, got {type(values).__name__}")
     for key, value in values.items():
         if key in _FUNCS:
-            raise RuleError(f"values[{key!r}]: a value may not take the name of a rule function "
-                            f"({sorted(_FUNCS)})")
+            raise RuleError(
+                f"values[{key!r}]: a value may not take the name of a rule function "
+                f"({sorted(_FUNCS)})"
+            )
         _finite_or_raise(value, f"values[{key!r}]")
     try:
         tree = ast.parse(rule.strip(), mode="eval")
     except SyntaxError as exc:
-        raise RuleError(f"rule {rule!r} is not a valid expression: {exc.msg}") from None
+        raise RuleError(
+            f"rule {rule!r} is not a valid expression: {exc.msg}"
+        ) from None
     try:
         out = _ev(_validated(tree), values)
     except RuleError:
         raise
-    except Exception as exc:  # an error of the values (index, type, division by zero...)
-        raise RuleError(f"rule {rule!r} failed on values {values!r}: "
-                        f"{type(exc).__name__}: {exc}") from None
+    except (
+        Exception
+    ) as exc:  # an error of the values (index, type, division by zero...)
+        raise RuleError(
+            f"rule {rule!r} failed on values {values!r}: {type(exc).__name__}: {exc}"
+        ) from None
     if not isinstance(out, bool):
-        raise RuleError(f"rule {rule!r} gave {out!r} ({type(out).__name__}), not a bool")
+        raise RuleError(
+            f"rule {rule!r} gave {out!r} ({type(out).__name__}), not a bool"
+        )
     return out
 
 
@@ -274,26 +373,41 @@ def _finite_or_raise(value: Any, where: str, depth: int = 0) -> None:
     if depth > 20:
         return
     if isinstance(value, float) and not math.isfinite(value):
-        raise RuleError(f"{where} is {value!r}: a rule's values must be finite numbers")
+        raise RuleError(
+            f"{where} is {value!r}: a rule's values must be finite numbers"
+        )
     if isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             _finite_or_raise(v, f"{where}[{i}]", depth + 1)
     elif isinstance(value, dict):
         for k, v in value.items():
             _finite_or_raise(v, f"{where}[{k!r}]", depth + 1)
-    elif hasattr(value, "dtype") and hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        _finite_or_raise(value.tolist() if not hasattr(value, "detach") else
-                         value.detach().cpu().tolist(), where, depth + 1)
+    elif (
+        hasattr(value, "dtype")
+        and hasattr(value, "tolist")
+        and not isinstance(value, (str, bytes))
+    ):
+        _finite_or_raise(
+            value.tolist()
+            if not hasattr(value, "detach")
+            else value.detach().cpu().tolist(),
+            where,
+            depth + 1,
+        )
 
 
 def _clean(value: Any, where: str, depth: int = 0) -> Any:
     """JSON-safe plain Python copy of a measured value; reject what a rule cannot use."""
     if depth > _MAX_DEPTH:
-        raise ValueError(f"{where.split('[')[0]} nests lists/dicts more than {_MAX_DEPTH} deep "
-                         f"(at {where[:120]}...): a claim's values are numbers or short lists")
+        raise ValueError(
+            f"{where.split('[')[0]} nests lists/dicts more than {_MAX_DEPTH} deep "
+            f"(at {where[:120]}...): a claim's values are numbers or short lists"
+        )
     if hasattr(value, "detach"):  # torch tensor
         value = value.detach().cpu()
-    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):  # numpy array / scalar
+    if hasattr(value, "tolist") and not isinstance(
+        value, (str, bytes)
+    ):  # numpy array / scalar
         value = value.tolist()
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
@@ -301,7 +415,9 @@ def _clean(value: Any, where: str, depth: int = 0) -> Any:
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"{where} is {value!r}: a claim's values must be finite numbers")
+            raise ValueError(
+                f"{where} is {value!r}: a claim's values must be finite numbers"
+            )
         return value
     if isinstance(value, (list, tuple)):
         return [_clean(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
@@ -309,20 +425,28 @@ def _clean(value: Any, where: str, depth: int = 0) -> Any:
         out = {}
         for k, v in value.items():
             if not isinstance(k, (str, int)):
-                raise TypeError(f"{where} has a key {k!r} of type {type(k).__name__}; use str keys")
+                raise TypeError(
+                    f"{where} has a key {k!r} of type {type(k).__name__}; use str keys"
+                )
             out[str(k)] = _clean(v, f"{where}[{k!r}]", depth + 1)
         return out
-    raise TypeError(f"{where} is a {type(value).__name__}; a claim's values must be numbers, bools, "
-                    "strings, or lists/dicts of those")
+    raise TypeError(
+        f"{where} is a {type(value).__name__}; a claim's values must be numbers, bools, "
+        "strings, or lists/dicts of those"
+    )
 
 
 def _clean_values(values: Any, where: str) -> dict:
     if not isinstance(values, dict) or not values:
-        raise TypeError(f"{where} must be a non-empty dict of named measured values, got {values!r}")
+        raise TypeError(
+            f"{where} must be a non-empty dict of named measured values, got {values!r}"
+        )
     out = {}
     for k, v in values.items():
         if not isinstance(k, str) or not k.isidentifier():
-            raise ValueError(f"{where} key {k!r} must be a Python identifier (the rule refers to it)")
+            raise ValueError(
+                f"{where} key {k!r} must be a Python identifier (the rule refers to it)"
+            )
         out[k] = _clean(v, f"{where}[{k!r}]")
     return out
 
@@ -340,7 +464,9 @@ def _has_float(v: Any) -> bool:
     return False
 
 
-def control_refusal(values: dict, control_values: dict, given: dict | None = None) -> str:
+def control_refusal(
+    values: dict, control_values: dict, given: dict | None = None
+) -> str:
     """Why a control fails by arithmetic rather than by measurement ('' if it does not).
 
     A control is refused when (1) its values are a copy of the measurement's; (2) two measured
@@ -368,52 +494,81 @@ def control_refusal(values: dict, control_values: dict, given: dict | None = Non
         The reason for refusing, or ``""`` when the control is a measurement.
     """
     if not isinstance(values, dict) or not isinstance(control_values, dict):
-        raise TypeError("values and control_values must be dicts of named measured values, got "
-                        f"{type(values).__name__} and {type(control_values).__name__}")
+        raise TypeError(
+            "values and control_values must be dicts of named measured values, got "
+            f"{type(values).__name__} and {type(control_values).__name__}"
+        )
     if set(values) != set(control_values):
-        return (f"the control names {sorted(control_values)}, not the measured values "
-                f"{sorted(values)}: a control is the same measurement on a null experiment")
+        return (
+            f"the control names {sorted(control_values)}, not the measured values "
+            f"{sorted(values)}: a control is the same measurement on a null experiment"
+        )
     if values == control_values:
         return "the control's values are a copy of the measurement's"
     names = sorted(values)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             ca, cb = control_values[a], control_values[b]
-            if ca == cb and values[a] != values[b] and (
-                    _has_float(ca) or _has_float(values[a]) or _has_float(values[b])):
-                return (f"in the control, {a!r} and {b!r} take the same value ({_fmt(ca)}) while "
-                        f"they differ in the measurement ({_fmt(values[a])} and {_fmt(values[b])}): "
-                        "the baseline is in both sides of the rule, so the control fails by "
-                        "arithmetic; measure a null experiment instead")
+            if (
+                ca == cb
+                and values[a] != values[b]
+                and (
+                    _has_float(ca) or _has_float(values[a]) or _has_float(values[b])
+                )
+            ):
+                return (
+                    f"in the control, {a!r} and {b!r} take the same value ({_fmt(ca)}) while "
+                    f"they differ in the measurement ({_fmt(values[a])} and {_fmt(values[b])}): "
+                    "the baseline is in both sides of the rule, so the control fails by "
+                    "arithmetic; measure a null experiment instead"
+                )
     for k in names:
-        if control_values[k] == values[k] and (_has_float(values[k]) or (
-                isinstance(values[k], list) and len(values[k]) > 1)):
-            return (f"the control repeats the measured value of {k!r} ({_fmt(values[k])}) "
-                    "unchanged: a quantity the null does not re-measure is a constant of both "
-                    "sides; pass it in given=")
+        if control_values[k] == values[k] and (
+            _has_float(values[k])
+            or (isinstance(values[k], list) and len(values[k]) > 1)
+        ):
+            return (
+                f"the control repeats the measured value of {k!r} ({_fmt(values[k])}) "
+                "unchanged: a quantity the null does not re-measure is a constant of both "
+                "sides; pass it in given="
+            )
     for k in names:
         if _sums_to_zero(control_values[k]) and not _sums_to_zero(values[k]):
-            return (f"the control's {k!r} sums to zero ({_fmt(control_values[k])}): a list of "
-                    "deviations from its own mean (or x - roll(x)) has mean 0 by construction, "
-                    "not by measurement; measure a null experiment instead")
+            return (
+                f"the control's {k!r} sums to zero ({_fmt(control_values[k])}): a list of "
+                "deviations from its own mean (or x - roll(x)) has mean 0 by construction, "
+                "not by measurement; measure a null experiment instead"
+            )
     for g, gv in (given or {}).items():
         if not (isinstance(gv, float) and math.isfinite(gv)):
             continue
         for k, cv in control_values.items():
             seen = [cv] if isinstance(cv, float) else []
-            if isinstance(cv, list) and cv and all(_num(x) for x in cv) and _has_float(cv):
+            if (
+                isinstance(cv, list)
+                and cv
+                and all(_num(x) for x in cv)
+                and _has_float(cv)
+            ):
                 seen.append(sum(cv) / len(cv))
             if any(abs(gv - c) <= 1e-12 * max(1.0, abs(c)) for c in seen):
-                return (f"the constant {g!r} ({_fmt(gv)}) in given is the control's own "
-                        f"measurement of {k!r}: the rule then compares the control with itself, "
-                        "so it fails by arithmetic; measure a second null instead (another "
-                        "draw of the null experiment)")
+                return (
+                    f"the constant {g!r} ({_fmt(gv)}) in given is the control's own "
+                    f"measurement of {k!r}: the rule then compares the control with itself, "
+                    "so it fails by arithmetic; measure a second null instead (another "
+                    "draw of the null experiment)"
+                )
     return ""
 
 
 def _sums_to_zero(v: Any) -> bool:
     """A list of two or more measured floats whose sum is zero to rounding."""
-    if not (isinstance(v, list) and len(v) > 1 and all(_num(x) for x in v) and _has_float(v)):
+    if not (
+        isinstance(v, list)
+        and len(v) > 1
+        and all(_num(x) for x in v)
+        and _has_float(v)
+    ):
         return False
     size = sum(abs(x) for x in v)
     return size > 0 and abs(sum(v)) <= 1e-9 * size
@@ -446,8 +601,9 @@ def _margin(node: ast.AST, env: dict) -> tuple[float, str]:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         m, text = _margin(node.operand, env)
         return -m, f"not ({text})"
-    if isinstance(node, ast.Compare) and all(type(op) in (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
-                                             for op in node.ops):
+    if isinstance(node, ast.Compare) and all(
+        type(op) in (ast.Lt, ast.LtE, ast.Gt, ast.GtE) for op in node.ops
+    ):
         left = _ev(node.left, env)
         best, decided = (math.inf, ""), False
         for op, comp in zip(node.ops, node.comparators):
@@ -455,17 +611,28 @@ def _margin(node: ast.AST, env: dict) -> tuple[float, str]:
                 right = _ev(comp, env)
                 ok = _CMPOPS[type(op)](left, right)
             except Exception:
-                if decided:  # a chain stops at its first false comparison, as in Python
+                if (
+                    decided
+                ):  # a chain stops at its first false comparison, as in Python
                     break
                 raise
             decided = decided or not ok
             if not (_num(left) and _num(right)):
                 part = (math.inf if ok else -math.inf, "")
             else:
-                diff = (right - left) if isinstance(op, (ast.Lt, ast.LtE)) else (left - right)
+                diff = (
+                    (right - left)
+                    if isinstance(op, (ast.Lt, ast.LtE))
+                    else (left - right)
+                )
                 scale = max(abs(left), abs(right), 1e-12)
-                sym = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}[type(op)]
-                part = (diff / scale, f"{_fmt(float(left))} {sym} {_fmt(float(right))}")
+                sym = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}[
+                    type(op)
+                ]
+                part = (
+                    diff / scale,
+                    f"{_fmt(float(left))} {sym} {_fmt(float(right))}",
+                )
             best = min(best, part, key=lambda p: p[0])
             left = right
         return best
@@ -555,8 +722,13 @@ def _env(values: dict, given: dict | None) -> dict:
     return {**(given or {}), **values}
 
 
-def _outcome(kind: str, rule: str, values: dict, control: dict | None,
-             given: dict | None = None) -> tuple[bool, bool | None]:
+def _outcome(
+    kind: str,
+    rule: str,
+    values: dict,
+    control: dict | None,
+    given: dict | None = None,
+) -> tuple[bool, bool | None]:
     on_values = evaluate_rule(rule, _env(values, given))
     if kind == "sanity":
         return on_values, None
@@ -568,7 +740,9 @@ def _outcome(kind: str, rule: str, values: dict, control: dict | None,
 def _reason_holds(reason: dict | None, values: dict, given: dict | None) -> bool:
     if not reason:
         return False
-    return evaluate_rule(reason["rule"], {**_env(values, given), **reason.get("values", {})})
+    return evaluate_rule(
+        reason["rule"], {**_env(values, given), **reason.get("values", {})}
+    )
 
 
 def _status(kind: str, holds: bool, reason_holds: bool) -> str:
@@ -585,58 +759,91 @@ def _check_declarations(declared: Any) -> dict:
     if declared is None:
         return {}
     if not isinstance(declared, dict):
-        raise TypeError(f"declared must be a dict of claim id -> declaration, got "
-                        f"{type(declared).__name__}")
+        raise TypeError(
+            f"declared must be a dict of claim id -> declaration, got "
+            f"{type(declared).__name__}"
+        )
     out = {}
     for id, entry in declared.items():
         if not isinstance(id, str) or not _ID.fullmatch(id):
-            raise ValueError(f"declared ids must look like 'chapter.claim_name', got {id!r}")
+            raise ValueError(
+                f"declared ids must look like 'chapter.claim_name', got {id!r}"
+            )
         if not isinstance(entry, dict):
-            raise TypeError(f"declared[{id!r}] must be a dict, got {type(entry).__name__}")
+            raise TypeError(
+                f"declared[{id!r}] must be a dict, got {type(entry).__name__}"
+            )
         unknown = sorted(set(entry) - set(_DECLARED_KEYS))
         if unknown:
-            raise ValueError(f"declared[{id!r}] has unknown key(s) {unknown}; the keys are "
-                             f"{list(_DECLARED_KEYS)}")
+            raise ValueError(
+                f"declared[{id!r}] has unknown key(s) {unknown}; the keys are "
+                f"{list(_DECLARED_KEYS)}"
+            )
         for key in ("statement", "paper", "rule"):
             if not isinstance(entry.get(key), str) or not entry[key].strip():
-                raise TypeError(f"declared[{id!r}][{key!r}] must be a non-empty str, got "
-                                f"{entry.get(key)!r}")
+                raise TypeError(
+                    f"declared[{id!r}][{key!r}] must be a non-empty str, got "
+                    f"{entry.get(key)!r}"
+                )
         kind = entry.get("kind", "effect")
         if kind not in KINDS:
-            raise ValueError(f"declared[{id!r}]['kind'] must be one of {KINDS}, got {kind!r}")
+            raise ValueError(
+                f"declared[{id!r}]['kind'] must be one of {KINDS}, got {kind!r}"
+            )
         control = entry.get("control")
-        if kind == "effect" and (not isinstance(control, str) or not control.strip()):
-            raise TypeError(f"declared[{id!r}] is an effect: its 'control' must name the measured "
-                            f"null (a non-empty str), got {control!r}")
+        if kind == "effect" and (
+            not isinstance(control, str) or not control.strip()
+        ):
+            raise TypeError(
+                f"declared[{id!r}] is an effect: its 'control' must name the measured "
+                f"null (a non-empty str), got {control!r}"
+            )
         if kind == "sanity" and control is not None:
-            raise ValueError(f"declared[{id!r}] is a sanity check: it takes no control")
+            raise ValueError(
+                f"declared[{id!r}] is a sanity check: it takes no control"
+            )
         reason = entry.get("reason")
-        if reason is not None and (not isinstance(reason, (tuple, list)) or len(reason) != 2
-                                   or not all(isinstance(r, str) and r.strip() for r in reason)):
-            raise TypeError(f"declared[{id!r}]['reason'] must be (text, rule), got {reason!r}")
+        if reason is not None and (
+            not isinstance(reason, (tuple, list))
+            or len(reason) != 2
+            or not all(isinstance(r, str) and r.strip() for r in reason)
+        ):
+            raise TypeError(
+                f"declared[{id!r}]['reason'] must be (text, rule), got {reason!r}"
+            )
         for rule in [entry["rule"]] + ([reason[1]] if reason else []):
             try:
                 _validated(ast.parse(rule.strip(), mode="eval"))
             except SyntaxError as err:
-                raise RuleError(f"declared[{id!r}] has a rule that does not parse: {rule!r}") from err
-        out[id] = {"statement": entry["statement"].strip(), "paper": entry["paper"].strip(),
-                   "rule": entry["rule"].strip(), "kind": kind,
-                   "control": control.strip() if control else None,
-                   "reason": (reason[0].strip(), reason[1].strip()) if reason else None}
+                raise RuleError(
+                    f"declared[{id!r}] has a rule that does not parse: {rule!r}"
+                ) from err
+        out[id] = {
+            "statement": entry["statement"].strip(),
+            "paper": entry["paper"].strip(),
+            "rule": entry["rule"].strip(),
+            "kind": kind,
+            "control": control.strip() if control else None,
+            "reason": (reason[0].strip(), reason[1].strip()) if reason else None,
+        }
     return out
 
 
 def _filler(id: str, given: Any):
     """Fill a declared text's ``{name}`` fields from ``given`` (settings of the run, such as a
     width or an epoch, that the text names)."""
+
     def fill(text: str) -> str:
         if "{" not in text:
             return text
         try:
             return text.format(**(given if isinstance(given, dict) else {}))
         except (KeyError, IndexError, ValueError) as err:
-            raise ValueError(f"the declared text of claim {id!r} names a field that given= does "
-                             f"not supply ({err}): {text!r}") from None
+            raise ValueError(
+                f"the declared text of claim {id!r} names a field that given= does "
+                f"not supply ({err}): {text!r}"
+            ) from None
+
     return fill
 
 
@@ -668,32 +875,56 @@ class Claims:
     never silently overwrite each other's file.
     """
 
-    def __init__(self, chapter: str, results_dir: str | Path | None = None,
-                 declared: dict | None = None):
+    def __init__(
+        self,
+        chapter: str,
+        results_dir: str | Path | None = None,
+        declared: dict | None = None,
+    ):
         if not isinstance(chapter, str) or not _SLUG.fullmatch(chapter):
-            raise ValueError(f"chapter must be a lowercase slug like 'mode-connectivity', got {chapter!r}")
-        if results_dir is not None and (not isinstance(results_dir, (str, os.PathLike))
-                                        or not str(results_dir).strip()):
-            raise TypeError(f"results_dir must be a folder path (str or pathlib.Path) or None, got "
-                            f"{results_dir!r}")
+            raise ValueError(
+                f"chapter must be a lowercase slug like 'mode-connectivity', got {chapter!r}"
+            )
+        if results_dir is not None and (
+            not isinstance(results_dir, (str, os.PathLike))
+            or not str(results_dir).strip()
+        ):
+            raise TypeError(
+                f"results_dir must be a folder path (str or pathlib.Path) or None, got "
+                f"{results_dir!r}"
+            )
         self.declared = _check_declarations(declared)
         s = settings()
         self.chapter = chapter
         self.scale = s.scale
         self.seed = s.seed
-        self.results_dir = Path(results_dir) if results_dir is not None else s.results_dir
+        self.results_dir = (
+            Path(results_dir) if results_dir is not None else s.results_dir
+        )
         if self.results_dir.exists() and not self.results_dir.is_dir():
-            raise ValueError(f"results_dir {str(self.results_dir)!r} exists and is not a folder")
+            raise ValueError(
+                f"results_dir {str(self.results_dir)!r} exists and is not a folder"
+            )
         self.claims: list[Claim] = []
         self.path = self.results_dir / f"{chapter}.json"
         self._token = uuid.uuid4().hex
         _ACTIVE[str(self.path.resolve())] = self._token
         self._write()
 
-    def check(self, id: str, *, values: dict, statement: str | None = None,
-              paper: str | None = None, rule: str | None = None,
-              control: tuple[str, dict] | dict | None = None, given: dict | None = None,
-              kind: str | None = None, reason: tuple | dict | None = None, **unknown) -> None:
+    def check(
+        self,
+        id: str,
+        *,
+        values: dict,
+        statement: str | None = None,
+        paper: str | None = None,
+        rule: str | None = None,
+        control: tuple[str, dict] | dict | None = None,
+        given: dict | None = None,
+        kind: str | None = None,
+        reason: tuple | dict | None = None,
+        **unknown,
+    ) -> None:
         """Evaluate a claim's rule on this run's values (and its control's); record it.
 
         Parameters
@@ -739,15 +970,29 @@ class Claims:
         """
         if unknown:
             extra = sorted(unknown)
-            hint = (" (nonreproduction= became reason=(text, rule, values): the measured reason "
-                    "is a rule that must hold)" if "nonreproduction" in unknown else "")
-            raise TypeError(f"check() got unexpected keyword argument(s) {extra}{hint}")
+            hint = (
+                " (nonreproduction= became reason=(text, rule, values): the measured reason "
+                "is a rule that must hold)"
+                if "nonreproduction" in unknown
+                else ""
+            )
+            raise TypeError(
+                f"check() got unexpected keyword argument(s) {extra}{hint}"
+            )
         statement, paper, rule, kind, control, reason = self._declared_parts(
-            id, statement, paper, rule, kind, control, reason, given)
+            id, statement, paper, rule, kind, control, reason, given
+        )
         if _ACTIVE.get(str(self.path.resolve())) != self._token:
-            raise RuntimeError(f"this claims register for {self.chapter!r} was replaced by a newer one "
-                               "for the same chapter; use the newest register")
-        for name, val in (("id", id), ("statement", statement), ("paper", paper), ("rule", rule)):
+            raise RuntimeError(
+                f"this claims register for {self.chapter!r} was replaced by a newer one "
+                "for the same chapter; use the newest register"
+            )
+        for name, val in (
+            ("id", id),
+            ("statement", statement),
+            ("paper", paper),
+            ("rule", rule),
+        ):
             if not isinstance(val, str) or not val.strip():
                 raise TypeError(f"{name} must be a non-empty str, got {val!r}")
         if not _ID.fullmatch(id):
@@ -760,50 +1005,93 @@ class Claims:
         consts = _clean_values(given, "given") if given is not None else {}
         both = sorted(set(consts) & set(clean))
         if both:
-            raise ValueError(f"given and values share the name(s) {both}: a name is either measured "
-                             "(values) or a constant of both sides (given)")
+            raise ValueError(
+                f"given and values share the name(s) {both}: a name is either measured "
+                "(values) or a constant of both sides (given)"
+            )
         ctrl = None
         if kind == "effect":
             if control is None:
-                raise ValueError(f"claim {id!r} is an effect and needs control=(name, values): the "
-                                 "measured null, the same measurement with the paper's mechanism "
-                                 "removed")
-            if (not isinstance(control, (tuple, list)) or len(control) != 2
-                    or not isinstance(control[0], str) or not control[0].strip()):
-                raise TypeError(f"control must be a (name, values) pair with a non-empty name, got {control!r}")
-            ctrl = {"name": control[0].strip(), "values": _clean_values(control[1], "control values")}
+                raise ValueError(
+                    f"claim {id!r} is an effect and needs control=(name, values): the "
+                    "measured null, the same measurement with the paper's mechanism "
+                    "removed"
+                )
+            if (
+                not isinstance(control, (tuple, list))
+                or len(control) != 2
+                or not isinstance(control[0], str)
+                or not control[0].strip()
+            ):
+                raise TypeError(
+                    f"control must be a (name, values) pair with a non-empty name, got {control!r}"
+                )
+            ctrl = {
+                "name": control[0].strip(),
+                "values": _clean_values(control[1], "control values"),
+            }
             if set(ctrl["values"]) != set(clean):
-                raise ValueError(f"control values must name exactly the measured values "
-                                 f"{sorted(clean)}, got {sorted(ctrl['values'])} (constants go in "
-                                 "given=)")
+                raise ValueError(
+                    f"control values must name exactly the measured values "
+                    f"{sorted(clean)}, got {sorted(ctrl['values'])} (constants go in "
+                    "given=)"
+                )
         elif control is not None:
             raise ValueError(f"claim {id!r} is a sanity check: it takes no control")
         why = None
         if reason is not None:
-            if (not isinstance(reason, (tuple, list)) or len(reason) not in (2, 3)
-                    or not all(isinstance(r, str) and r.strip() for r in reason[:2])):
-                raise TypeError("reason must be (text, rule) or (text, rule, values) with a "
-                                f"non-blank text and rule, got {reason!r}")
-            why = {"text": reason[0].strip(), "rule": reason[1].strip(),
-                   "values": (_clean_values(reason[2], "reason values") if len(reason) == 3
-                              else {})}
+            if (
+                not isinstance(reason, (tuple, list))
+                or len(reason) not in (2, 3)
+                or not all(isinstance(r, str) and r.strip() for r in reason[:2])
+            ):
+                raise TypeError(
+                    "reason must be (text, rule) or (text, rule, values) with a "
+                    f"non-blank text and rule, got {reason!r}"
+                )
+            why = {
+                "text": reason[0].strip(),
+                "rule": reason[1].strip(),
+                "values": (
+                    _clean_values(reason[2], "reason values")
+                    if len(reason) == 3
+                    else {}
+                ),
+            }
             shadow = sorted(set(why["values"]) & (set(clean) | set(consts)))
             if shadow:
-                raise ValueError(f"reason values share the name(s) {shadow} with values or given: "
-                                 "the reason rule sees those already; name its own measurements "
-                                 "apart")
-        holds, control_holds = _outcome(kind, rule, clean, ctrl, consts)  # raises before recording
-        reason_holds = _reason_holds(why, clean, consts) if why else False  # validates it too
+                raise ValueError(
+                    f"reason values share the name(s) {shadow} with values or given: "
+                    "the reason rule sees those already; name its own measurements "
+                    "apart"
+                )
+        holds, control_holds = _outcome(
+            kind, rule, clean, ctrl, consts
+        )  # raises before recording
+        reason_holds = (
+            _reason_holds(why, clean, consts) if why else False
+        )  # validates it too
         if why is not None:
             why["holds"] = reason_holds
         refused = control_refusal(clean, ctrl["values"], consts) if ctrl else ""
         # a refused control is a construction error, not a non-reproduction: no reason excuses it
         status = "FAILED" if refused else _status(kind, holds, reason_holds)
-        claim = Claim(id=id, kind=kind, statement=statement.strip(), paper=paper.strip(),
-                      rule=rule.strip(), values=clean, control=ctrl, holds=holds,
-                      control_holds=control_holds, status=status,
-                      explanation=why["text"] if (why and not holds) else "",
-                      given=consts, reason=why, refused=refused)
+        claim = Claim(
+            id=id,
+            kind=kind,
+            statement=statement.strip(),
+            paper=paper.strip(),
+            rule=rule.strip(),
+            values=clean,
+            control=ctrl,
+            holds=holds,
+            control_holds=control_holds,
+            status=status,
+            explanation=why["text"] if (why and not holds) else "",
+            given=consts,
+            reason=why,
+            refused=refused,
+        )
         self.claims.append(claim)
         self._write()
         if status == "FAILED":
@@ -814,46 +1102,85 @@ class Claims:
         else:
             _show_verdict(asdict(claim))
 
-    def _declared_parts(self, id, statement, paper, rule, kind, control, reason, given):
+    def _declared_parts(
+        self, id, statement, paper, rule, kind, control, reason, given
+    ):
         """A declared claim's statement, paper, rule, kind, control and reason, from the table."""
         entry = self.declared.get(id) if isinstance(id, str) else None
         if entry is None:
             if self.declared:
-                raise ValueError(f"claim {id!r} is not in this chapter's declared claims table "
-                                 "(declare it there: its statement, paper, rule and control)")
-            return statement, paper, rule, ("effect" if kind is None else kind), control, reason
-        passed = [n for n, v in (("statement", statement), ("paper", paper), ("rule", rule),
-                                 ("kind", kind)) if v is not None]
+                raise ValueError(
+                    f"claim {id!r} is not in this chapter's declared claims table "
+                    "(declare it there: its statement, paper, rule and control)"
+                )
+            return (
+                statement,
+                paper,
+                rule,
+                ("effect" if kind is None else kind),
+                control,
+                reason,
+            )
+        passed = [
+            n
+            for n, v in (
+                ("statement", statement),
+                ("paper", paper),
+                ("rule", rule),
+                ("kind", kind),
+            )
+            if v is not None
+        ]
         if passed:
-            raise TypeError(f"claim {id!r} is declared in the chapter's claims table: pass its "
-                            f"values only, not {passed}")
+            raise TypeError(
+                f"claim {id!r} is declared in the chapter's claims table: pass its "
+                f"values only, not {passed}"
+            )
         fill = _filler(id, given)
         if entry["control"] is not None:
             if not isinstance(control, dict):
-                raise TypeError(f"control of claim {id!r} must be the values (a dict) of its "
-                                f"declared null ({entry['control']}), got {control!r}")
+                raise TypeError(
+                    f"control of claim {id!r} must be the values (a dict) of its "
+                    f"declared null ({entry['control']}), got {control!r}"
+                )
             control = (fill(entry["control"]), control)
         if entry["reason"] is None:
             if reason is not None:
-                raise ValueError(f"claim {id!r} declares no reason; declare its text and rule")
+                raise ValueError(
+                    f"claim {id!r} declares no reason; declare its text and rule"
+                )
         elif reason is None or isinstance(reason, dict):
             text, rule_ = entry["reason"]
             reason = (fill(text), rule_) + (() if reason is None else (reason,))
         else:
-            raise TypeError(f"reason of claim {id!r} must be the values (a dict) of its declared "
-                            f"reason rule, got {reason!r}")
-        return (fill(entry["statement"]), entry["paper"], entry["rule"], entry["kind"], control,
-                reason)
+            raise TypeError(
+                f"reason of claim {id!r} must be the values (a dict) of its declared "
+                f"reason rule, got {reason!r}"
+            )
+        return (
+            fill(entry["statement"]),
+            entry["paper"],
+            entry["rule"],
+            entry["kind"],
+            control,
+            reason,
+        )
 
     # -- output ---------------------------------------------------------------------------------
     def as_dict(self) -> dict:
         """The register as the results JSON holds it."""
-        return {"chapter": self.chapter, "scale": self.scale, "seed": self.seed,
-                "claims": [asdict(c) for c in self.claims]}
+        return {
+            "chapter": self.chapter,
+            "scale": self.scale,
+            "seed": self.seed,
+            "claims": [asdict(c) for c in self.claims],
+        }
 
     def _write(self) -> None:
         self.results_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
+        tmp = self.path.with_name(
+            f".{self.path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"
+        )
         try:
             tmp.write_text(json.dumps(self.as_dict(), indent=2, allow_nan=False))
             os.replace(tmp, self.path)
@@ -897,15 +1224,24 @@ def reevaluate(claim: dict) -> tuple[bool, bool | None]:
         dict, and for an effect a ``control`` dict with its ``values``.
     """
     _check_stored(claim, "claim")
-    return _outcome(claim["kind"], claim["rule"], claim["values"], claim.get("control"),
-                    claim.get("given") or {})
+    return _outcome(
+        claim["kind"],
+        claim["rule"],
+        claim["values"],
+        claim.get("control"),
+        claim.get("given") or {},
+    )
 
 
-def _check_stored(claim: Any, where: str, keys: tuple = ("kind", "rule", "values")) -> None:
+def _check_stored(
+    claim: Any, where: str, keys: tuple = ("kind", "rule", "values")
+) -> None:
     """Refuse a stored claim that lacks what re-evaluating or showing it needs."""
     if not isinstance(claim, dict):
-        raise TypeError(f"{where} must be a claim dict (as in a results JSON), got "
-                        f"{type(claim).__name__}")
+        raise TypeError(
+            f"{where} must be a claim dict (as in a results JSON), got "
+            f"{type(claim).__name__}"
+        )
     missing = [k for k in keys if k not in claim]
     if missing:
         raise ValueError(f"{where} lacks the field(s) {missing} of a stored claim")
@@ -913,18 +1249,26 @@ def _check_stored(claim: Any, where: str, keys: tuple = ("kind", "rule", "values
     if kind not in KINDS:
         raise ValueError(f"{where}['kind'] must be one of {KINDS}, got {kind!r}")
     if not isinstance(claim["rule"], str):
-        raise TypeError(f"{where}['rule'] must be a str, got {type(claim['rule']).__name__}")
+        raise TypeError(
+            f"{where}['rule'] must be a str, got {type(claim['rule']).__name__}"
+        )
     if not isinstance(claim["values"], dict):
-        raise TypeError(f"{where}['values'] must be a dict, got {type(claim['values']).__name__}")
+        raise TypeError(
+            f"{where}['values'] must be a dict, got {type(claim['values']).__name__}"
+        )
     if kind == "effect" and "kind" in keys:
         ctrl = claim.get("control")
         if not isinstance(ctrl, dict) or not isinstance(ctrl.get("values"), dict):
-            raise ValueError(f"{where} is an effect: its 'control' must be a dict with 'values', got "
-                             f"{ctrl!r}")
+            raise ValueError(
+                f"{where} is an effect: its 'control' must be a dict with 'values', got "
+                f"{ctrl!r}"
+            )
 
 
 # -- a failed claim, in words ---------------------------------------------------------------------
-def failure_text(claim: dict, seed: int | None = None, scale: str | None = None) -> str:
+def failure_text(
+    claim: dict, seed: int | None = None, scale: str | None = None
+) -> str:
     """One paragraph saying what was expected, what was measured, the control, and where.
 
     Parameters
@@ -942,38 +1286,58 @@ def failure_text(claim: dict, seed: int | None = None, scale: str | None = None)
         The paragraph.
     """
     names = _rule_names(claim["rule"])
+
     def shown(vals):
-        return "; ".join(f"{k} = {_fmt(v)}" for k, v in vals.items()
-                         if k in names) or "(none named by the rule)"
+        return (
+            "; ".join(f"{k} = {_fmt(v)}" for k, v in vals.items() if k in names)
+            or "(none named by the rule)"
+        )
+
     parts = [f"Claim {claim['id']} did not hold ({claim['statement']})."]
-    parts.append(f"Expected: {claim['rule']}" + (
-        f", with {shown(claim['given'])}" if claim.get("given") else "") + ".")
+    parts.append(
+        f"Expected: {claim['rule']}"
+        + (f", with {shown(claim['given'])}" if claim.get("given") else "")
+        + "."
+    )
     env = _env(claim["values"], claim.get("given"))
     try:
         _, tight = margin(claim["rule"], env)
         on_values = evaluate_rule(claim["rule"], env)
-    except Exception:  # a stored claim whose rule no longer evaluates: say what is known
+    except (
+        Exception
+    ):  # a stored claim whose rule no longer evaluates: say what is known
         tight, on_values = "", None
-    parts.append(f"Measured: {shown(claim['values'])}"
-                 + (f" (closest comparison: {tight})" if tight else "")
-                 + ("; the rule is false on this run's values" if on_values is False else "")
-                 + ".")
+    parts.append(
+        f"Measured: {shown(claim['values'])}"
+        + (f" (closest comparison: {tight})" if tight else "")
+        + ("; the rule is false on this run's values" if on_values is False else "")
+        + "."
+    )
     ctrl = claim.get("control")
     if ctrl:
-        parts.append(f"Control ({ctrl['name']}): {shown(ctrl['values'])}; the rule is "
-                     + ("true there too, so the check cannot tell the effect from its control."
-                        if claim.get("control_holds") else "false there."))
+        parts.append(
+            f"Control ({ctrl['name']}): {shown(ctrl['values'])}; the rule is "
+            + (
+                "true there too, so the check cannot tell the effect from its control."
+                if claim.get("control_holds")
+                else "false there."
+            )
+        )
     if claim.get("refused"):
         parts.append(f"The control is refused: {claim['refused']}.")
     r = claim.get("reason")
     if r:
         if r.get("holds"):
-            parts.append(f"Its stated reason ({r['text']}: {r['rule']}, with {_reason_values(claim)}) "
-                         "holds, but a claim whose control is refused is not a documented "
-                         "non-reproduction.")
+            parts.append(
+                f"Its stated reason ({r['text']}: {r['rule']}, with {_reason_values(claim)}) "
+                "holds, but a claim whose control is refused is not a documented "
+                "non-reproduction."
+            )
         else:
-            parts.append(f"Its stated reason ({r['text']}) does not hold either: {r['rule']} is "
-                         f"false, with {_reason_values(claim)}.")
+            parts.append(
+                f"Its stated reason ({r['text']}) does not hold either: {r['rule']} is "
+                f"false, with {_reason_values(claim)}."
+            )
     where = []
     if scale is not None:
         where.append(f"scale {scale}")
@@ -988,14 +1352,22 @@ def failure_text(claim: dict, seed: int | None = None, scale: str | None = None)
 def _reason_values(claim: dict) -> str:
     """The values a claim's reason rule names (its own, the measured ones and the given ones)."""
     r = claim.get("reason") or {}
-    env = {**(claim.get("given") or {}), **claim.get("values", {}), **(r.get("values") or {})}
+    env = {
+        **(claim.get("given") or {}),
+        **claim.get("values", {}),
+        **(r.get("values") or {}),
+    }
     names = _rule_names(r.get("rule", ""))
-    return "; ".join(f"{k} = {_fmt(v)}" for k, v in env.items() if k in names) or "no values"
+    return (
+        "; ".join(f"{k} = {_fmt(v)}" for k, v in env.items() if k in names)
+        or "no values"
+    )
 
 
 def _torch_version() -> str:
     try:
         import torch
+
         return torch.__version__
     except Exception:  # pragma: no cover - torch is a dependency
         return "unknown"
@@ -1003,6 +1375,7 @@ def _torch_version() -> str:
 
 def _machine() -> str:
     import platform
+
     return f"{platform.machine()} CPU, {os.cpu_count()} cores"
 
 
@@ -1017,9 +1390,14 @@ def _show_failure(claim: dict, seed: int, scale: str) -> None:
     if get_ipython() is None:
         print(failure_text(claim, seed, scale))
         return
-    display(HTML("<div class='gtlib-claim-failed' role='alert'><strong>Claim not reproduced "
-                 "on this run.</strong> " + html.escape(failure_text(claim, seed, scale))
-                 + "</div>"))
+    display(
+        HTML(
+            "<div class='gtlib-claim-failed' role='alert'><strong>Claim not reproduced "
+            "on this run.</strong> "
+            + html.escape(failure_text(claim, seed, scale))
+            + "</div>"
+        )
+    )
 
 
 def verdict_html(claim: dict) -> str:
@@ -1039,21 +1417,26 @@ def verdict_html(claim: dict) -> str:
         HTML.
     """
     _, cls = shown_status(claim)
-    label = {"reproduced": "reproduced on this run"}.get(claim["status"],
-                                                         STATUS_LABEL[claim["status"]])
+    label = {"reproduced": "reproduced on this run"}.get(
+        claim["status"], STATUS_LABEL[claim["status"]]
+    )
     names = _rule_names(claim["rule"])
 
     def vals(values):
         return _values_html(values, names, "; ")
 
-    out = (f"<div class='gtlib-claim' role='note'><span class='gtlib-status gtlib-{cls}'>"
-           f"{html.escape(label)}</span> <code>{html.escape(claim['id'])}</code>: "
-           f"{html.escape(claim['statement'])}<br><small>Rule <code>{html.escape(claim['rule'])}"
-           f"</code>: {vals(claim['values'])}")
+    out = (
+        f"<div class='gtlib-claim' role='note'><span class='gtlib-status gtlib-{cls}'>"
+        f"{html.escape(label)}</span> <code>{html.escape(claim['id'])}</code>: "
+        f"{html.escape(claim['statement'])}<br><small>Rule <code>{html.escape(claim['rule'])}"
+        f"</code>: {vals(claim['values'])}"
+    )
     ctrl = claim.get("control")
     if ctrl:
-        out += (f"<br>Null ({html.escape(ctrl['name'])}): {vals(ctrl['values'])}; the rule "
-                f"{'holds' if claim.get('control_holds') else 'fails'} there")
+        out += (
+            f"<br>Null ({html.escape(ctrl['name'])}): {vals(ctrl['values'])}; the rule "
+            f"{'holds' if claim.get('control_holds') else 'fails'} there"
+        )
     r = claim.get("reason")
     if r and not claim.get("holds"):
         out += f"<br>Reason: {html.escape(r['text'])} (<code>{html.escape(r['rule'])}</code>)"
@@ -1106,8 +1489,12 @@ def shown_status(claim: dict, swept: dict | None = None) -> tuple[str, str]:
 
 
 # -- rendering ------------------------------------------------------------------------------------
-STATUS_LABEL = {"reproduced": "reproduced", "passed": "passed",
-                "documented non-reproduction": "not reproduced (documented)", "FAILED": "FAILED"}
+STATUS_LABEL = {
+    "reproduced": "reproduced",
+    "passed": "passed",
+    "documented non-reproduction": "not reproduced (documented)",
+    "FAILED": "FAILED",
+}
 
 
 def _fmt(v: Any, depth: int = 0) -> str:
@@ -1124,16 +1511,25 @@ def _fmt(v: Any, depth: int = 0) -> str:
     return str(v)
 
 
-def _values_html(values: dict | None, names: set | None = None, sep: str = "<br>") -> str:
+def _values_html(
+    values: dict | None, names: set | None = None, sep: str = "<br>"
+) -> str:
     if not values:
         return ""
-    return sep.join(f"<code>{html.escape(k)}</code> = {html.escape(_fmt(v))}"
-                       for k, v in values.items() if names is None or k in names)
+    return sep.join(
+        f"<code>{html.escape(k)}</code> = {html.escape(_fmt(v))}"
+        for k, v in values.items()
+        if names is None or k in names
+    )
 
 
 def _rule_names(rule: str) -> set:
     try:
-        return {n.id for n in ast.walk(ast.parse(rule, mode="eval")) if isinstance(n, ast.Name)}
+        return {
+            n.id
+            for n in ast.walk(ast.parse(rule, mode="eval"))
+            if isinstance(n, ast.Name)
+        }
     except SyntaxError:
         return set()
 
@@ -1143,13 +1539,20 @@ def _sweep_html(entry: dict | None) -> str:
         return "not in the sweep record"
     out = f"holds at {entry['holds']} of {entry['n']} seeds"
     if entry.get("worst_margin") is not None:
-        out += (f"<br><small>worst margin {entry['worst_margin']:+.1%} at seed "
-                f"{entry['worst_seed']}: {html.escape(entry.get('worst_text', ''))}</small>")
+        out += (
+            f"<br><small>worst margin {entry['worst_margin']:+.1%} at seed "
+            f"{entry['worst_seed']}: {html.escape(entry.get('worst_text', ''))}</small>"
+        )
     return out
 
 
-def _one_table(claims: list[dict], chapter_col: bool, effects: bool,
-               full: dict | None = None, sweep: dict | None = None) -> str:
+def _one_table(
+    claims: list[dict],
+    chapter_col: bool,
+    effects: bool,
+    full: dict | None = None,
+    sweep: dict | None = None,
+) -> str:
     heads = (["chapter"] if chapter_col else []) + ["claim", "rule", "this run"]
     heads += ["control (measured null)"] if effects else []
     heads += ["status"]
@@ -1165,38 +1568,70 @@ def _one_table(claims: list[dict], chapter_col: bool, effects: bool,
             f"<br><small>Paper: {html.escape(c['paper'])}</small>",
             f"<code>{html.escape(c['rule'])}</code>"
             + (f"<br><small>given: {given}</small>" if given else ""),
-            _values_html(c["values"], names)]
+            _values_html(c["values"], names),
+        ]
         if effects:
             ctrl = c.get("control") or {}
-            cells.append(f"<em>{html.escape(ctrl.get('name', ''))}</em><br>"
-                         + _values_html(ctrl.get("values"), names)
-                         + (f"<br><small>rule on control: {ctrl and c.get('control_holds')}</small>"
-                            if ctrl else "")
-                         + (f"<br><small>refused: {html.escape(c['refused'])}</small>"
-                            if c.get("refused") else ""))
+            cells.append(
+                f"<em>{html.escape(ctrl.get('name', ''))}</em><br>"
+                + _values_html(ctrl.get("values"), names)
+                + (
+                    f"<br><small>rule on control: {ctrl and c.get('control_holds')}</small>"
+                    if ctrl
+                    else ""
+                )
+                + (
+                    f"<br><small>refused: {html.escape(c['refused'])}</small>"
+                    if c.get("refused")
+                    else ""
+                )
+            )
         note = ""
         r = c.get("reason")
         if r and not c.get("holds"):
-            note = (f"<br><small>Reason: {html.escape(r['text'])} (<code>{html.escape(r['rule'])}"
-                    f"</code>: {'holds' if r.get('holds') else 'does not hold'}, with "
-                    f"{html.escape(_reason_values(c))})</small>")
-        cells.append(f"<span class='gtlib-status gtlib-{cls}'>{html.escape(label)}</span>" + note)
+            note = (
+                f"<br><small>Reason: {html.escape(r['text'])} (<code>{html.escape(r['rule'])}"
+                f"</code>: {'holds' if r.get('holds') else 'does not hold'}, with "
+                f"{html.escape(_reason_values(c))})</small>"
+            )
+        cells.append(
+            f"<span class='gtlib-status gtlib-{cls}'>{html.escape(label)}</span>"
+            + note
+        )
         if sweep is not None:
             cells.append(_sweep_html(sweep.get(c["id"])))
         if full is not None:
             f = full.get(c["id"])
-            cells.append("not in the record" if f is None else
-                         _values_html(f.get("values"), names) + "<br>"
-                         + STATUS_LABEL.get(f.get("status", ""), html.escape(str(f.get("status")))))
-        rows.append("<tr>" + "".join(f"<td data-label='{html.escape(h)}'>{x}</td>"
-                                     for h, x in zip(heads, cells)) + "</tr>")
+            cells.append(
+                "not in the record"
+                if f is None
+                else _values_html(f.get("values"), names)
+                + "<br>"
+                + STATUS_LABEL.get(
+                    f.get("status", ""), html.escape(str(f.get("status")))
+                )
+            )
+        rows.append(
+            "<tr>"
+            + "".join(
+                f"<td data-label='{html.escape(h)}'>{x}</td>"
+                for h, x in zip(heads, cells)
+            )
+            + "</tr>"
+        )
     head = "".join(f"<th>{h}</th>" for h in heads)
-    return (f'<div class="gtlib-table-wrap" tabindex="0" role="region" aria-label="table (scrolls sideways)"><table class="gtlib-claims"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></div>')
+    return (
+        f'<div class="gtlib-table-wrap" tabindex="0" role="region" aria-label="table (scrolls sideways)"><table class="gtlib-claims"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
-def claims_table_html(claims: list[dict], chapter_col: bool = False,
-                      full: dict | None = None, sweep: dict | None = None) -> str:
+def claims_table_html(
+    claims: list[dict],
+    chapter_col: bool = False,
+    full: dict | None = None,
+    sweep: dict | None = None,
+) -> str:
     """Render claims (dicts as in the results JSON) as HTML: effects, then sanity checks apart.
 
     Each effect shows its rule, this run's values, the control's name and values, and its status;
@@ -1224,27 +1659,38 @@ def claims_table_html(claims: list[dict], chapter_col: bool = False,
         The HTML of the tables.
     """
     if not isinstance(claims, list):
-        raise TypeError(f"claims must be a list of claim dicts, got {type(claims).__name__}")
+        raise TypeError(
+            f"claims must be a list of claim dicts, got {type(claims).__name__}"
+        )
     if not isinstance(chapter_col, (bool, np.bool_)):
         raise TypeError(f"chapter_col must be a bool, got {chapter_col!r}")
     for name, val in (("full", full), ("sweep", sweep)):
         if val is not None and not isinstance(val, dict):
-            raise TypeError(f"{name} must be a dict (claim id -> claim dict) or None, got "
-                            f"{type(val).__name__}")
+            raise TypeError(
+                f"{name} must be a dict (claim id -> claim dict) or None, got "
+                f"{type(val).__name__}"
+            )
     for i, c in enumerate(claims):
-        _check_stored(c, f"claims[{i}]", keys=("id", "statement", "paper", "rule", "values",
-                                               "status"))
+        _check_stored(
+            c,
+            f"claims[{i}]",
+            keys=("id", "statement", "paper", "rule", "values", "status"),
+        )
     effects = [c for c in claims if c.get("kind", "effect") == "effect"]
     sanity = [c for c in claims if c.get("kind") == "sanity"]
     parts = []
     if effects:
-        parts.append(f"<p><strong>Effects</strong> ({len(effects)}): each holds only if its rule is true "
-                     "on this run and false on its control, a measured null.</p>"
-                     + _one_table(effects, chapter_col, True, full, sweep))
+        parts.append(
+            f"<p><strong>Effects</strong> ({len(effects)}): each holds only if its rule is true "
+            "on this run and false on its control, a measured null.</p>"
+            + _one_table(effects, chapter_col, True, full, sweep)
+        )
     if sanity:
-        parts.append(f"<p><strong>Checks of the implementation</strong> ({len(sanity)}): identities "
-                     "and invariances, not reproductions.</p>"
-                     + _one_table(sanity, chapter_col, False, full, sweep))
+        parts.append(
+            f"<p><strong>Checks of the implementation</strong> ({len(sanity)}): identities "
+            "and invariances, not reproductions.</p>"
+            + _one_table(sanity, chapter_col, False, full, sweep)
+        )
     if not parts:
         parts.append("<p>No claims were checked.</p>")
     return "\n".join(parts)
@@ -1262,7 +1708,11 @@ def sweep_dir() -> Path:
         The folder.
     """
     env = os.environ.get("GTLIB_SWEEP_DIR", "").strip()
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "book" / "_data" / "sweep"
+    return (
+        Path(env)
+        if env
+        else Path(__file__).resolve().parents[1] / "book" / "_data" / "sweep"
+    )
 
 
 def sweep_entries(chapter: str, claims: list[dict] | None = None) -> dict | None:
@@ -1291,9 +1741,13 @@ def sweep_entries(chapter: str, claims: list[dict] | None = None) -> dict | None
     entries = {e["id"]: e for e in record.get("claims", [])}
     if claims is not None:
         current = {c["id"]: c for c in claims}
-        entries = {k: e for k, e in entries.items() if k in current
-                   and e.get("rule") == current[k]["rule"]
-                   and e.get("statement") == current[k]["statement"]}
+        entries = {
+            k: e
+            for k, e in entries.items()
+            if k in current
+            and e.get("rule") == current[k]["rule"]
+            and e.get("statement") == current[k]["statement"]
+        }
     return entries
 
 
@@ -1310,10 +1764,14 @@ def load_results(results_dir: str | Path | None = None) -> list[dict]:
     list[dict]
         One dict per chapter file.
     """
-    if results_dir is not None and (not isinstance(results_dir, (str, os.PathLike))
-                                    or not str(results_dir).strip()):
-        raise TypeError(f"results_dir must be a folder path (str or pathlib.Path) or None, got "
-                        f"{results_dir!r}")
+    if results_dir is not None and (
+        not isinstance(results_dir, (str, os.PathLike))
+        or not str(results_dir).strip()
+    ):
+        raise TypeError(
+            f"results_dir must be a folder path (str or pathlib.Path) or None, got "
+            f"{results_dir!r}"
+        )
     d = Path(results_dir) if results_dir is not None else settings().results_dir
     if not d.exists():
         return []
@@ -1324,6 +1782,8 @@ def load_results(results_dir: str | Path | None = None) -> list[dict]:
         try:
             out.append(json.loads(p.read_text()))
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ValueError(f"results file {p} in results_dir is not valid JSON ({e}); delete it "
-                             "or re-run its chapter") from None
+            raise ValueError(
+                f"results file {p} in results_dir is not valid JSON ({e}); delete it "
+                "or re-run its chapter"
+            ) from None
     return out

@@ -47,6 +47,7 @@ class attribute ``FULL`` maps fields to their ``full`` values; chapters build co
 Results returned by experiments derive from :class:`Result`, whose :meth:`Result.to_dict` turns
 them into plain JSON-ready values.
 """
+
 from __future__ import annotations
 
 import copy
@@ -64,10 +65,24 @@ from .checks import SEED, Constraint, Interval
 
 __all__ = [
     # configs and results
-    "Config", "Result", "by_scale", "param", "preset",
+    "Config",
+    "Result",
+    "by_scale",
+    "param",
+    "preset",
     # run settings
-    "DEVICES", "SCALES", "Settings", "max_threads", "read_cache_dir", "read_device",
-    "read_results_dir", "read_scale", "read_seed", "read_threads", "seed_everything", "settings",
+    "DEVICES",
+    "SCALES",
+    "Settings",
+    "max_threads",
+    "read_cache_dir",
+    "read_device",
+    "read_results_dir",
+    "read_scale",
+    "read_seed",
+    "read_threads",
+    "seed_everything",
+    "settings",
     "setup",
 ]
 
@@ -76,17 +91,24 @@ __all__ = [
 SCALES = ("quick", "full")
 #: The device types ``GTLIB_DEVICE`` may name.
 DEVICES = ("cuda", "mps", "cpu")
-SEED_MAX = 2**32 - 1  # GTLIB_SEED; chapters add offsets, seed_everything accepts up to 2**63 - 1
+SEED_MAX = (
+    2**32 - 1
+)  # GTLIB_SEED; chapters add offsets, seed_everything accepts up to 2**63 - 1
 
 
 # ================================================================================================
 # settings (environment)
 # ================================================================================================
 
+
 def _repo_root() -> Path | None:
     """The repository root when gtlib is imported from a checkout, else None."""
     here = Path(__file__).resolve().parent.parent
-    return here if (here / "_config.yml").exists() and (here / "gtlib").is_dir() else None
+    return (
+        here
+        if (here / "_config.yml").exists() and (here / "gtlib").is_dir()
+        else None
+    )
 
 
 def _mps_available() -> bool:
@@ -156,7 +178,9 @@ class Settings:
         for name in ("results_dir", "cache_dir"):
             value = getattr(self, name)
             if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
-                raise TypeError(f"{name} must be a path (str or pathlib.Path), got {value!r}")
+                raise TypeError(
+                    f"{name} must be a path (str or pathlib.Path), got {value!r}"
+                )
             object.__setattr__(self, name, Path(value))
 
     def _repr_html_(self) -> str:  # shown by the first cell of every chapter
@@ -164,9 +188,13 @@ class Settings:
         for f in fields(self):
             v = getattr(self, f.name)
             shown = _short_path(v) if isinstance(v, Path) else v
-            rows.append(f"<tr><td><code>{f.name}</code></td>"
-                        f"<td>{html.escape(str(shown))}</td></tr>")
-        return f"<table><tr><th>setting</th><th>value</th></tr>{''.join(rows)}</table>"
+            rows.append(
+                f"<tr><td><code>{f.name}</code></td>"
+                f"<td>{html.escape(str(shown))}</td></tr>"
+            )
+        return (
+            f"<table><tr><th>setting</th><th>value</th></tr>{''.join(rows)}</table>"
+        )
 
 
 def _env_int(name: str, default: int, minimum: int, maximum: int) -> int:
@@ -176,9 +204,13 @@ def _env_int(name: str, default: int, minimum: int, maximum: int) -> int:
     try:
         value = int(raw.strip())
     except ValueError:
-        raise ValueError(f"{name} must be an integer in [{minimum}, {maximum}], got {raw!r}") from None
+        raise ValueError(
+            f"{name} must be an integer in [{minimum}, {maximum}], got {raw!r}"
+        ) from None
     if not minimum <= value <= maximum:
-        raise ValueError(f"{name} must be an integer in [{minimum}, {maximum}], got {value}")
+        raise ValueError(
+            f"{name} must be an integer in [{minimum}, {maximum}], got {value}"
+        )
     return value
 
 
@@ -256,9 +288,13 @@ def read_device() -> str:
     if raw not in DEVICES:
         raise ValueError(f"GTLIB_DEVICE must be one of {DEVICES}, got {raw!r}")
     if raw == "cuda" and not torch.cuda.is_available():
-        raise ValueError("GTLIB_DEVICE='cuda' but no CUDA device is available (use 'cpu')")
+        raise ValueError(
+            "GTLIB_DEVICE='cuda' but no CUDA device is available (use 'cpu')"
+        )
     if raw == "mps" and not _mps_available():
-        raise ValueError("GTLIB_DEVICE='mps' but no MPS device is available (use 'cpu')")
+        raise ValueError(
+            "GTLIB_DEVICE='mps' but no MPS device is available (use 'cpu')"
+        )
     return raw
 
 
@@ -271,8 +307,10 @@ def read_results_dir() -> Path:
         The results folder.
     """
     root = _repo_root()
-    return _env_dir("GTLIB_RESULTS_DIR",
-                    (root if root is not None else Path.cwd()) / "_build" / "results")
+    return _env_dir(
+        "GTLIB_RESULTS_DIR",
+        (root if root is not None else Path.cwd()) / "_build" / "results",
+    )
 
 
 def read_cache_dir() -> Path:
@@ -302,8 +340,14 @@ def settings() -> Settings:
         ``GTLIB_DEVICE`` names an unknown or unavailable device, or ``GTLIB_RESULTS_DIR`` /
         ``GTLIB_CACHE_DIR`` is a file.
     """
-    return Settings(scale=read_scale(), seed=read_seed(), results_dir=read_results_dir(),
-                    device=read_device(), threads=read_threads(), cache_dir=read_cache_dir())
+    return Settings(
+        scale=read_scale(),
+        seed=read_seed(),
+        results_dir=read_results_dir(),
+        device=read_device(),
+        threads=read_threads(),
+        cache_dir=read_cache_dir(),
+    )
 
 
 def setup(seed_offset: int = 0) -> Settings:
@@ -375,8 +419,14 @@ def by_scale(quick: Any, full: Any, scale: str | None = None) -> Any:
 # configs and results
 # ================================================================================================
 
-def param(default: Any = MISSING, constraint: Constraint | None = None, *, factory=None,
-          doc: str = ""):
+
+def param(
+    default: Any = MISSING,
+    constraint: Constraint | None = None,
+    *,
+    factory=None,
+    doc: str = "",
+):
     """A config field with its constraint (and an optional one-line ``doc``).
 
     ``factory`` builds a mutable default (e.g. a nested config) instead of ``default``.
@@ -403,12 +453,16 @@ def param(default: Any = MISSING, constraint: Constraint | None = None, *, facto
         If ``constraint`` is missing or not a :class:`~gtlib.checks.Constraint`, ``doc`` is not a str or ``factory`` not callable.
     """
     if constraint is None or not isinstance(constraint, Constraint):
-        raise TypeError("param needs a constraint from gtlib.checks (Interval, Options, ...), got "
-                        f"constraint={constraint!r}")
+        raise TypeError(
+            "param needs a constraint from gtlib.checks (Interval, Options, ...), got "
+            f"constraint={constraint!r}"
+        )
     if not isinstance(doc, str):
         raise TypeError(f"doc must be a str, got {type(doc).__name__}")
     if factory is not None and not callable(factory):
-        raise TypeError(f"factory must be callable (it builds the default), got {factory!r}")
+        raise TypeError(
+            f"factory must be callable (it builds the default), got {factory!r}"
+        )
     meta = {"constraint": constraint, "doc": doc}
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
@@ -443,8 +497,10 @@ def _short(value: Any) -> str:
         return f"{value:.6g}"
     if isinstance(value, (tuple, list)):
         if len(value) > 8:
-            return f"({', '.join(_short(v) for v in value[:3])}, ..., {_short(value[-1])}) " \
-                   f"[{len(value)} values]"
+            return (
+                f"({', '.join(_short(v) for v in value[:3])}, ..., {_short(value[-1])}) "
+                f"[{len(value)} values]"
+            )
         inner = ", ".join(_short(v) for v in value)
         return f"({inner}{',' if len(value) == 1 else ''})"
     if isinstance(value, np.generic):
@@ -479,7 +535,9 @@ class Config:
         for f in fields(self):
             constraint = f.metadata.get("constraint")
             if constraint is None:
-                raise TypeError(f"{cls}.{f.name} declares no constraint (use gtlib.config.param)")
+                raise TypeError(
+                    f"{cls}.{f.name} declares no constraint (use gtlib.config.param)"
+                )
             constraint.check(f"{cls}.{f.name}", getattr(self, f.name))
         self._check_together()
         return self
@@ -490,7 +548,9 @@ class Config:
     def _refuse(self, name: str, accepted: str) -> None:
         """Raise the standard error for field ``name``: it must be ``accepted``."""
         value = getattr(self, name)
-        raise ValueError(f"{type(self).__name__}.{name} must be {accepted}, got {_short(value)}")
+        raise ValueError(
+            f"{type(self).__name__}.{name} must be {accepted}, got {_short(value)}"
+        )
 
     def __setattr__(self, name: str, value: Any) -> None:
         if not getattr(self, "_gtlib_ready", False):
@@ -498,9 +558,13 @@ class Config:
             return
         spec = {f.name: f for f in fields(self)}.get(name)
         if spec is None:
-            if not name.startswith("_"):  # a typo would otherwise be ignored silently
-                raise TypeError(f"{type(self).__name__} has no field {name!r}; its fields are "
-                                f"{[f.name for f in fields(self)]}")
+            if not name.startswith(
+                "_"
+            ):  # a typo would otherwise be ignored silently
+                raise TypeError(
+                    f"{type(self).__name__} has no field {name!r}; its fields are "
+                    f"{[f.name for f in fields(self)]}"
+                )
             object.__setattr__(self, name, value)
             return
         spec.metadata["constraint"].check(f"{type(self).__name__}.{name}", value)
@@ -518,7 +582,9 @@ class Config:
         names = [f.name for f in fields(cls)]
         for key in list(base) + list(overrides):
             if key not in names:
-                raise TypeError(f"{cls.__name__} has no field {key!r}; its fields are {names}")
+                raise TypeError(
+                    f"{cls.__name__} has no field {key!r}; its fields are {names}"
+                )
         return cls(**{**copy.deepcopy(dict(base)), **overrides})
 
     @classmethod
@@ -566,11 +632,17 @@ class Config:
         for f in fields(self):
             v = getattr(self, f.name)
             fv = _short(full[f.name]) if f.name in full else ""
-            tip = html.escape(f.metadata.get("doc", "") or f.metadata["constraint"].describe())
-            rows.append(f"<tr title='{tip}'><td><code>{f.name}</code></td>"
-                        f"<td>{html.escape(_short(v))}</td><td>{html.escape(fv)}</td></tr>")
-        return (f"<table><caption>{type(self).__name__}</caption><tr><th>field</th>"
-                f"<th>value</th><th><code>full</code> preset</th></tr>{''.join(rows)}</table>")
+            tip = html.escape(
+                f.metadata.get("doc", "") or f.metadata["constraint"].describe()
+            )
+            rows.append(
+                f"<tr title='{tip}'><td><code>{f.name}</code></td>"
+                f"<td>{html.escape(_short(v))}</td><td>{html.escape(fv)}</td></tr>"
+            )
+        return (
+            f"<table><caption>{type(self).__name__}</caption><tr><th>field</th>"
+            f"<th>value</th><th><code>full</code> preset</th></tr>{''.join(rows)}</table>"
+        )
 
 
 class Result:
@@ -610,10 +682,13 @@ def preset(cls, scale: str | None = None, **overrides):
     if isinstance(cls, type) and issubclass(cls, Config):
         return getattr(cls, scale)(**overrides)
     if not callable(getattr(cls, scale, None)):
-        raise TypeError(f"cls must be a config class with quick()/full() (a gtlib.config.Config), "
-                        f"got {cls!r}")
+        raise TypeError(
+            f"cls must be a config class with quick()/full() (a gtlib.config.Config), "
+            f"got {cls!r}"
+        )
     out = getattr(cls, scale)()
     if overrides:
         from dataclasses import replace
+
         out = replace(out, **overrides)
     return out

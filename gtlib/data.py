@@ -6,6 +6,7 @@ ten 12-point templates are padded, sheared, scaled, translated and corrupted by 
 i.i.d. noise into 40-point signals. It is generated here from the ``mnist1d`` package's own
 generator (no download) and cached on disk.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,23 +21,42 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .checks import (Interval, check_finite, check_fraction, check_indices, check_int,
-                     check_labels, check_seed)
+from .checks import (
+    Interval,
+    check_finite,
+    check_fraction,
+    check_indices,
+    check_int,
+    check_labels,
+    check_seed,
+)
 from .config import read_cache_dir, read_device
 
 __all__ = [
     # datasets
-    "CacheWarning", "Dataset", "MNIST1D_MAX_SAMPLES", "digits", "mnist1d",
+    "CacheWarning",
+    "Dataset",
+    "MNIST1D_MAX_SAMPLES",
+    "digits",
+    "mnist1d",
     # what the chapters do to them
-    "corrupt_labels", "long_tail_indices", "long_tailed",
+    "corrupt_labels",
+    "long_tail_indices",
+    "long_tailed",
 ]
 
 
-MNIST1D_LENGTH = 40         #: signal length of MNIST-1D (the generator's ``final_seq_length``)
+MNIST1D_LENGTH = (
+    40  #: signal length of MNIST-1D (the generator's ``final_seq_length``)
+)
 MNIST1D_CLASSES = 10
-MNIST1D_MAX_SAMPLES = 200_000  #: largest n_train + n_test (generation takes ~0.25 ms per signal)
+MNIST1D_MAX_SAMPLES = (
+    200_000  #: largest n_train + n_test (generation takes ~0.25 ms per signal)
+)
 _CACHE_VERSION = "mnist1d-v2"
-_GENERATE = threading.Lock()  # make_dataset reseeds numpy's global RNG: one thread at a time
+_GENERATE = (
+    threading.Lock()
+)  # make_dataset reseeds numpy's global RNG: one thread at a time
 
 
 class CacheWarning(UserWarning):
@@ -80,29 +100,50 @@ class Dataset:
             raise TypeError(f"name must be a str, got {type(self.name).__name__}")
         for xn, yn in (("x", "y"), ("x_test", "y_test")):
             x, y = getattr(self, xn), getattr(self, yn)
-            if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.ndim != 2:
-                raise TypeError(f"{xn} must be a 2-D floating-point torch.Tensor, got "
-                                f"{getattr(x, 'dtype', type(x).__name__)} of shape "
-                                f"{tuple(getattr(x, 'shape', ()))}")
-            if not isinstance(y, torch.Tensor) or y.dtype != torch.int64 or y.ndim != 1:
-                raise TypeError(f"{yn} must be a 1-D torch.int64 tensor of labels, got "
-                                f"{getattr(y, 'dtype', type(y).__name__)} of shape "
-                                f"{tuple(getattr(y, 'shape', ()))}")
+            if (
+                not isinstance(x, torch.Tensor)
+                or not x.is_floating_point()
+                or x.ndim != 2
+            ):
+                raise TypeError(
+                    f"{xn} must be a 2-D floating-point torch.Tensor, got "
+                    f"{getattr(x, 'dtype', type(x).__name__)} of shape "
+                    f"{tuple(getattr(x, 'shape', ()))}"
+                )
+            if (
+                not isinstance(y, torch.Tensor)
+                or y.dtype != torch.int64
+                or y.ndim != 1
+            ):
+                raise TypeError(
+                    f"{yn} must be a 1-D torch.int64 tensor of labels, got "
+                    f"{getattr(y, 'dtype', type(y).__name__)} of shape "
+                    f"{tuple(getattr(y, 'shape', ()))}"
+                )
             if x.shape[0] != y.shape[0]:
-                raise ValueError(f"{xn} and {yn} must have the same number of rows, got "
-                                 f"{x.shape[0]} and {y.shape[0]}")
+                raise ValueError(
+                    f"{xn} and {yn} must have the same number of rows, got "
+                    f"{x.shape[0]} and {y.shape[0]}"
+                )
             check_finite(xn, x)
             if y.numel():
                 check_labels(yn, y, self.num_classes)
         if self.x.shape[0] == 0:
             raise ValueError("x must hold at least one training row")
-        if self.x_test.shape[1] != self.x.shape[1] or self.x_test.dtype != self.x.dtype:
-            raise ValueError(f"x_test must match x in features and dtype, got "
-                             f"{tuple(self.x_test.shape)} {self.x_test.dtype} against "
-                             f"{tuple(self.x.shape)} {self.x.dtype}")
+        if (
+            self.x_test.shape[1] != self.x.shape[1]
+            or self.x_test.dtype != self.x.dtype
+        ):
+            raise ValueError(
+                f"x_test must match x in features and dtype, got "
+                f"{tuple(self.x_test.shape)} {self.x_test.dtype} against "
+                f"{tuple(self.x.shape)} {self.x.dtype}"
+            )
         devices = {t.device for t in (self.x, self.y, self.x_test, self.y_test)}
         if len(devices) != 1:
-            raise ValueError(f"all tensors must be on one device, got {sorted(map(str, devices))}")
+            raise ValueError(
+                f"all tensors must be on one device, got {sorted(map(str, devices))}"
+            )
 
     @property
     def n(self) -> int:
@@ -117,10 +158,17 @@ class Dataset:
         try:
             device = torch.device(device)
         except (RuntimeError, TypeError) as e:
-            raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda', got "
-                             f"{device!r}") from e
-        return replace(self, x=self.x.to(device), y=self.y.to(device),
-                       x_test=self.x_test.to(device), y_test=self.y_test.to(device))
+            raise ValueError(
+                f"device must name a torch device such as 'cpu' or 'cuda', got "
+                f"{device!r}"
+            ) from e
+        return replace(
+            self,
+            x=self.x.to(device),
+            y=self.y.to(device),
+            x_test=self.x_test.to(device),
+            y_test=self.y_test.to(device),
+        )
 
     def with_labels(self, y: torch.Tensor) -> "Dataset":
         """The same inputs with new training labels (test labels unchanged)."""
@@ -137,8 +185,10 @@ class Dataset:
         """
         idx = check_indices("idx", idx, self.n).to(self.x.device)
         if idx.numel() == 0:
-            raise ValueError("idx must hold at least one index (a dataset needs a training row), "
-                             "got none")
+            raise ValueError(
+                "idx must hold at least one index (a dataset needs a training row), "
+                "got none"
+            )
         return replace(self, x=self.x[idx], y=self.y[idx])
 
 
@@ -162,7 +212,11 @@ def _validate_arrays(x, y, digest, num_samples: int, key: str) -> str | None:
         return f"x has shape {x.shape}, expected {(num_samples, MNIST1D_LENGTH)}"
     if not np.isfinite(x).all():
         return "x holds NaN or inf"
-    if not (isinstance(y, np.ndarray) and y.dtype == np.int64 and y.shape == (num_samples,)):
+    if not (
+        isinstance(y, np.ndarray)
+        and y.dtype == np.int64
+        and y.shape == (num_samples,)
+    ):
         return f"y is not an int64 array of shape {(num_samples,)}"
     if y.size and (int(y.min()) < 0 or int(y.max()) >= MNIST1D_CLASSES):
         return f"labels outside [0, {MNIST1D_CLASSES})"
@@ -181,14 +235,20 @@ def _load_cached(path: Path, num_samples: int, key: str):
             if sorted(z.files) != ["digest", "x", "y"]:
                 raise ValueError(f"unexpected entries {sorted(z.files)}")
             x, y, digest = z["x"], z["y"], z["digest"]
-    except Exception as e:  # truncated, empty, zeroed, pickled, wrong entries: never executed
+    except (
+        Exception
+    ) as e:  # truncated, empty, zeroed, pickled, wrong entries: never executed
         reason = f"unreadable ({type(e).__name__}: {e})"
     else:
         reason = _validate_arrays(x, y, digest, num_samples, key)
         if reason is None:
             return x, y
-    warnings.warn(f"gtlib: the MNIST-1D cache file {path} is bad ({reason}); it is replaced by "
-                  "freshly generated data", CacheWarning, stacklevel=3)
+    warnings.warn(
+        f"gtlib: the MNIST-1D cache file {path} is bad ({reason}); it is replaced by "
+        "freshly generated data",
+        CacheWarning,
+        stacklevel=3,
+    )
     return None
 
 
@@ -197,7 +257,9 @@ def _write_cache(path: Path, x: np.ndarray, y: np.ndarray, key: str) -> None:
     notebooks generating the same file never see a partial one."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        tmp = path.with_name(
+            f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        )
         try:
             with open(tmp, "wb") as fh:
                 np.savez(fh, x=x, y=y, digest=_digest(x, y, key))
@@ -206,8 +268,12 @@ def _write_cache(path: Path, x: np.ndarray, y: np.ndarray, key: str) -> None:
             if tmp.exists():
                 tmp.unlink()
     except OSError as e:  # a read-only or full disk: work without the cache
-        warnings.warn(f"gtlib: could not write the MNIST-1D cache file {path} ({e}); "
-                      "continuing without caching", CacheWarning, stacklevel=3)
+        warnings.warn(
+            f"gtlib: could not write the MNIST-1D cache file {path} ({e}); "
+            "continuing without caching",
+            CacheWarning,
+            stacklevel=3,
+        )
 
 
 def _mnist1d_arrays(num_samples: int, data_seed: int, cache_dir: Path):
@@ -243,8 +309,12 @@ def _mnist1d_arrays(num_samples: int, data_seed: int, cache_dir: Path):
     return x, y
 
 
-def mnist1d(n_train: int = 4000, n_test: int = 1000, data_seed: int = 42,
-            device: str | None = None) -> Dataset:
+def mnist1d(
+    n_train: int = 4000,
+    n_test: int = 1000,
+    data_seed: int = 42,
+    device: str | None = None,
+) -> Dataset:
     """MNIST-1D with ``n_train`` training and ``n_test`` test signals of length 40.
 
     The signals come from ``mnist1d.data.make_dataset`` (Greydanus and Kobak 2024), never from the
@@ -285,17 +355,27 @@ def mnist1d(n_train: int = 4000, n_test: int = 1000, data_seed: int = 42,
     data_seed = int(Interval(int, 0, 2**32 - 1).check("data_seed", data_seed))
     total = n_train + n_test
     if total > MNIST1D_MAX_SAMPLES:
-        raise ValueError(f"n_train + n_test must be <= {MNIST1D_MAX_SAMPLES}, got {total}")
+        raise ValueError(
+            f"n_train + n_test must be <= {MNIST1D_MAX_SAMPLES}, got {total}"
+        )
     # make_dataset draws num_samples // 10 per class: round up so that we can take exactly `total`
     num_samples = int(np.ceil(total / 10) * 10)
     x, y = _mnist1d_arrays(num_samples, data_seed, read_cache_dir())
     x, y = torch.from_numpy(x[:total]), torch.from_numpy(y[:total])
-    ds = Dataset(x=x[:n_train], y=y[:n_train], x_test=x[n_train:], y_test=y[n_train:],
-                 num_classes=MNIST1D_CLASSES, name="MNIST-1D")
+    ds = Dataset(
+        x=x[:n_train],
+        y=y[:n_train],
+        x_test=x[n_train:],
+        y_test=y[n_train:],
+        num_classes=MNIST1D_CLASSES,
+        name="MNIST-1D",
+    )
     return ds.to(device or read_device())
 
 
-def digits(test_fraction: float = 0.25, seed: int = 0, device: str | None = None) -> Dataset:
+def digits(
+    test_fraction: float = 0.25, seed: int = 0, device: str | None = None
+) -> Dataset:
     """The 8x8 handwritten digits bundled with scikit-learn, as a :class:`Dataset`.
 
     scikit-learn's bundled 8x8 handwritten digits (1797 images, 64 features scaled to [0, 1]).
@@ -316,7 +396,9 @@ def digits(test_fraction: float = 0.25, seed: int = 0, device: str | None = None
     """
     from sklearn.datasets import load_digits
 
-    test_fraction = check_fraction("test_fraction", test_fraction, open_interval=True)
+    test_fraction = check_fraction(
+        "test_fraction", test_fraction, open_interval=True
+    )
     seed = check_seed("seed", seed)
     data = load_digits()
     x = torch.tensor(data.data / 16.0, dtype=torch.float32)
@@ -324,11 +406,15 @@ def digits(test_fraction: float = 0.25, seed: int = 0, device: str | None = None
     perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
     n_test = int(round(test_fraction * len(y)))
     te, tr = perm[:n_test], perm[n_test:]
-    ds = Dataset(x=x[tr], y=y[tr], x_test=x[te], y_test=y[te], num_classes=10, name="digits")
+    ds = Dataset(
+        x=x[tr], y=y[tr], x_test=x[te], y_test=y[te], num_classes=10, name="digits"
+    )
     return ds.to(device or read_device())
 
 
-def corrupt_labels(y: torch.Tensor, fraction: float, num_classes: int, seed: int = 0) -> torch.Tensor:
+def corrupt_labels(
+    y: torch.Tensor, fraction: float, num_classes: int, seed: int = 0
+) -> torch.Tensor:
     """Replace a ``fraction`` of the labels by uniformly random labels, fixed once.
 
     As in Zhang et al., a corrupted label is drawn uniformly from all classes, so it may coincide
@@ -370,19 +456,24 @@ def corrupt_labels(y: torch.Tensor, fraction: float, num_classes: int, seed: int
     if y.numel() == 0:
         raise ValueError("y must hold at least one label, got an empty tensor")
     if int(y.min()) < 0 or int(y.max()) >= num_classes:
-        raise ValueError(f"y must hold labels in [0, {num_classes}), got range "
-                         f"[{int(y.min())}, {int(y.max())}]")
+        raise ValueError(
+            f"y must hold labels in [0, {num_classes}), got range "
+            f"[{int(y.min())}, {int(y.max())}]"
+        )
     g = torch.Generator().manual_seed(seed)
     order = torch.randperm(len(y), generator=g)
     random_labels = torch.randint(num_classes, (len(y),), generator=g)
     k = int(round(fraction * len(y)))
     out = y.clone().cpu()
-    out[order[:k]] = random_labels[order[:k]].to(out.dtype)  # int32 labels stay int32
+    out[order[:k]] = random_labels[order[:k]].to(
+        out.dtype
+    )  # int32 labels stay int32
     return out.to(y.device)
 
 
-def long_tail_indices(y: torch.Tensor, imbalance_ratio: float, num_classes: int,
-                      seed: int = 0) -> torch.Tensor:
+def long_tail_indices(
+    y: torch.Tensor, imbalance_ratio: float, num_classes: int, seed: int = 0
+) -> torch.Tensor:
     """Indices of a long-tailed subsample of the labels ``y``.
 
     Indices of a long-tailed subsample: class k keeps ``n_max * ratio ** (-k / (C - 1))`` points.
@@ -413,7 +504,9 @@ def long_tail_indices(y: torch.Tensor, imbalance_ratio: float, num_classes: int,
         If ``imbalance_ratio`` is not a finite number >= 1, ``y`` not integer labels in
         ``[0, num_classes)``, or a class is missing from ``y``.
     """
-    imbalance_ratio = float(Interval(float, 1).check("imbalance_ratio", imbalance_ratio))
+    imbalance_ratio = float(
+        Interval(float, 1).check("imbalance_ratio", imbalance_ratio)
+    )
     num_classes = check_int("num_classes", num_classes, minimum=2)
     if not isinstance(y, torch.Tensor) or y.ndim != 1:
         raise TypeError("y must be a 1-D integer torch.Tensor")
@@ -427,7 +520,9 @@ def long_tail_indices(y: torch.Tensor, imbalance_ratio: float, num_classes: int,
     g = torch.Generator().manual_seed(seed)
     keep = []
     for k in range(num_classes):
-        n_k = max(1, int(round(n_max * float(imbalance_ratio) ** (-k / (num_classes - 1)))))
+        n_k = max(
+            1, int(round(n_max * float(imbalance_ratio) ** (-k / (num_classes - 1))))
+        )
         members = torch.nonzero(y_cpu == k).flatten()
         keep.append(members[torch.randperm(len(members), generator=g)[:n_k]])
     return torch.sort(torch.cat(keep)).values.to(y.device)

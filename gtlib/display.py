@@ -3,6 +3,7 @@
 Tables are rendered as HTML (never as Markdown text, which the static site shows as a paragraph of
 pipes), inside a horizontal scroll container so that a wide table never widens the page on a phone.
 """
+
 from __future__ import annotations
 
 import html
@@ -11,7 +12,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = [
     # tables
-    "table", "table_html",
+    "table",
+    "table_html",
     # numbers
     "fmt",
 ]
@@ -47,9 +49,12 @@ def fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-def table_html(rows: Iterable[Mapping[str, Any]] | Iterable[Sequence[Any]],
-               columns: Sequence[str] | None = None, caption: str | None = None,
-               digits: int = 3) -> str:
+def table_html(
+    rows: Iterable[Mapping[str, Any]] | Iterable[Sequence[Any]],
+    columns: Sequence[str] | None = None,
+    caption: str | None = None,
+    digits: int = 3,
+) -> str:
     """HTML for a table of rows (dicts keyed by column, or sequences in ``columns`` order).
 
     Parameters
@@ -69,17 +74,27 @@ def table_html(rows: Iterable[Mapping[str, Any]] | Iterable[Sequence[Any]],
     str
         ``<div class="gtlib-table-wrap" tabindex="0" role="region" aria-label="table (scrolls sideways)"><table class="gtlib-table">...</table></div>``.
     """
-    if rows is None or isinstance(rows, (str, bytes, Mapping)) or not hasattr(rows, "__iter__"):
-        raise TypeError(f"rows must be a list of rows (dicts or sequences), got "
-                        f"{type(rows).__name__}")
+    if (
+        rows is None
+        or isinstance(rows, (str, bytes, Mapping))
+        or not hasattr(rows, "__iter__")
+    ):
+        raise TypeError(
+            f"rows must be a list of rows (dicts or sequences), got "
+            f"{type(rows).__name__}"
+        )
     if columns is not None:
         if isinstance(columns, (str, bytes)) or not hasattr(columns, "__iter__"):
-            raise TypeError(f"columns must be a list of column names, got {columns!r}")
+            raise TypeError(
+                f"columns must be a list of column names, got {columns!r}"
+            )
         columns = list(columns)
         if not columns:
             raise ValueError("columns must name at least one column, got none")
     if caption is not None and not isinstance(caption, str):
-        raise TypeError(f"caption must be a str or None, got {type(caption).__name__}")
+        raise TypeError(
+            f"caption must be a str or None, got {type(caption).__name__}"
+        )
     rows = list(rows)
     if not rows:
         raise ValueError("rows must not be empty")
@@ -89,22 +104,36 @@ def table_html(rows: Iterable[Mapping[str, Any]] | Iterable[Sequence[Any]],
         body = []
         for i, r in enumerate(rows):
             if not isinstance(r, Mapping):
-                raise TypeError(f"rows[{i}] is a {type(r).__name__}; all rows must be dicts")
+                raise TypeError(
+                    f"rows[{i}] is a {type(r).__name__}; all rows must be dicts"
+                )
             body.append([r.get(c, "") for c in columns])
     else:
         if columns is None:
             raise ValueError("columns must be given when rows are sequences")
         body = []
         for i, r in enumerate(rows):
-            if isinstance(r, (str, bytes)) or not isinstance(r, Sequence) or len(r) != len(columns):
-                raise ValueError(f"rows[{i}] must be a sequence of {len(columns)} cells, got {r!r}")
+            if (
+                isinstance(r, (str, bytes))
+                or not isinstance(r, Sequence)
+                or len(r) != len(columns)
+            ):
+                raise ValueError(
+                    f"rows[{i}] must be a sequence of {len(columns)} cells, got {r!r}"
+                )
             body.append(list(r))
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
-    trs = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(v, digits))}</td>" for v in r) + "</tr>"
-                  for r in body)
+    trs = "".join(
+        "<tr>"
+        + "".join(f"<td>{html.escape(fmt(v, digits))}</td>" for v in r)
+        + "</tr>"
+        for r in body
+    )
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    return (f'<div class="gtlib-table-wrap" tabindex="0" role="region" aria-label="table (scrolls sideways)"><table class="gtlib-table">{cap}<thead><tr>{head}</tr>'
-            f"</thead><tbody>{trs}</tbody></table></div>")
+    return (
+        f'<div class="gtlib-table-wrap" tabindex="0" role="region" aria-label="table (scrolls sideways)"><table class="gtlib-table">{cap}<thead><tr>{head}</tr>'
+        f"</thead><tbody>{trs}</tbody></table></div>"
+    )
 
 
 def table(rows, columns=None, caption=None, digits: int = 3):

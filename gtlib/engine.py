@@ -23,6 +23,7 @@ the members' losses gives each member exactly its own gradient). Read it top to 
 A chapter composes these: its model (any module or plain tensors whose parameters carry the member
 axis first), a loss function of the minibatch, an optimizer, a batch order and a check.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,14 +32,28 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
-from .checks import (Boolean, Device, Interval, Options, Tensor, boundary, check_int, check_labels,
-                     check_seed)
+from .checks import (
+    Boolean,
+    Device,
+    Interval,
+    Options,
+    Tensor,
+    boundary,
+    check_int,
+    check_labels,
+    check_seed,
+)
 
 __all__ = [
     # the loop
-    "Fit", "fit", "stop_rule",
+    "Fit",
+    "fit",
+    "stop_rule",
     # its building blocks
-    "EpochBatches", "ReplacementBatches", "StackedOptimizer", "StreamBatches",
+    "EpochBatches",
+    "ReplacementBatches",
+    "StackedOptimizer",
+    "StreamBatches",
     "member_margins",
 ]
 
@@ -60,9 +75,13 @@ def _per_member(name: str, value, members: int | None, constraint) -> list:
     """``value`` as a list with one entry per member (a single value is shared)."""
     if isinstance(value, (list, tuple)):
         if members is None:
-            raise ValueError(f"{name} may only be a sequence when members is given, got {value!r}")
+            raise ValueError(
+                f"{name} may only be a sequence when members is given, got {value!r}"
+            )
         if len(value) != members:
-            raise ValueError(f"{name} must have one entry per member ({members}), got {len(value)}")
+            raise ValueError(
+                f"{name} must have one entry per member ({members}), got {len(value)}"
+            )
         return [constraint.check(f"{name}[{i}]", v) for i, v in enumerate(value)]
     return [constraint.check(name, value)] * (members or 1)
 
@@ -103,31 +122,60 @@ class StackedOptimizer:
     Loshchilov, I. and Hutter, F. (2019). Decoupled weight decay regularization. ICLR.
     """
 
-    def __init__(self, params, optimizer="sgd", lr=0.1, momentum=0.0, weight_decay=0.0,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 members: int | None = None):
+    def __init__(
+        self,
+        params,
+        optimizer="sgd",
+        lr=0.1,
+        momentum=0.0,
+        weight_decay=0.0,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        members: int | None = None,
+    ):
         if members is not None:
             members = check_int("members", members)
-        if isinstance(params, (torch.Tensor, str)) or not hasattr(params, "__iter__"):
-            raise TypeError(f"params must be an iterable of tensors, got {type(params).__name__}")
+        if isinstance(params, (torch.Tensor, str)) or not hasattr(
+            params, "__iter__"
+        ):
+            raise TypeError(
+                f"params must be an iterable of tensors, got {type(params).__name__}"
+            )
         self.params = list(params)
         if not self.params:
             raise ValueError("params must hold at least one tensor")
         for i, p in enumerate(self.params):
-            if not isinstance(p, torch.Tensor) or not p.is_floating_point() or not p.requires_grad:
-                raise TypeError(f"params[{i}] must be a floating-point tensor that requires grad")
+            if (
+                not isinstance(p, torch.Tensor)
+                or not p.is_floating_point()
+                or not p.requires_grad
+            ):
+                raise TypeError(
+                    f"params[{i}] must be a floating-point tensor that requires grad"
+                )
             if members is not None and (p.ndim == 0 or p.shape[0] != members):
-                raise ValueError(f"params[{i}] must have the member axis first ({members}, ...), "
-                                 f"got {tuple(p.shape)}")
+                raise ValueError(
+                    f"params[{i}] must have the member axis first ({members}, ...), "
+                    f"got {tuple(p.shape)}"
+                )
         self.members = members
         E = members or 1
-        self.kinds = _per_member("optimizer", optimizer, members, Options(OPTIMIZERS))
+        self.kinds = _per_member(
+            "optimizer", optimizer, members, Options(OPTIMIZERS)
+        )
         self.lr = _per_member("lr", lr, members, _LR)
         self.momentum = _per_member("momentum", momentum, members, _MOMENTUM)
-        self.weight_decay = _per_member("weight_decay", weight_decay, members, _DECAY)
+        self.weight_decay = _per_member(
+            "weight_decay", weight_decay, members, _DECAY
+        )
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise ValueError(f"betas must be a pair of numbers in [0, 1), got {betas!r}")
-        self.betas = (_BETA.check("betas[0]", betas[0]), _BETA.check("betas[1]", betas[1]))
+            raise ValueError(
+                f"betas must be a pair of numbers in [0, 1), got {betas!r}"
+            )
+        self.betas = (
+            _BETA.check("betas[0]", betas[0]),
+            _BETA.check("betas[1]", betas[1]),
+        )
         self.eps = _EPS.check("eps", eps)
         # members with identical settings are updated together; usually there is one group
         groups: dict[tuple, list[int]] = {}
@@ -137,39 +185,64 @@ class StackedOptimizer:
         self.groups = [(key, torch.tensor(idx)) for key, idx in groups.items()]
         self.uniform_lr = len(set(self.lr)) == 1
         adam = any(k != "sgd" for k in self.kinds)
-        sgd_momentum = any(k == "sgd" and m > 0 for k, m in zip(self.kinds, self.momentum))
-        self.state = [{"buf": torch.zeros_like(p) if sgd_momentum else None,
-                       "m": torch.zeros_like(p) if adam else None,
-                       "v": torch.zeros_like(p) if adam else None} for p in self.params]
-        self.t = torch.zeros(E, dtype=torch.int64)  # each member's number of Adam steps
-        self._t_all: int | None = 0  # their common value while every member has taken every step
+        sgd_momentum = any(
+            k == "sgd" and m > 0 for k, m in zip(self.kinds, self.momentum)
+        )
+        self.state = [
+            {
+                "buf": torch.zeros_like(p) if sgd_momentum else None,
+                "m": torch.zeros_like(p) if adam else None,
+                "v": torch.zeros_like(p) if adam else None,
+            }
+            for p in self.params
+        ]
+        self.t = torch.zeros(
+            E, dtype=torch.int64
+        )  # each member's number of Adam steps
+        self._t_all: int | None = (
+            0  # their common value while every member has taken every step
+        )
 
-    def step(self, grads: Sequence[torch.Tensor | None], active: torch.Tensor | None = None,
-             lr_scale: float = 1.0) -> None:
+    def step(
+        self,
+        grads: Sequence[torch.Tensor | None],
+        active: torch.Tensor | None = None,
+        lr_scale: float = 1.0,
+    ) -> None:
         """Update the parameters with ``grads`` (one per parameter; None skips it).
 
         ``active`` is a ``(E,)`` bool tensor (default: every member); ``lr_scale`` multiplies every
         member's learning rate (a schedule).
         """
         E = self.members or 1
-        if isinstance(grads, (torch.Tensor, str)) or not isinstance(grads, (list, tuple)):
-            raise TypeError(f"grads must be a list or tuple of tensors (or None), one per "
-                            f"parameter, got {type(grads).__name__}")
+        if isinstance(grads, (torch.Tensor, str)) or not isinstance(
+            grads, (list, tuple)
+        ):
+            raise TypeError(
+                f"grads must be a list or tuple of tensors (or None), one per "
+                f"parameter, got {type(grads).__name__}"
+            )
         if len(grads) != len(self.params):
-            raise ValueError(f"grads must have one entry per parameter ({len(self.params)}), "
-                             f"got {len(grads)}")
+            raise ValueError(
+                f"grads must have one entry per parameter ({len(self.params)}), "
+                f"got {len(grads)}"
+            )
         for i, (g, p) in enumerate(zip(grads, self.params)):
             if g is None:
                 continue
             Tensor("float", finite=True, empty=True).check(f"grads[{i}]", g)
             if g.shape != p.shape:
-                raise ValueError(f"grads[{i}] must have the shape of params[{i}] "
-                                 f"{tuple(p.shape)}, got {tuple(g.shape)}")
+                raise ValueError(
+                    f"grads[{i}] must have the shape of params[{i}] "
+                    f"{tuple(p.shape)}, got {tuple(g.shape)}"
+                )
         if active is not None:
             Tensor().check("active", active)
             if active.dtype != torch.bool or active.shape != (E,):
-                raise ValueError(f"active must be a bool tensor of shape ({E},), got "
-                                 f"{active.dtype} {tuple(active.shape)}")
+                raise ValueError(
+                    f"active must be a bool tensor of shape ({E},), got "
+                    f"{active.dtype} {tuple(active.shape)}"
+                )
         _SCALE.check("lr_scale", lr_scale)
         self._step(grads, active, lr_scale)
 
@@ -187,9 +260,15 @@ class StackedOptimizer:
                 return
             act = torch.ones(E, dtype=torch.bool)
         else:
-            act = torch.ones(E, dtype=torch.bool) if active is None else active.detach().cpu()
+            act = (
+                torch.ones(E, dtype=torch.bool)
+                if active is None
+                else active.detach().cpu()
+            )
             self.t += act.to(torch.int64)
-            self._t_all = int(self.t[0]) if bool((self.t == self.t[0]).all()) else None
+            self._t_all = (
+                int(self.t[0]) if bool((self.t == self.t[0]).all()) else None
+            )
         for (kind, momentum, wd), idx in self.groups:
             live = idx[act[idx]]
             if len(live) == 0:
@@ -197,7 +276,11 @@ class StackedOptimizer:
             # the live members form a contiguous range (often all E): update views in place
             lo, hi = int(live[0]), int(live[-1]) + 1
             block = slice(lo, hi) if hi - lo == len(live) else None
-            lrs = [self.lr[int(e)] * lr_scale for e in live] if not self.uniform_lr else None
+            lrs = (
+                [self.lr[int(e)] * lr_scale for e in live]
+                if not self.uniform_lr
+                else None
+            )
             lr = self.lr[0] * lr_scale if self.uniform_lr else None
             for p, g, st in zip(self.params, grads, self.state):
                 if g is None:
@@ -205,10 +288,16 @@ class StackedOptimizer:
                 if block == slice(0, E):
                     self._update(kind, momentum, wd, p, g, st, lr, lrs, live)
                 elif block is not None:
-                    sub = {k: (None if v is None else v[block]) for k, v in st.items()}
-                    self._update(kind, momentum, wd, p[block], g[block], sub, lr, lrs, live)
+                    sub = {
+                        k: (None if v is None else v[block]) for k, v in st.items()
+                    }
+                    self._update(
+                        kind, momentum, wd, p[block], g[block], sub, lr, lrs, live
+                    )
                 else:  # scattered members: gather, update, write back
-                    sub = {k: (None if v is None else v[live]) for k, v in st.items()}
+                    sub = {
+                        k: (None if v is None else v[live]) for k, v in st.items()
+                    }
                     w = p[live]
                     self._update(kind, momentum, wd, w, g[live], sub, lr, lrs, live)
                     p.index_copy_(0, live.to(p.device), w)
@@ -243,7 +332,7 @@ class StackedOptimizer:
         torch._foreach_mul_(vs, b2)
         torch._foreach_addcmul_(vs, gs, gs, value=1 - b2)
         step = self._t_all
-        bc1, bc2 = 1 - b1 ** step, 1 - b2 ** step
+        bc1, bc2 = 1 - b1**step, 1 - b2**step
         denom = torch._foreach_sqrt(vs)
         torch._foreach_div_(denom, math.sqrt(bc2))
         torch._foreach_add_(denom, self.eps)
@@ -252,7 +341,11 @@ class StackedOptimizer:
     def _update(self, kind, momentum, wd, p, g, st, lr, lrs, live) -> None:
         """One member group's update, in place on ``p`` and its state ``st`` (PyTorch's formulas)."""
         shape = (-1,) + (1,) * (p.ndim - 1)
-        lr_t = None if lrs is None else torch.tensor(lrs, dtype=p.dtype, device=p.device).view(shape)
+        lr_t = (
+            None
+            if lrs is None
+            else torch.tensor(lrs, dtype=p.dtype, device=p.device).view(shape)
+        )
         if kind == "sgd":
             d = g.add(p, alpha=wd) if wd != 0 else g
             if momentum != 0:
@@ -275,16 +368,20 @@ class StackedOptimizer:
         t = self.t[live]
         if bool((t == t[0]).all()) and lr_t is None:
             step = int(t[0])
-            bc1, bc2 = 1 - b1 ** step, 1 - b2 ** step
+            bc1, bc2 = 1 - b1**step, 1 - b2**step
             denom = (st["v"].sqrt() / math.sqrt(bc2)).add_(self.eps)
             p.addcdiv_(st["m"], denom, value=-(lr / bc1))
             return
         tt = t.to(torch.float64)
-        bc1 = (1 - b1 ** tt).tolist()
-        bc2 = (1 - b2 ** tt).tolist()
+        bc1 = (1 - b1**tt).tolist()
+        bc2 = (1 - b2**tt).tolist()
         lrs = lrs if lrs is not None else [lr] * len(t)
-        size = torch.tensor([a / c for a, c in zip(lrs, bc1)], dtype=p.dtype, device=p.device)
-        root = torch.tensor([math.sqrt(c) for c in bc2], dtype=p.dtype, device=p.device)
+        size = torch.tensor(
+            [a / c for a, c in zip(lrs, bc1)], dtype=p.dtype, device=p.device
+        )
+        root = torch.tensor(
+            [math.sqrt(c) for c in bc2], dtype=p.dtype, device=p.device
+        )
         denom = (st["v"].sqrt() / root.view(shape)).add_(self.eps)
         p.sub_(size.view(shape) * (st["m"] / denom))
 
@@ -295,12 +392,19 @@ class StackedOptimizer:
 def _generators(seeds) -> list[torch.Generator]:
     """One CPU generator per member, from seeds or from generators the caller owns."""
     if isinstance(seeds, (torch.Generator, int)) or not hasattr(seeds, "__len__"):
-        raise TypeError(f"seeds must be a sequence of seeds or torch.Generators, got {seeds!r}")
+        raise TypeError(
+            f"seeds must be a sequence of seeds or torch.Generators, got {seeds!r}"
+        )
     if len(seeds) == 0:
-        raise ValueError("seeds must hold one seed (or generator) per member, got none")
-    return [s if isinstance(s, torch.Generator)
-            else torch.Generator().manual_seed(check_seed(f"seeds[{i}]", s))
-            for i, s in enumerate(seeds)]
+        raise ValueError(
+            "seeds must hold one seed (or generator) per member, got none"
+        )
+    return [
+        s
+        if isinstance(s, torch.Generator)
+        else torch.Generator().manual_seed(check_seed(f"seeds[{i}]", s))
+        for i, s in enumerate(seeds)
+    ]
 
 
 class EpochBatches:
@@ -335,11 +439,12 @@ class EpochBatches:
 
     def __next__(self) -> torch.Tensor:
         if self.pos == 0:
-            self.order = torch.stack([torch.randperm(self.n, generator=g) for g in self.gens]
-                                     ).to(self.device)
+            self.order = torch.stack(
+                [torch.randperm(self.n, generator=g) for g in self.gens]
+            ).to(self.device)
         start = self.pos * self.batch_size
         self.pos = (self.pos + 1) % self.per_epoch
-        return self.order[:, start:start + self.batch_size]
+        return self.order[:, start : start + self.batch_size]
 
 
 class StreamBatches:
@@ -364,21 +469,36 @@ class StreamBatches:
         Whether a batch never straddles two permutations.
     """
 
-    def __init__(self, sizes: Sequence[int], batch_size: int, seeds, device="cpu",
-                 drop_remainder: bool = False):
-        if isinstance(sizes, (str, torch.Tensor)) or not isinstance(sizes, (list, tuple)) \
-                or len(sizes) == 0:
-            raise TypeError(f"sizes must be a non-empty list of ints (one per member), got "
-                            f"{sizes!r}")
+    def __init__(
+        self,
+        sizes: Sequence[int],
+        batch_size: int,
+        seeds,
+        device="cpu",
+        drop_remainder: bool = False,
+    ):
+        if (
+            isinstance(sizes, (str, torch.Tensor))
+            or not isinstance(sizes, (list, tuple))
+            or len(sizes) == 0
+        ):
+            raise TypeError(
+                f"sizes must be a non-empty list of ints (one per member), got "
+                f"{sizes!r}"
+            )
         self.sizes = [check_int(f"sizes[{i}]", s) for i, s in enumerate(sizes)]
         self.batch_size = check_int("batch_size", batch_size)
         self.gens = _generators(seeds)
         if len(self.gens) != len(self.sizes):
-            raise ValueError(f"seeds must have one entry per member ({len(self.sizes)}), "
-                             f"got {len(self.gens)}")
+            raise ValueError(
+                f"seeds must have one entry per member ({len(self.sizes)}), "
+                f"got {len(self.gens)}"
+            )
         if drop_remainder and self.batch_size > min(self.sizes):
-            raise ValueError(f"batch_size must be <= every size with drop_remainder, got "
-                             f"{self.batch_size} > {min(self.sizes)}")
+            raise ValueError(
+                f"batch_size must be <= every size with drop_remainder, got "
+                f"{self.batch_size} > {min(self.sizes)}"
+            )
         self.device = Device().check("device", device)
         self.drop = Boolean().check("drop_remainder", drop_remainder)
         self.orders = [torch.empty(0, dtype=torch.int64) for _ in self.sizes]
@@ -391,13 +511,19 @@ class StreamBatches:
         if self.drop and len(self.orders[e]) < b:
             self.orders[e] = torch.randperm(self.sizes[e], generator=self.gens[e])
         while len(self.orders[e]) < b:
-            self.orders[e] = torch.cat([self.orders[e],
-                                        torch.randperm(self.sizes[e], generator=self.gens[e])])
+            self.orders[e] = torch.cat(
+                [
+                    self.orders[e],
+                    torch.randperm(self.sizes[e], generator=self.gens[e]),
+                ]
+            )
         out, self.orders[e] = self.orders[e][:b], self.orders[e][b:]
         return out
 
     def __next__(self) -> torch.Tensor:
-        return torch.stack([self._next(e) for e in range(len(self.sizes))]).to(self.device)
+        return torch.stack([self._next(e) for e in range(len(self.sizes))]).to(
+            self.device
+        )
 
 
 class ReplacementBatches:
@@ -425,8 +551,12 @@ class ReplacementBatches:
         return self
 
     def __next__(self) -> torch.Tensor:
-        return torch.stack([torch.randint(0, self.n, (self.batch_size,), generator=g)
-                            for g in self.gens]).to(self.device)
+        return torch.stack(
+            [
+                torch.randint(0, self.n, (self.batch_size,), generator=g)
+                for g in self.gens
+            ]
+        ).to(self.device)
 
 
 def _member_batch(x, y, idx):
@@ -476,8 +606,11 @@ def _margins(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return true - other
 
 
-def stop_rule(target_train_acc: float | None = None, margin_gamma: float | None = None,
-              margin_fraction: float = 0.99) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+def stop_rule(
+    target_train_acc: float | None = None,
+    margin_gamma: float | None = None,
+    margin_fraction: float = 0.99,
+) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
     """The book's data-dependent stop rules as a function ``(logits, y) -> met``, per member.
 
     A member meets the rule once its training accuracy is at least ``target_train_acc``, or once a
@@ -507,17 +640,27 @@ def stop_rule(target_train_acc: float | None = None, margin_gamma: float | None 
     learning" (its stopping criterion).
     """
     if target_train_acc is not None:
-        target_train_acc = Interval(float, 0, 1).check("target_train_acc", target_train_acc)
+        target_train_acc = Interval(float, 0, 1).check(
+            "target_train_acc", target_train_acc
+        )
     if margin_gamma is not None:
-        margin_gamma = Interval(float, 0, None, "neither").check("margin_gamma", margin_gamma)
+        margin_gamma = Interval(float, 0, None, "neither").check(
+            "margin_gamma", margin_gamma
+        )
     margin_fraction = Interval(float, 0, 1).check("margin_fraction", margin_fraction)
 
     def met(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        if not isinstance(logits, torch.Tensor) or not isinstance(y, torch.Tensor) \
-                or logits.ndim < 2 or y.shape[-1:] != logits.shape[-2:-1]:
-            raise ValueError(f"logits (..., n, C) and labels y (..., n) must match, got "
-                             f"{tuple(getattr(logits, 'shape', ()))} and "
-                             f"{tuple(getattr(y, 'shape', ()))}")
+        if (
+            not isinstance(logits, torch.Tensor)
+            or not isinstance(y, torch.Tensor)
+            or logits.ndim < 2
+            or y.shape[-1:] != logits.shape[-2:-1]
+        ):
+            raise ValueError(
+                f"logits (..., n, C) and labels y (..., n) must match, got "
+                f"{tuple(getattr(logits, 'shape', ()))} and "
+                f"{tuple(getattr(y, 'shape', ()))}"
+            )
         out = torch.zeros(logits.shape[:-2], dtype=torch.bool, device=logits.device)
         if target_train_acc is not None:
             out |= (logits.argmax(-1) == y).float().mean(-1) >= target_train_acc
@@ -554,27 +697,39 @@ class Fit:
 def _per_member_steps(name: str, value, E: int, minimum: int) -> torch.Tensor:
     if isinstance(value, (list, tuple)):
         if len(value) != E:
-            raise ValueError(f"{name} must have one entry per member ({E}), got {len(value)}")
-        return torch.tensor([check_int(f"{name}[{i}]", v, minimum) for i, v in enumerate(value)])
+            raise ValueError(
+                f"{name} must have one entry per member ({E}), got {len(value)}"
+            )
+        return torch.tensor(
+            [check_int(f"{name}[{i}]", v, minimum) for i, v in enumerate(value)]
+        )
     return torch.full((E,), check_int(name, value, minimum), dtype=torch.int64)
 
 
 def _lr_scale(schedule: Callable[[int], float] | None, step: int) -> float:
     """The schedule's learning-rate factor at update ``step`` (1 without a schedule), checked."""
-    return 1.0 if schedule is None else _SCALE.check("schedule(step)", schedule(step))
+    return (
+        1.0 if schedule is None else _SCALE.check("schedule(step)", schedule(step))
+    )
 
 
-def _check_losses(losses, shape: torch.Size, active: torch.Tensor, step: int) -> None:
+def _check_losses(
+    losses, shape: torch.Size, active: torch.Tensor, step: int
+) -> None:
     """One loss per member, finite for every member that trains: a NaN or infinite loss means
     training diverged, and is an error rather than a silent NaN result."""
     if not isinstance(losses, torch.Tensor) or losses.shape != shape:
-        raise ValueError(f"loss must return a tensor of shape {tuple(shape)} (one loss per "
-                         f"member), got {getattr(losses, 'shape', type(losses).__name__)}")
+        raise ValueError(
+            f"loss must return a tensor of shape {tuple(shape)} (one loss per "
+            f"member), got {getattr(losses, 'shape', type(losses).__name__)}"
+        )
     bad = ~torch.isfinite(losses.detach()).reshape(-1).cpu() & active
     if bool(bad.any()):
-        raise ValueError(f"loss is NaN or infinite for member(s) {bad.nonzero().view(-1).tolist()} "
-                         f"at update {step}: training diverged (a smaller learning rate, or "
-                         "finite data, would avoid it)")
+        raise ValueError(
+            f"loss is NaN or infinite for member(s) {bad.nonzero().view(-1).tolist()} "
+            f"at update {step}: training diverged (a smaller learning rate, or "
+            "finite data, would avoid it)"
+        )
 
 
 #: Off the CPU, the losses are looked at every this many steps (and before every check), not at
@@ -592,11 +747,17 @@ def _check_pending(pending: list, shape: torch.Size) -> None:
             _check_losses(losses, shape, active, step)
 
 
-def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: StackedOptimizer,
-        steps, batches: Iterator[torch.Tensor] | None = None,
-        check: Callable[[int, torch.Tensor], torch.Tensor | None] | None = None, every=1,
-        start=None, schedule: Callable[[int], float] | None = None,
-        active_only: bool = False) -> Fit:
+def fit(
+    loss: Callable[[int, torch.Tensor | None], torch.Tensor],
+    optimizer: StackedOptimizer,
+    steps,
+    batches: Iterator[torch.Tensor] | None = None,
+    check: Callable[[int, torch.Tensor], torch.Tensor | None] | None = None,
+    every=1,
+    start=None,
+    schedule: Callable[[int], float] | None = None,
+    active_only: bool = False,
+) -> Fit:
     """Train the optimizer's parameters: every member takes at most ``steps`` optimizer steps.
 
     Parameters
@@ -634,23 +795,34 @@ def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: Sta
         its parameters and optimizer state no longer change.
     """
     if not isinstance(optimizer, StackedOptimizer):
-        raise TypeError(f"optimizer must be a StackedOptimizer, got {type(optimizer).__name__}")
+        raise TypeError(
+            f"optimizer must be a StackedOptimizer, got {type(optimizer).__name__}"
+        )
     if not callable(loss):
         raise TypeError("loss must be a function (step, batch) -> per-member losses")
     if batches is not None and not hasattr(batches, "__next__"):
-        raise TypeError(f"batches must be an iterator of index tensors or None, got "
-                        f"{type(batches).__name__}")
+        raise TypeError(
+            f"batches must be an iterator of index tensors or None, got "
+            f"{type(batches).__name__}"
+        )
     for name, fn in (("check", check), ("schedule", schedule)):
         if fn is not None and not callable(fn):
-            raise TypeError(f"{name} must be a function or None, got {type(fn).__name__}")
+            raise TypeError(
+                f"{name} must be a function or None, got {type(fn).__name__}"
+            )
     active_only = Boolean().check("active_only", active_only)
     if start is not None and not isinstance(start, (list, tuple)):
-        raise TypeError(f"start must be a list of ints (one per member) or None, got {start!r}")
+        raise TypeError(
+            f"start must be a list of ints (one per member) or None, got {start!r}"
+        )
     E = optimizer.members or 1
     steps_e = _per_member_steps("steps", steps, E, 0)
     every_e = _per_member_steps("every", every, E, 1)
-    start_e = torch.zeros(E, dtype=torch.int64) if start is None else \
-        _per_member_steps("start", list(start), E, 0)
+    start_e = (
+        torch.zeros(E, dtype=torch.int64)
+        if start is None
+        else _per_member_steps("start", list(start), E, 0)
+    )
     done = torch.zeros(E, dtype=torch.bool)
     met = torch.zeros(E, dtype=torch.bool)
     stop_step = steps_e.clone()
@@ -675,7 +847,9 @@ def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: Sta
         # to it the active members are fixed, so the steps in between need no bookkeeping.
         active = ~done & (start_e <= step)
         upcoming = torch.minimum((step // every_e + 1) * every_e, steps_e)
-        upcoming = torch.where(start_e > step, torch.minimum(upcoming, start_e), upcoming)
+        upcoming = torch.where(
+            start_e > step, torch.minimum(upcoming, start_e), upcoming
+        )
         horizon = int(torch.where(done, never, upcoming).min())
         train = bool(active.any())
         mask = None if bool(active.all()) else active
@@ -688,7 +862,9 @@ def fit(loss: Callable[[int, torch.Tensor | None], torch.Tensor], optimizer: Sta
             losses = loss(t, batch, active) if active_only else loss(t, batch)
             if not isinstance(losses, torch.Tensor) or losses.shape != shape:
                 _check_losses(losses, shape, active, t)  # raises
-            total = losses.sum()  # member e's gradient is the gradient of its own loss
+            total = (
+                losses.sum()
+            )  # member e's gradient is the gradient of its own loss
             if total.device.type == "cpu":
                 # one number to look at: the sum is finite when every loss is (else find which)
                 if not math.isfinite(total.item()):

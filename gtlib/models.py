@@ -12,6 +12,7 @@ batched matmul is simpler and as fast. Members may differ in width through ``hid
 ``(E, width)`` 0/1 mask applied after every hidden activation turns a common maximum width into E
 narrower nets (a masked unit receives no gradient and contributes nothing).
 """
+
 from __future__ import annotations
 
 from typing import Callable, Sequence
@@ -23,7 +24,14 @@ from torch import nn
 
 from .checks import Device, Tensor, check_finite, check_int, check_seed, check_seeds
 
-__all__ = ["MLP", "BatchedMLP", "make_mlp", "activation", "ACTIVATIONS", "MAX_PARAMETERS"]
+__all__ = [
+    "MLP",
+    "BatchedMLP",
+    "make_mlp",
+    "activation",
+    "ACTIVATIONS",
+    "MAX_PARAMETERS",
+]
 
 #: Largest number of parameters an :class:`MLP` may hold (2**31, 8 GiB of float32).
 MAX_PARAMETERS = 2**31
@@ -67,7 +75,9 @@ def activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
     if not isinstance(name, str):
         raise TypeError(f"activation must be a str, got {type(name).__name__}")
     if name not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {name!r}")
+        raise ValueError(
+            f"activation must be one of {sorted(ACTIVATIONS)}, got {name!r}"
+        )
     return ACTIVATIONS[name]
 
 
@@ -117,8 +127,15 @@ class MLP(nn.Module):
     human-level performance on ImageNet classification. ICCV.
     """
 
-    def __init__(self, in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
-                 activation: str = "relu"):
+    def __init__(
+        self,
+        in_dim: int,
+        width: int,
+        depth: int,
+        out_dim: int,
+        bias: bool = True,
+        activation: str = "relu",
+    ):
         super().__init__()
         in_dim = check_int("in_dim", in_dim)
         out_dim = check_int("out_dim", out_dim)
@@ -131,10 +148,14 @@ class MLP(nn.Module):
         sizes = [in_dim] + [width] * depth + [out_dim]
         n_params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
         if n_params > MAX_PARAMETERS:
-            raise ValueError(f"MLP(in_dim={in_dim}, width={width}, depth={depth}, out_dim={out_dim}) "
-                             f"would hold {n_params:.3g} parameters, more than {MAX_PARAMETERS}: "
-                             "use a smaller width or depth")
-        self.layers = nn.ModuleList(nn.Linear(a, b, bias=bias) for a, b in zip(sizes[:-1], sizes[1:]))
+            raise ValueError(
+                f"MLP(in_dim={in_dim}, width={width}, depth={depth}, out_dim={out_dim}) "
+                f"would hold {n_params:.3g} parameters, more than {MAX_PARAMETERS}: "
+                "use a smaller width or depth"
+            )
+        self.layers = nn.ModuleList(
+            nn.Linear(a, b, bias=bias) for a, b in zip(sizes[:-1], sizes[1:])
+        )
 
     @property
     def depth(self) -> int:
@@ -145,12 +166,16 @@ class MLP(nn.Module):
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
         if x.ndim != 2 or x.shape[1] != self.layers[0].in_features:
-            raise ValueError(f"x must have shape (batch, {self.layers[0].in_features}), "
-                             f"got {tuple(x.shape)}")
+            raise ValueError(
+                f"x must have shape (batch, {self.layers[0].in_features}), "
+                f"got {tuple(x.shape)}"
+            )
         dtype = self.layers[0].weight.dtype
         if x.dtype != dtype:
-            raise TypeError(f"x must have the network's dtype {dtype}, got {x.dtype} "
-                            f"(convert with x.to({dtype}) or the network with .to({x.dtype}))")
+            raise TypeError(
+                f"x must have the network's dtype {dtype}, got {x.dtype} "
+                f"(convert with x.to({dtype}) or the network with .to({x.dtype}))"
+            )
         check_finite("x", x)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -199,11 +224,22 @@ class MLP(nn.Module):
 
 def _transposed_layout(w: torch.Tensor) -> torch.Tensor:
     """A copy of the ``(E, out, in)`` tensor ``w`` stored as ``(E, in, out)`` (same shape, values)."""
-    return w.transpose(1, 2).clone(memory_format=torch.contiguous_format).transpose(1, 2)
+    return (
+        w.transpose(1, 2)
+        .clone(memory_format=torch.contiguous_format)
+        .transpose(1, 2)
+    )
 
 
-def make_mlp(seed: int, in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
-             act: str = "relu") -> MLP:
+def make_mlp(
+    seed: int,
+    in_dim: int,
+    width: int,
+    depth: int,
+    out_dim: int,
+    bias: bool = True,
+    act: str = "relu",
+) -> MLP:
     """An :class:`MLP` whose initialization is fixed by ``seed`` alone.
 
     The global random state is left as it was: the network is drawn inside a forked RNG seeded
@@ -279,12 +315,21 @@ class BatchedMLP(nn.Module):
     module (PyTorch documentation, "Model ensembling").
     """
 
-    def __init__(self, weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor] | None,
-                 act: str = "relu", hidden_mask: torch.Tensor | None = None):
+    def __init__(
+        self,
+        weights: Sequence[torch.Tensor],
+        biases: Sequence[torch.Tensor] | None,
+        act: str = "relu",
+        hidden_mask: torch.Tensor | None = None,
+    ):
         super().__init__()
-        if isinstance(weights, (str, torch.Tensor)) or not isinstance(weights, (list, tuple)):
-            raise TypeError(f"weights must be a list of (E, out, in) tensors, got "
-                            f"{type(weights).__name__}")
+        if isinstance(weights, (str, torch.Tensor)) or not isinstance(
+            weights, (list, tuple)
+        ):
+            raise TypeError(
+                f"weights must be a list of (E, out, in) tensors, got "
+                f"{type(weights).__name__}"
+            )
         if len(weights) < 1:
             raise ValueError("weights must hold at least one layer")
         for l, w in enumerate(weights):
@@ -292,39 +337,54 @@ class BatchedMLP(nn.Module):
         E = weights[0].shape[0]
         for l, w in enumerate(weights):
             if w.shape[0] != E:
-                raise ValueError(f"weights[{l}] must have shape (E, out, in) with E = {E}, got "
-                                 f"{tuple(w.shape)}")
+                raise ValueError(
+                    f"weights[{l}] must have shape (E, out, in) with E = {E}, got "
+                    f"{tuple(w.shape)}"
+                )
             if l and w.shape[2] != weights[l - 1].shape[1]:
-                raise ValueError(f"weights[{l}] must take {weights[l - 1].shape[1]} inputs (the "
-                                 f"outputs of weights[{l - 1}]), got shape {tuple(w.shape)}")
+                raise ValueError(
+                    f"weights[{l}] must take {weights[l - 1].shape[1]} inputs (the "
+                    f"outputs of weights[{l - 1}]), got shape {tuple(w.shape)}"
+                )
         if biases is not None:
-            if isinstance(biases, (str, torch.Tensor)) or not isinstance(biases, (list, tuple)):
-                raise TypeError(f"biases must be a list of (E, out) tensors or None, got "
-                                f"{type(biases).__name__}")
+            if isinstance(biases, (str, torch.Tensor)) or not isinstance(
+                biases, (list, tuple)
+            ):
+                raise TypeError(
+                    f"biases must be a list of (E, out) tensors or None, got "
+                    f"{type(biases).__name__}"
+                )
             for l, b in enumerate(biases):
                 Tensor("float", 2).check(f"biases[{l}]", b)
                 if l < len(weights) and tuple(b.shape) != (E, weights[l].shape[1]):
-                    raise ValueError(f"biases[{l}] must have shape ({E}, {weights[l].shape[1]}), "
-                                     f"got {tuple(b.shape)}")
+                    raise ValueError(
+                        f"biases[{l}] must have shape ({E}, {weights[l].shape[1]}), "
+                        f"got {tuple(b.shape)}"
+                    )
         if hidden_mask is not None:
             Tensor().check("hidden_mask", hidden_mask)
         # each W_l is (E, out, in) but laid out in memory as (E, in, out): the forward multiplies by
         # W_l^T, which is then contiguous, so autograd returns weight gradients with the weights'
         # own layout and the optimizer's elementwise updates run at memory speed
-        self.weights = nn.ParameterList(nn.Parameter(_transposed_layout(w.detach()))
-                                        for w in weights)
+        self.weights = nn.ParameterList(
+            nn.Parameter(_transposed_layout(w.detach())) for w in weights
+        )
         self.has_bias = biases is not None
         if biases is not None:
             if len(biases) != len(weights):
                 raise ValueError("biases must have one entry per layer")
-            self.biases = nn.ParameterList(nn.Parameter(b.detach().clone()) for b in biases)
+            self.biases = nn.ParameterList(
+                nn.Parameter(b.detach().clone()) for b in biases
+            )
         self.act_name = act
         self.act = activation(act)
         if hidden_mask is not None:
             width = weights[0].shape[1]
             if hidden_mask.shape != (E, width):
-                raise ValueError(f"hidden_mask must have shape ({E}, {width}), got "
-                                 f"{tuple(hidden_mask.shape)}")
+                raise ValueError(
+                    f"hidden_mask must have shape ({E}, {width}), got "
+                    f"{tuple(hidden_mask.shape)}"
+                )
             if not bool(((hidden_mask == 0) | (hidden_mask == 1)).all()):
                 raise ValueError("hidden_mask must hold only 0s and 1s")
             hidden_mask = hidden_mask.to(weights[0].dtype)
@@ -332,7 +392,9 @@ class BatchedMLP(nn.Module):
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
-    def from_models(cls, models: Sequence[MLP], hidden_mask: torch.Tensor | None = None) -> "BatchedMLP":
+    def from_models(
+        cls, models: Sequence[MLP], hidden_mask: torch.Tensor | None = None
+    ) -> "BatchedMLP":
         """Stack the weights of identically shaped :class:`gtlib.models.MLP` networks.
 
         Parameters
@@ -354,30 +416,51 @@ class BatchedMLP(nn.Module):
             activation, or the mask does not fit them.
         """
         if isinstance(models, (str, MLP)) or not isinstance(models, (list, tuple)):
-            raise TypeError(f"models must be a list of MLPs, got {type(models).__name__}")
+            raise TypeError(
+                f"models must be a list of MLPs, got {type(models).__name__}"
+            )
         if len(models) == 0:
             raise ValueError("models must not be empty")
         for i, m in enumerate(models):
             if not isinstance(m, MLP):
-                raise TypeError(f"models[{i}] must be a gtlib MLP, got {type(m).__name__}")
+                raise TypeError(
+                    f"models[{i}] must be a gtlib MLP, got {type(m).__name__}"
+                )
             shapes = [tuple(p.shape) for p in m.parameters()]
             if i == 0:
                 first_shapes = shapes
             elif shapes != first_shapes or m.act_name != models[0].act_name:
-                raise ValueError(f"models[{i}] must have the shape and activation of models[0] "
-                                 f"({first_shapes}, {models[0].act_name}), got {shapes}, "
-                                 f"{m.act_name}")
+                raise ValueError(
+                    f"models[{i}] must have the shape and activation of models[0] "
+                    f"({first_shapes}, {models[0].act_name}), got {shapes}, "
+                    f"{m.act_name}"
+                )
         first = models[0]
-        ws = [torch.stack([m.layers[l].weight for m in models]) for l in range(len(first.layers))]
+        ws = [
+            torch.stack([m.layers[l].weight for m in models])
+            for l in range(len(first.layers))
+        ]
         bs = None
         if first.layers[0].bias is not None:
-            bs = [torch.stack([m.layers[l].bias for m in models]) for l in range(len(first.layers))]
+            bs = [
+                torch.stack([m.layers[l].bias for m in models])
+                for l in range(len(first.layers))
+            ]
         return cls(ws, bs, act=first.act_name, hidden_mask=hidden_mask)
 
     @classmethod
-    def init(cls, seeds: Sequence[int], in_dim: int, width: int, depth: int, out_dim: int,
-             bias: bool = True, act: str = "relu", hidden_mask: torch.Tensor | None = None,
-             device: str | torch.device = "cpu") -> "BatchedMLP":
+    def init(
+        cls,
+        seeds: Sequence[int],
+        in_dim: int,
+        width: int,
+        depth: int,
+        out_dim: int,
+        bias: bool = True,
+        act: str = "relu",
+        hidden_mask: torch.Tensor | None = None,
+        device: str | torch.device = "cpu",
+    ) -> "BatchedMLP":
         """E freshly initialized MLPs, member ``i`` initialized as ``make_mlp(seeds[i], ...)``.
 
         Parameters
@@ -404,7 +487,9 @@ class BatchedMLP(nn.Module):
         """
         seeds = check_seeds("seeds", seeds)
         Device().check("device", device)
-        models = [make_mlp(s, in_dim, width, depth, out_dim, bias, act) for s in seeds]
+        models = [
+            make_mlp(s, in_dim, width, depth, out_dim, bias, act) for s in seeds
+        ]
         return cls.from_models(models, hidden_mask=hidden_mask).to(device)
 
     @property
@@ -438,15 +523,23 @@ class BatchedMLP(nn.Module):
             raise ValueError(f"i must lie in [0, {self.size}), got {i}")
         w0 = self.weights[0]
         depth = len(self.weights) - 1
-        m = MLP(w0.shape[2], w0.shape[1] if depth else 1, depth, self.weights[-1].shape[1],
-                bias=self.has_bias, activation=self.act_name).to(w0.device, w0.dtype)
+        m = MLP(
+            w0.shape[2],
+            w0.shape[1] if depth else 1,
+            depth,
+            self.weights[-1].shape[1],
+            bias=self.has_bias,
+            activation=self.act_name,
+        ).to(w0.device, w0.dtype)
         with torch.no_grad():
             for l, layer in enumerate(m.layers):
                 w = self.weights[l][i]
                 if self.hidden_mask is not None:  # bake the mask into the weights:
                     if l < depth:  # a masked unit gets no input...
                         w = w * self.hidden_mask[i][:, None]
-                    if l > 0:  # ...and the next layer ignores it (act(0) need not be 0)
+                    if (
+                        l > 0
+                    ):  # ...and the next layer ignores it (act(0) need not be 0)
                         w = w * self.hidden_mask[i][None, :]
                 layer.weight.copy_(w)
                 if self.has_bias:
@@ -480,13 +573,21 @@ class BatchedMLP(nn.Module):
         d = self.weights[0].shape[2]
         if isinstance(x, torch.Tensor) and x.ndim in (2, 3):
             if x.dtype != self.weights[0].dtype:
-                raise TypeError(f"x must have the weights' dtype {self.weights[0].dtype}, got "
-                                f"{x.dtype}")
+                raise TypeError(
+                    f"x must have the weights' dtype {self.weights[0].dtype}, got "
+                    f"{x.dtype}"
+                )
             check_finite("x", x)
-        if not isinstance(x, torch.Tensor) or x.shape[-1:] != (d,) or x.ndim not in (2, 3) \
-                or (x.ndim == 3 and x.shape[0] != self.size):
-            raise ValueError(f"x must have shape (n, {d}) or ({self.size}, n, {d}), got "
-                             f"{tuple(getattr(x, 'shape', ()))}")
+        if (
+            not isinstance(x, torch.Tensor)
+            or x.shape[-1:] != (d,)
+            or x.ndim not in (2, 3)
+            or (x.ndim == 3 and x.shape[0] != self.size)
+        ):
+            raise ValueError(
+                f"x must have shape (n, {d}) or ({self.size}, n, {d}), got "
+                f"{tuple(getattr(x, 'shape', ()))}"
+            )
         return self._features(x)
 
     def _features(self, x: torch.Tensor, keep: bool = True) -> list[torch.Tensor]:

@@ -11,6 +11,7 @@
 Call :func:`use_style` once per chapter (``gtlib.setup_chapter`` does it for you).
 :func:`min_font_size` tells whether a finished figure keeps to ``MIN_FONT_PT``.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Sequence
@@ -22,7 +23,12 @@ import numpy as np
 from .checks import Interval, check_int, check_real
 
 __all__ = [
-    "OKABE_ITO", "label", "loglog_fit_label", "min_font_size", "small_multiples", "subplots",
+    "OKABE_ITO",
+    "label",
+    "loglog_fit_label",
+    "min_font_size",
+    "small_multiples",
+    "subplots",
     "use_style",
 ]
 
@@ -33,7 +39,16 @@ MAX_PANELS = 64
 MAX_INCHES = 100.0
 
 #: Okabe and Ito's colour-blind-safe palette (black last).
-OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+OKABE_ITO = [
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#D55E00",
+    "#CC79A7",
+    "#56B4E9",
+    "#F0E442",
+    "#000000",
+]
 
 #: The smallest text size (points, at the saved size) the house style uses and allows.
 MIN_FONT_PT = 10.0
@@ -97,8 +112,10 @@ def _text(name: str, value, optional: bool = False):
     if value is None and optional:
         return value
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str{' or None' if optional else ''}, got "
-                        f"{type(value).__name__}")
+        raise TypeError(
+            f"{name} must be a str{' or None' if optional else ''}, got "
+            f"{type(value).__name__}"
+        )
     return value
 
 
@@ -129,12 +146,21 @@ def min_font_size(fig) -> float:
 
     if not isinstance(fig, (Figure, SubFigure)):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    sizes = [t.get_fontsize() for t in fig.findobj(Text)
-             if t.get_visible() and t.get_text().strip()]
+    sizes = [
+        t.get_fontsize()
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip()
+    ]
     return float(min(sizes)) if sizes else float("inf")
 
 
-def subplots(nrows: int = 1, ncols: int = 1, width: float = 6.4, height: float | None = None, **kw):
+def subplots(
+    nrows: int = 1,
+    ncols: int = 1,
+    width: float = 6.4,
+    height: float | None = None,
+    **kw,
+):
     """``plt.subplots`` with the house size: ``width`` inches wide, 3.2 in tall per row by default.
 
     ``nrows`` and ``ncols`` are ints in ``[1, MAX_PANELS]``; ``width`` and ``height`` finite sizes
@@ -160,11 +186,15 @@ def subplots(nrows: int = 1, ncols: int = 1, width: float = 6.4, height: float |
     """
     nrows, ncols = _panels("nrows", nrows), _panels("ncols", ncols)
     width = _inches("width", width)
-    height = min(3.2 * nrows, MAX_INCHES) if height is None else _inches("height", height)
+    height = (
+        min(3.2 * nrows, MAX_INCHES) if height is None else _inches("height", height)
+    )
     return plt.subplots(nrows, ncols, figsize=(width, height), **kw)
 
 
-def label(ax, xlabel: str, ylabel: str, title: str | None = None, legend: bool = False) -> None:
+def label(
+    ax, xlabel: str, ylabel: str, title: str | None = None, legend: bool = False
+) -> None:
     """Label an axis (every figure in the book has labelled axes with units).
 
     Parameters
@@ -196,8 +226,15 @@ def label(ax, xlabel: str, ylabel: str, title: str | None = None, legend: bool =
         ax.legend()
 
 
-def small_multiples(draw: Callable, values: Sequence, name: str, ncols: int = 4,
-                    width: float = 7.0, panel_height: float = 1.9, sharey: bool = True):
+def small_multiples(
+    draw: Callable,
+    values: Sequence,
+    name: str,
+    ncols: int = 4,
+    width: float = 7.0,
+    panel_height: float = 1.9,
+    sharey: bool = True,
+):
     """A grid of panels, one per parameter value: the static stand-in for an interactive slider.
 
     ``draw(ax, value)`` draws one panel; each panel is titled ``"{name} = {value}"``.
@@ -227,7 +264,9 @@ def small_multiples(draw: Callable, values: Sequence, name: str, ncols: int = 4,
         The figure and its array of axes.
     """
     if not callable(draw):
-        raise TypeError(f"draw must be a function draw(ax, value), got {type(draw).__name__}")
+        raise TypeError(
+            f"draw must be a function draw(ax, value), got {type(draw).__name__}"
+        )
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
         raise TypeError(f"values must be a list of parameter values, got {values!r}")
     if len(values) == 0:
@@ -235,23 +274,40 @@ def small_multiples(draw: Callable, values: Sequence, name: str, ncols: int = 4,
     _text("name", name)
     try:
         ncols = _panels("ncols", ncols)
-    except TypeError as e:  # small_multiples has always answered a bad ncols with ValueError
+    except (
+        TypeError
+    ) as e:  # small_multiples has always answered a bad ncols with ValueError
         raise ValueError(str(e)) from None
-    width, panel_height = _inches("width", width), _inches("panel_height", panel_height)
-    if not (isinstance(sharey, (bool, np.bool_)) or sharey in ("row", "col", "all", "none")):
-        raise TypeError(f"sharey must be a bool or one of 'row', 'col', 'all', 'none', got "
-                        f"{sharey!r}")
+    width, panel_height = (
+        _inches("width", width),
+        _inches("panel_height", panel_height),
+    )
+    if not (
+        isinstance(sharey, (bool, np.bool_))
+        or sharey in ("row", "col", "all", "none")
+    ):
+        raise TypeError(
+            f"sharey must be a bool or one of 'row', 'col', 'all', 'none', got "
+            f"{sharey!r}"
+        )
     ncols = min(ncols, len(values))
     nrows = int(np.ceil(len(values) / ncols))
     if nrows > MAX_PANELS:
-        raise ValueError(f"values must fill at most {MAX_PANELS} rows of {ncols} panels, got "
-                         f"{len(values)} values")
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width, panel_height * nrows), sharey=sharey,
-                             squeeze=False)
+        raise ValueError(
+            f"values must fill at most {MAX_PANELS} rows of {ncols} panels, got "
+            f"{len(values)} values"
+        )
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(width, panel_height * nrows),
+        sharey=sharey,
+        squeeze=False,
+    )
     for ax, v in zip(axes.flat, values):
         draw(ax, v)
         ax.set_title(f"{name} = {v}", fontsize=MIN_FONT_PT)
-    for ax in list(axes.flat)[len(values):]:
+    for ax in list(axes.flat)[len(values) :]:
         ax.set_visible(False)
     return fig, axes
 
@@ -277,4 +333,6 @@ def loglog_fit_label(name: str, slope: float, err: float | None = None) -> str:
     slope = check_real("slope", slope)
     if err is not None:
         err = float(Interval(float, 0).check("err", err))
-    return f"{name} (slope {slope:+.2f}" + (f" ± {err:.2f})" if err is not None else ")")
+    return f"{name} (slope {slope:+.2f}" + (
+        f" ± {err:.2f})" if err is not None else ")"
+    )

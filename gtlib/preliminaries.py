@@ -4,6 +4,7 @@ Greydanus and Kobak (2024) report, on MNIST-1D's default 4000/1000 split, about 
 for logistic regression, 68% for an MLP and 94% for a CNN: a linear model cannot undo the random
 translations, so the data set separates model classes that MNIST barely does.
 """
+
 from __future__ import annotations
 
 import time
@@ -19,7 +20,10 @@ from .models import BatchedMLP
 from .train import TrainConfig, accuracy, train_ensemble, train_sequentially
 
 __all__ = [
-    "PrelimConfig", "ensemble_vs_loop", "sample_signals", "train_models",
+    "PrelimConfig",
+    "ensemble_vs_loop",
+    "sample_signals",
+    "train_models",
 ]
 
 
@@ -60,9 +64,13 @@ class PrelimConfig(Config):
 
     n_train: int = param(4000, count())
     n_test: int = param(1000, count())
-    width: int = param(100, count())    # the MNIST-1D README's MLP: two hidden layers of 100 units
+    width: int = param(
+        100, count()
+    )  # the MNIST-1D README's MLP: two hidden layers of 100 units
     depth: int = param(2, count(0))
-    seeds: int = param(3, count())      # independent runs of each model, as one batched ensemble
+    seeds: int = param(
+        3, count()
+    )  # independent runs of each model, as one batched ensemble
     epochs: int = param(60, count())
     batch_size: int = param(100, count())
     lr: float = param(1e-2, positive())
@@ -82,8 +90,9 @@ def _check_run(ds, cfg, seed) -> int:
     return int(_SEED.check("seed", seed))
 
 
-def train_models(ds: Dataset, cfg: PrelimConfig, depth: int,
-                 seed: int = 0) -> tuple[BatchedMLP, dict]:
+def train_models(
+    ds: Dataset, cfg: PrelimConfig, depth: int, seed: int = 0
+) -> tuple[BatchedMLP, dict]:
     """Train ``cfg.seeds`` MLPs of the given ``depth`` (0: linear) as one ensemble.
 
     AdamW, minibatches of ``cfg.batch_size``, ``cfg.epochs`` epochs; returns the
@@ -109,20 +118,30 @@ def train_models(ds: Dataset, cfg: PrelimConfig, depth: int,
     seed = _check_run(ds, cfg, seed)
     depth = check_int("depth", depth, minimum=0)
     seeds = [seed * 1000 + i for i in range(cfg.seeds)]
-    model = BatchedMLP.init(seeds, ds.dim, cfg.width, depth, ds.num_classes,
-                            device=ds.x.device)
-    tc = TrainConfig(optimizer="adamw", lr=cfg.lr, weight_decay=cfg.weight_decay,
-                     batch_size=cfg.batch_size, epochs=cfg.epochs, check_every=10**9)
+    model = BatchedMLP.init(
+        seeds, ds.dim, cfg.width, depth, ds.num_classes, device=ds.x.device
+    )
+    tc = TrainConfig(
+        optimizer="adamw",
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        batch_size=cfg.batch_size,
+        epochs=cfg.epochs,
+        check_every=10**9,
+    )
     hist = train_ensemble(model, ds.x, ds.y, tc, seeds=seeds)
     with torch.no_grad():
-        out = {"train_acc": accuracy(model(ds.x), ds.y).cpu().numpy(),
-               "test_acc": accuracy(model(ds.x_test), ds.y_test).cpu().numpy(),
-               "history": hist}
+        out = {
+            "train_acc": accuracy(model(ds.x), ds.y).cpu().numpy(),
+            "test_acc": accuracy(model(ds.x_test), ds.y_test).cpu().numpy(),
+            "history": hist,
+        }
     return model, out
 
 
-def ensemble_vs_loop(ds: Dataset, cfg: PrelimConfig, seed: int = 0,
-                     dtype: torch.dtype = torch.float64) -> dict:
+def ensemble_vs_loop(
+    ds: Dataset, cfg: PrelimConfig, seed: int = 0, dtype: torch.dtype = torch.float64
+) -> dict:
     """Train ``cfg.ensemble_members`` MLPs batched and one by one, from the same seeds.
 
     Both runs use the same initializations and the same minibatch order, so they compute the same
@@ -154,29 +173,60 @@ def ensemble_vs_loop(ds: Dataset, cfg: PrelimConfig, seed: int = 0,
     """
     seed = _check_run(ds, cfg, seed)
     if dtype not in (torch.float32, torch.float64):
-        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+        raise ValueError(
+            f"dtype must be torch.float32 or torch.float64, got {dtype!r}"
+        )
     seeds = [seed * 1000 + i for i in range(cfg.ensemble_members)]
-    tc = TrainConfig(optimizer="adamw", lr=cfg.lr, batch_size=cfg.batch_size,
-                     epochs=10**6, steps=cfg.ensemble_steps, check_every=10**9)
+    tc = TrainConfig(
+        optimizer="adamw",
+        lr=cfg.lr,
+        batch_size=cfg.batch_size,
+        epochs=10**6,
+        steps=cfg.ensemble_steps,
+        check_every=10**9,
+    )
     x, x_test = ds.x.to(dtype), ds.x_test.to(dtype)
-    warm = BatchedMLP.init(seeds[:1], ds.dim, cfg.width, cfg.depth, ds.num_classes, device=x.device)
-    train_ensemble(warm.to(dtype), x, ds.y, replace(tc, steps=2), seeds=seeds[:1])  # one-off set-up
+    warm = BatchedMLP.init(
+        seeds[:1], ds.dim, cfg.width, cfg.depth, ds.num_classes, device=x.device
+    )
+    train_ensemble(
+        warm.to(dtype), x, ds.y, replace(tc, steps=2), seeds=seeds[:1]
+    )  # one-off set-up
     t0 = time.perf_counter()
-    batched = BatchedMLP.init(seeds, ds.dim, cfg.width, cfg.depth, ds.num_classes, device=x.device)
+    batched = BatchedMLP.init(
+        seeds, ds.dim, cfg.width, cfg.depth, ds.num_classes, device=x.device
+    )
     train_ensemble(batched.to(dtype), x, ds.y, tc, seeds=seeds)
     t_batched = time.perf_counter() - t0
     t0 = time.perf_counter()
-    models = train_sequentially(seeds, x, ds.y, tc, ds.dim, cfg.width, cfg.depth, ds.num_classes)
+    models = train_sequentially(
+        seeds, x, ds.y, tc, ds.dim, cfg.width, cfg.depth, ds.num_classes
+    )
     t_loop = time.perf_counter() - t0
     with torch.no_grad():
-        diff = (batched(x_test) - torch.stack([m(x_test) for m in models])).abs().amax(dim=(1, 2))
-    return {"max_abs_diff": diff.max().item(), "per_member": diff.tolist(), "t_batched": t_batched,
-            "t_loop": t_loop, "speedup": t_loop / t_batched, "members": len(seeds),
-            "steps": cfg.ensemble_steps, "dtype": str(dtype).replace("torch.", "")}
+        diff = (
+            (batched(x_test) - torch.stack([m(x_test) for m in models]))
+            .abs()
+            .amax(dim=(1, 2))
+        )
+    return {
+        "max_abs_diff": diff.max().item(),
+        "per_member": diff.tolist(),
+        "t_batched": t_batched,
+        "t_loop": t_loop,
+        "speedup": t_loop / t_batched,
+        "members": len(seeds),
+        "steps": cfg.ensemble_steps,
+        "dtype": str(dtype).replace("torch.", ""),
+    }
 
 
-def sample_signals(corr_noise_scale: float = 0.25, iid_noise_scale: float = 2e-2,
-                   max_translation: int = 48, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def sample_signals(
+    corr_noise_scale: float = 0.25,
+    iid_noise_scale: float = 2e-2,
+    max_translation: int = 48,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
     """One MNIST-1D signal per digit, generated with the given transformation strengths.
 
     Uses the ``mnist1d`` package's own transform (pad, scale, translate, correlated and i.i.d.
@@ -202,16 +252,25 @@ def sample_signals(corr_noise_scale: float = 0.25, iid_noise_scale: float = 2e-2
     from mnist1d.data import get_dataset_args, get_templates
     from mnist1d.transform import transform
 
-    for name, v in (("corr_noise_scale", corr_noise_scale), ("iid_noise_scale", iid_noise_scale)):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) \
-                or not np.isfinite(v) or v < 0:
+    for name, v in (
+        ("corr_noise_scale", corr_noise_scale),
+        ("iid_noise_scale", iid_noise_scale),
+    ):
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, float, np.number))
+            or not np.isfinite(v)
+            or v < 0
+        ):
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
     seed = int(_SEED.check("seed", seed))
     args = get_dataset_args()
     # the shift k is drawn from range(max_translation) and rolls the padded signal; a k of the
     # signal's padded length or more is no shift at all, so larger values only skew the draws
     longest = int(args.template_len + args.padding[-1])
-    max_translation = check_int("max_translation", max_translation, minimum=0, maximum=longest)
+    max_translation = check_int(
+        "max_translation", max_translation, minimum=0, maximum=longest
+    )
     args.corr_noise_scale, args.iid_noise_scale = corr_noise_scale, iid_noise_scale
     # mnist1d draws the shift k from range(max_translation): 1 already means "no shift", and 0
     # would make numpy's choice() fail, so both mean no shift here
@@ -220,7 +279,9 @@ def sample_signals(corr_noise_scale: float = 0.25, iid_noise_scale: float = 2e-2
     state = np.random.get_state()
     np.random.seed(seed)
     try:
-        xs = [transform(templates["x"][k], templates["t"], args)[0] for k in range(10)]
+        xs = [
+            transform(templates["x"][k], templates["t"], args)[0] for k in range(10)
+        ]
     finally:
         np.random.set_state(state)
     return np.stack(xs), templates["y"].copy()

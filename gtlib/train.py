@@ -13,6 +13,7 @@ and AdamW act elementwise, so it reproduces E calls of :func:`train` (same seeds
 order) up to floating-point rounding, while paying the Python and kernel-launch overhead once
 instead of E times. :func:`train_sequentially` is the plain PyTorch loop it is checked against.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -22,16 +23,36 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import (SEED, Device, Interval, Options, Tensor, check_finite, check_int,
-                     check_labels, check_seeds)
+from .checks import (
+    SEED,
+    Device,
+    Interval,
+    Options,
+    Tensor,
+    check_finite,
+    check_int,
+    check_labels,
+    check_seeds,
+)
 from .config import Config, Result, param
 from .engine import EpochBatches, StackedOptimizer, fit, member_margins, stop_rule
 from .models import MLP, BatchedMLP, make_mlp
 
 __all__ = [
-    "TrainConfig", "History", "train", "train_ensemble", "train_sequentially", "loss_fn",
-    "accuracy", "margins", "make_optimizer", "total_steps", "batch_indices", "check_data",
-    "LOSSES", "OPTIMIZERS",
+    "TrainConfig",
+    "History",
+    "train",
+    "train_ensemble",
+    "train_sequentially",
+    "loss_fn",
+    "accuracy",
+    "margins",
+    "make_optimizer",
+    "total_steps",
+    "batch_indices",
+    "check_data",
+    "LOSSES",
+    "OPTIMIZERS",
 ]
 
 #: The names the ``optimizer`` field of a :class:`gtlib.train.TrainConfig` accepts.
@@ -102,12 +123,20 @@ class TrainConfig(Config):
     lr: float = param(0.1, Interval(float, 0, None, "neither"))
     momentum: float = param(0.0, Interval(float, 0, 1, "left"))
     weight_decay: float = param(0.0, Interval(float, 0, None))
-    batch_size: int | None = param(64, Interval(int, 1, optional=True), doc="None: full batch")
+    batch_size: int | None = param(
+        64, Interval(int, 1, optional=True), doc="None: full batch"
+    )
     epochs: int = param(10, Interval(int, 1))
-    steps: int | None = param(None, Interval(int, 1, optional=True), doc="cap on the updates")
+    steps: int | None = param(
+        None, Interval(int, 1, optional=True), doc="cap on the updates"
+    )
     loss: str = param("cross_entropy", Options(LOSSES))
-    target_train_acc: float | None = param(None, Interval(float, 0, 1, optional=True))
-    margin_gamma: float | None = param(None, Interval(float, 0, None, "neither", optional=True))
+    target_train_acc: float | None = param(
+        None, Interval(float, 0, 1, optional=True)
+    )
+    margin_gamma: float | None = param(
+        None, Interval(float, 0, None, "neither", optional=True)
+    )
     margin_fraction: float = param(0.99, Interval(float, 0, 1))
     check_every: int = param(50, Interval(int, 1))
     seed: int = param(0, SEED)
@@ -186,18 +215,26 @@ def _check_logits(logits, y, finite: bool = False) -> None:
     """Public entry points: logits ``(n, C)`` or ``(E, n, C)``, non-empty (and finite if asked);
     labels in ``[0, C)``."""
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
-        raise TypeError(f"logits must be a floating-point torch.Tensor, got "
-                        f"{getattr(logits, 'dtype', type(logits).__name__)}")
+        raise TypeError(
+            f"logits must be a floating-point torch.Tensor, got "
+            f"{getattr(logits, 'dtype', type(logits).__name__)}"
+        )
     if logits.ndim not in (2, 3):
-        raise ValueError(f"logits must have shape (n, C) or (E, n, C), got {tuple(logits.shape)}")
+        raise ValueError(
+            f"logits must have shape (n, C) or (E, n, C), got {tuple(logits.shape)}"
+        )
     if logits.numel() == 0:
-        raise ValueError(f"logits must not be empty, got shape {tuple(logits.shape)}")
+        raise ValueError(
+            f"logits must not be empty, got shape {tuple(logits.shape)}"
+        )
     if finite:
         check_finite("logits", logits)
     check_labels("y", y, logits.shape[-1], n=logits.shape[-2])
     if y.ndim == 2 and (logits.ndim != 3 or y.shape[0] != logits.shape[0]):
-        raise ValueError(f"y must have shape ({logits.shape[-2]},) or "
-                         f"(E, {logits.shape[-2]}) matching (E, n, C) logits, got {tuple(y.shape)}")
+        raise ValueError(
+            f"y must have shape ({logits.shape[-2]},) or "
+            f"(E, {logits.shape[-2]}) matching (E, n, C) logits, got {tuple(y.shape)}"
+        )
 
 
 def accuracy(logits: torch.Tensor, y: torch.Tensor) -> float | torch.Tensor:
@@ -304,15 +341,21 @@ def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
     """
     _check_cfg(cfg)
     if isinstance(params, (torch.Tensor, str)) or not hasattr(params, "__iter__"):
-        raise TypeError(f"params must be an iterable of tensors, got {type(params).__name__}")
+        raise TypeError(
+            f"params must be an iterable of tensors, got {type(params).__name__}"
+        )
     params = list(params)
     if not params or not all(isinstance(p, torch.Tensor) for p in params):
         raise ValueError("params must hold at least one tensor, and only tensors")
     if cfg.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+        return torch.optim.SGD(
+            params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay
+        )
     if cfg.optimizer == "adamw":
         return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    raise ValueError(f"TrainConfig.optimizer must be one of {OPTIMIZERS}, got {cfg.optimizer!r}")
+    raise ValueError(
+        f"TrainConfig.optimizer must be one of {OPTIMIZERS}, got {cfg.optimizer!r}"
+    )
 
 
 def _check_cfg(cfg) -> "TrainConfig":
@@ -351,7 +394,9 @@ def total_steps(n: int, cfg: TrainConfig) -> int:
     return steps if cfg.steps is None else min(steps, cfg.steps)
 
 
-def batch_indices(n: int, cfg: TrainConfig, generator: torch.Generator, device) -> Iterator:
+def batch_indices(
+    n: int, cfg: TrainConfig, generator: torch.Generator, device
+) -> Iterator:
     """An endless iterator over the index tensors of the minibatches.
 
     A fresh permutation per epoch, the last batch short (``n`` must be >= 1: there is no batch to
@@ -382,12 +427,16 @@ def batch_indices(n: int, cfg: TrainConfig, generator: torch.Generator, device) 
     n = check_int("n", n)
     _check_cfg(cfg)
     if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        raise TypeError(
+            f"generator must be a torch.Generator, got {type(generator).__name__}"
+        )
     Device().check("device", device)
     return _batches(n, cfg.batch_size, generator, device)
 
 
-def _batches(n: int, batch_size: int | None, generator: torch.Generator, device) -> Iterator:
+def _batches(
+    n: int, batch_size: int | None, generator: torch.Generator, device
+) -> Iterator:
     if batch_size is None:
         full = torch.arange(n, device=device)
         while True:
@@ -395,11 +444,15 @@ def _batches(n: int, batch_size: int | None, generator: torch.Generator, device)
     while True:
         perm = torch.randperm(n, generator=generator).to(device)
         for start in range(0, n, batch_size):
-            yield perm[start:start + batch_size]
+            yield perm[start : start + batch_size]
 
 
-def check_data(x: torch.Tensor, y: torch.Tensor, num_classes: int | None = None,
-               per_member: int | None = None) -> None:
+def check_data(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    num_classes: int | None = None,
+    per_member: int | None = None,
+) -> None:
     """Refuse training data that cannot be trained on.
 
     ``x`` must be a non-empty finite float ``(n, d)`` tensor, ``y`` integer labels ``(n,)`` (or
@@ -427,27 +480,40 @@ def check_data(x: torch.Tensor, y: torch.Tensor, num_classes: int | None = None,
     if per_member is not None:
         check_int("per_member", per_member)
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        raise TypeError(f"x must be a floating-point torch.Tensor, got "
-                        f"{getattr(x, 'dtype', type(x).__name__)}")
+        raise TypeError(
+            f"x must be a floating-point torch.Tensor, got "
+            f"{getattr(x, 'dtype', type(x).__name__)}"
+        )
     if x.ndim != 2:
         raise ValueError(f"x must have shape (n, d), got {tuple(x.shape)}")
     if x.shape[0] == 0 or x.shape[1] == 0:
-        raise ValueError(f"x must hold at least one row and one column, got {tuple(x.shape)}")
+        raise ValueError(
+            f"x must hold at least one row and one column, got {tuple(x.shape)}"
+        )
     check_finite("x", x)
     check_labels("y", y, num_classes, n=x.shape[0])
     if y.ndim == 2 and (per_member is None or y.shape[0] != per_member):
-        raise ValueError(f"y must have shape ({x.shape[0]},)"
-                         + (f" or ({per_member}, {x.shape[0]})" if per_member else "")
-                         + f", got {tuple(y.shape)}")
+        raise ValueError(
+            f"y must have shape ({x.shape[0]},)"
+            + (f" or ({per_member}, {x.shape[0]})" if per_member else "")
+            + f", got {tuple(y.shape)}"
+        )
     if y.device != x.device:
-        raise ValueError(f"x and y must be on the same device, got {x.device} and {y.device}")
+        raise ValueError(
+            f"x and y must be on the same device, got {x.device} and {y.device}"
+        )
 
 
-def _stop_reason(logits: torch.Tensor, y: torch.Tensor, cfg: TrainConfig) -> str | None:
+def _stop_reason(
+    logits: torch.Tensor, y: torch.Tensor, cfg: TrainConfig
+) -> str | None:
     """Which stop rule of ``cfg`` (if any) the training-set ``logits`` ``(n, C)`` meet:
     ``"target_train_acc"``, ``"margin"`` or None. Unchecked: :func:`train` calls it on data it
     checked once."""
-    if cfg.target_train_acc is not None and accuracy(logits, y) >= cfg.target_train_acc:
+    if (
+        cfg.target_train_acc is not None
+        and accuracy(logits, y) >= cfg.target_train_acc
+    ):
         return "target_train_acc"
     if cfg.margin_gamma is not None:
         frac = (margins(logits, y) >= cfg.margin_gamma).float().mean().item()
@@ -459,13 +525,22 @@ def _stop_reason(logits: torch.Tensor, y: torch.Tensor, cfg: TrainConfig) -> str
 def _out_features(model: nn.Module) -> int | None:
     """The number of classes a model predicts, when it says (an MLP's last layer)."""
     layers = getattr(model, "layers", None)
-    if isinstance(layers, nn.ModuleList) and len(layers) and hasattr(layers[-1], "out_features"):
+    if (
+        isinstance(layers, nn.ModuleList)
+        and len(layers)
+        and hasattr(layers[-1], "out_features")
+    ):
         return int(layers[-1].out_features)
     return None
 
 
-def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
-          probes: dict[str, Callable[[nn.Module], object]] | None = None) -> History:
+def train(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    cfg: TrainConfig,
+    probes: dict[str, Callable[[nn.Module], object]] | None = None,
+) -> History:
     r"""Train ``model`` on ``(x, y)`` in place and return its :class:`gtlib.train.History`.
 
     ``probes`` maps a name to a function of the model evaluated at every check (e.g. test accuracy
@@ -515,24 +590,41 @@ def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
     """
     _check_cfg(cfg)
     if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        raise TypeError(
+            f"model must be a torch.nn.Module, got {type(model).__name__}"
+        )
     if isinstance(model, BatchedMLP):
-        raise TypeError(f"model must be one network; a {type(model).__name__} holds a stack of "
-                        f"them: train it with gtlib.train.train_ensemble")
-    if probes is not None and (not isinstance(probes, dict) or not all(
-            isinstance(k, str) and callable(f) for k, f in probes.items())):
+        raise TypeError(
+            f"model must be one network; a {type(model).__name__} holds a stack of "
+            f"them: train it with gtlib.train.train_ensemble"
+        )
+    if probes is not None and (
+        not isinstance(probes, dict)
+        or not all(isinstance(k, str) and callable(f) for k, f in probes.items())
+    ):
         raise TypeError("probes must map names (str) to functions of the model")
-    if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.ndim == 2 \
-            and y.ndim == 1 and x.shape[0] != y.shape[0]:
-        raise ValueError(f"x must be (n, d) and y (n,) with the same n; got {tuple(x.shape)}, "
-                         f"{tuple(y.shape)}")
+    if (
+        isinstance(x, torch.Tensor)
+        and isinstance(y, torch.Tensor)
+        and x.ndim == 2
+        and y.ndim == 1
+        and x.shape[0] != y.shape[0]
+    ):
+        raise ValueError(
+            f"x must be (n, d) and y (n,) with the same n; got {tuple(x.shape)}, "
+            f"{tuple(y.shape)}"
+        )
     check_data(x, y, _out_features(model))
     probes = probes or {}
     hist = History(probes={k: [] for k in probes})
-    opt = StackedOptimizer(model.parameters(), cfg.optimizer, cfg.lr, cfg.momentum,
-                           cfg.weight_decay)
-    batches = None if cfg.batch_size is None else EpochBatches(len(y), cfg.batch_size, [cfg.seed],
-                                                                x.device)
+    opt = StackedOptimizer(
+        model.parameters(), cfg.optimizer, cfg.lr, cfg.momentum, cfg.weight_decay
+    )
+    batches = (
+        None
+        if cfg.batch_size is None
+        else EpochBatches(len(y), cfg.batch_size, [cfg.seed], x.device)
+    )
 
     # a gtlib MLP's forward checks its input; the training data were checked once above (and
     # the first check, before any update, calls the checked forward on them)
@@ -592,15 +684,24 @@ def _ensemble_loss(name: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Te
     E, n, C = logits.shape
     y = y.expand(E, n)
     if name == "cross_entropy":
-        return F.cross_entropy(logits.reshape(-1, C), y.reshape(-1), reduction="none").view(E, n).mean(1)
+        return (
+            F.cross_entropy(logits.reshape(-1, C), y.reshape(-1), reduction="none")
+            .view(E, n)
+            .mean(1)
+        )
     if name == "mse":
         return ((logits - F.one_hot(y, C).to(logits.dtype)) ** 2).sum(-1).mean(1)
     raise ValueError(f"loss must be one of {LOSSES}, got {name!r}")
 
 
-def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
-                   seeds: Sequence[int] | None = None,
-                   probes: dict[str, Callable[[BatchedMLP], object]] | None = None) -> History:
+def train_ensemble(
+    model: BatchedMLP,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    cfg: TrainConfig,
+    seeds: Sequence[int] | None = None,
+    probes: dict[str, Callable[[BatchedMLP], object]] | None = None,
+) -> History:
     r"""Train every member of ``model`` in place, as :func:`train` would train each alone.
 
     Each step minimizes the sum of the members' mean losses on their own minibatches,
@@ -652,26 +753,46 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
     if not isinstance(model, BatchedMLP):
         raise TypeError(f"model must be a BatchedMLP, got {type(model).__name__}")
     Tensor("float", 2).check("x", x)
-    if probes is not None and (not isinstance(probes, dict) or not all(
-            isinstance(k, str) and callable(f) for k, f in probes.items())):
+    if probes is not None and (
+        not isinstance(probes, dict)
+        or not all(isinstance(k, str) and callable(f) for k, f in probes.items())
+    ):
         raise TypeError("probes must map names (str) to functions of the model")
     E = model.size
-    seeds = [cfg.seed + i for i in range(E)] if seeds is None else check_seeds("seeds", seeds)
+    seeds = (
+        [cfg.seed + i for i in range(E)]
+        if seeds is None
+        else check_seeds("seeds", seeds)
+    )
     if len(seeds) != E:
-        raise ValueError(f"seeds must have one entry per member ({E}), got {len(seeds)}")
+        raise ValueError(
+            f"seeds must have one entry per member ({E}), got {len(seeds)}"
+        )
     if isinstance(x, torch.Tensor) and x.ndim != 2:
         raise ValueError(f"x must have shape (n, d), got {tuple(x.shape)}")
     n = x.shape[0] if isinstance(x, torch.Tensor) else 0
     if isinstance(y, torch.Tensor) and y.shape not in ((n,), (E, n)):
-        raise ValueError(f"y must have shape ({n},) or ({E}, {n}), got {tuple(y.shape)}")
+        raise ValueError(
+            f"y must have shape ({n},) or ({E}, {n}), got {tuple(y.shape)}"
+        )
     check_data(x, y, int(model.weights[-1].shape[1]), per_member=E)
     y_full = y.expand(E, n)
     probes = probes or {}
     hist = History(probes={k: [] for k in probes})
-    opt = StackedOptimizer(model.parameters(), cfg.optimizer, cfg.lr, cfg.momentum,
-                           cfg.weight_decay, members=E)
+    opt = StackedOptimizer(
+        model.parameters(),
+        cfg.optimizer,
+        cfg.lr,
+        cfg.momentum,
+        cfg.weight_decay,
+        members=E,
+    )
     # the same draws as gtlib.train.train makes for each member alone
-    batches = None if cfg.batch_size is None else EpochBatches(n, cfg.batch_size, seeds, x.device)
+    batches = (
+        None
+        if cfg.batch_size is None
+        else EpochBatches(n, cfg.batch_size, seeds, x.device)
+    )
 
     def loss(step: int, idx: torch.Tensor | None) -> torch.Tensor:
         if idx is None:
@@ -689,19 +810,31 @@ def train_ensemble(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, cfg: Tra
             hist.train_acc.append(acc.cpu())
             for name, fn in probes.items():
                 hist.probes[name].append(fn(model))
-            return stop_rule(cfg.target_train_acc, cfg.margin_gamma, cfg.margin_fraction)(
-                logits, y_full)
+            return stop_rule(
+                cfg.target_train_acc, cfg.margin_gamma, cfg.margin_fraction
+            )(logits, y_full)
 
     done = fit(loss, opt, total_steps(n, cfg), batches, check, every=cfg.check_every)
     hist.probes["stop_step"] = done.stop_step
     if cfg.target_train_acc is not None or cfg.margin_gamma is not None:
-        hist.stopped_by = "all members met the stop rule" if all(done.met_rule) else "epochs"
+        hist.stopped_by = (
+            "all members met the stop rule" if all(done.met_rule) else "epochs"
+        )
     return hist
 
 
-def train_sequentially(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig,
-                       in_dim: int, width: int, depth: int, out_dim: int, bias: bool = True,
-                       act: str = "relu") -> list[MLP]:
+def train_sequentially(
+    seeds: Sequence[int],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    cfg: TrainConfig,
+    in_dim: int,
+    width: int,
+    depth: int,
+    out_dim: int,
+    bias: bool = True,
+    act: str = "relu",
+) -> list[MLP]:
     """Train one MLP per seed with a plain PyTorch loop, the reference for the engine.
 
     This is the loop a reader would write with PyTorch alone, one model after another
@@ -748,18 +881,29 @@ def train_sequentially(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, c
     _check_cfg(cfg)
     out_dim = check_int("out_dim", out_dim)
     if cfg.target_train_acc is not None or cfg.margin_gamma is not None:
-        raise ValueError("cfg must not set a stop rule (target_train_acc, margin_gamma): "
-                         "train_sequentially is the fixed-length reference")
+        raise ValueError(
+            "cfg must not set a stop rule (target_train_acc, margin_gamma): "
+            "train_sequentially is the fixed-length reference"
+        )
     check_data(x, y, out_dim)
     models = []
     for s in check_seeds("seeds", seeds):
-        m = make_mlp(int(s), in_dim, width, depth, out_dim, bias, act).to(x.device, x.dtype)
+        m = make_mlp(int(s), in_dim, width, depth, out_dim, bias, act).to(
+            x.device, x.dtype
+        )
         opt = make_optimizer(m.parameters(), cfg)
-        batches = batch_indices(len(y), cfg, torch.Generator().manual_seed(int(s)), x.device)
+        batches = batch_indices(
+            len(y), cfg, torch.Generator().manual_seed(int(s)), x.device
+        )
         for _ in range(total_steps(len(y), cfg)):
             idx = next(batches)
-            loss = F.cross_entropy(m(x[idx]), y[idx]) if cfg.loss == "cross_entropy" else \
-                ((m(x[idx]) - F.one_hot(y[idx], out_dim).to(x.dtype)) ** 2).sum(-1).mean()
+            loss = (
+                F.cross_entropy(m(x[idx]), y[idx])
+                if cfg.loss == "cross_entropy"
+                else ((m(x[idx]) - F.one_hot(y[idx], out_dim).to(x.dtype)) ** 2)
+                .sum(-1)
+                .mean()
+            )
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

@@ -40,6 +40,7 @@ a chapter page must stay under 4 MB, so keep a slider to about 4-12 frames. The 
 cell needs no figure metadata: its ``alt`` template describes every frame. See
 ``book/preliminaries.ipynb`` ("Interactive exploration") for a two-parameter example.
 """
+
 from __future__ import annotations
 
 import base64
@@ -51,7 +52,11 @@ import json
 from typing import Any, Callable, Mapping, Sequence
 
 __all__ = [
-    "StaticSlider", "interact", "live", "reader_frontend", "static_slider",
+    "StaticSlider",
+    "interact",
+    "live",
+    "reader_frontend",
+    "static_slider",
 ]
 
 
@@ -64,7 +69,9 @@ MAX_SCALE = 8.0
 def _grid_values(grid: Any, what: str) -> tuple[list[str], list[list[Any]]]:
     """The parameter names and value lists of a slider grid, or an error naming what is wrong."""
     if not isinstance(grid, Mapping):
-        raise TypeError(f"grid must be a dict {{name: values}}, got {type(grid).__name__}")
+        raise TypeError(
+            f"grid must be a dict {{name: values}}, got {type(grid).__name__}"
+        )
     if not grid:
         raise ValueError(f"grid must name at least one parameter ({what})")
     names, values = [], []
@@ -89,12 +96,16 @@ def _check_alt(alt: str) -> None:
     try:
         fields = list(string.Formatter().parse(alt))
     except ValueError as err:
-        raise ValueError(f"alt {alt[:80]!r} is not a valid template: {err}") from None
+        raise ValueError(
+            f"alt {alt[:80]!r} is not a valid template: {err}"
+        ) from None
     for _, field, spec, conversion in fields:
         if field is not None and (spec or conversion or not field.isidentifier()):
-            raise ValueError(f"alt fields must be plain {{name}} placeholders, got "
-                             f"{{{field}{'!' + conversion if conversion else ''}"
-                             f"{':' + spec[:20] if spec else ''}}} in alt")
+            raise ValueError(
+                f"alt fields must be plain {{name}} placeholders, got "
+                f"{{{field}{'!' + conversion if conversion else ''}"
+                f"{':' + spec[:20] if spec else ''}}} in alt"
+            )
 
 
 def _texts(name: str, mapping: Any) -> dict:
@@ -102,12 +113,15 @@ def _texts(name: str, mapping: Any) -> dict:
     if mapping is None:
         return {}
     if not isinstance(mapping, Mapping):
-        raise TypeError(f"{name} must be a dict {{parameter: text}} or None, got "
-                        f"{type(mapping).__name__}")
+        raise TypeError(
+            f"{name} must be a dict {{parameter: text}} or None, got "
+            f"{type(mapping).__name__}"
+        )
     for k, v in mapping.items():
         if not isinstance(v, str):
             raise TypeError(f"{name}[{k!r}] must be a str, got {type(v).__name__}")
     return dict(mapping)
+
 
 # One inline handler per range input: read the frames once, pick the frame of the current
 # position(s), update the image, its alt text, the readouts and aria-valuetext.
@@ -138,8 +152,9 @@ def _png(fig, scale: float, quantize: bool) -> tuple[bytes, int, int]:
     img = Image.open(buf)
     width, height = img.size
     if quantize:  # a palette of 256 colours: line plots lose nothing visible, bytes shrink 2-4x
-        img = img.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT,
-                                          dither=Image.Dither.NONE)
+        img = img.convert("RGB").quantize(
+            colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE
+        )
     out = io.BytesIO()
     img.save(out, format="PNG", optimize=True)
     return out.getvalue(), round(width / scale), round(height / scale)
@@ -164,16 +179,25 @@ class StaticSlider:
         The PNG bytes of every frame.
     """
 
-    def __init__(self, html_text: str, names: list[str], values: list[list[Any]],
-                 frames: list[bytes]):
+    def __init__(
+        self,
+        html_text: str,
+        names: list[str],
+        values: list[list[Any]],
+        frames: list[bytes],
+    ):
         if not isinstance(html_text, str):
-            raise TypeError(f"html_text must be a str, got {type(html_text).__name__}")
+            raise TypeError(
+                f"html_text must be a str, got {type(html_text).__name__}"
+            )
         for name, v in (("names", names), ("values", values), ("frames", frames)):
             if not isinstance(v, (list, tuple)):
                 raise TypeError(f"{name} must be a list, got {type(v).__name__}")
         if len(names) != len(values):
-            raise ValueError(f"names and values must have the same length, got {len(names)} and "
-                             f"{len(values)}")
+            raise ValueError(
+                f"names and values must have the same length, got {len(names)} and "
+                f"{len(values)}"
+            )
         if not all(isinstance(f, (bytes, bytearray)) for f in frames):
             raise TypeError("frames must be a list of PNG bytes")
         self.html = html_text
@@ -189,13 +213,22 @@ class StaticSlider:
         return self.html
 
     def __repr__(self) -> str:
-        grid = " x ".join(f"{n} ({len(v)} values)" for n, v in zip(self.names, self.values))
+        grid = " x ".join(
+            f"{n} ({len(v)} values)" for n, v in zip(self.names, self.values)
+        )
         return f"<static slider over {grid}: {len(self.frames)} figures, {self.nbytes // 1024} kB>"
 
 
-def static_slider(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]], *, alt: str,
-                  labels: Mapping[str, str] | None = None, start: Mapping[str, Any] | None = None,
-                  scale: float = 2.0, quantize: bool = True) -> StaticSlider:
+def static_slider(
+    draw: Callable[..., Any],
+    grid: Mapping[str, Sequence[Any]],
+    *,
+    alt: str,
+    labels: Mapping[str, str] | None = None,
+    start: Mapping[str, Any] | None = None,
+    scale: float = 2.0,
+    quantize: bool = True,
+) -> StaticSlider:
     """Precompute a figure for every grid value and return a kernel-free slider over them.
 
     Parameters
@@ -253,34 +286,46 @@ def static_slider(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]], *
         raise TypeError(f"draw must be callable, got {type(draw).__name__}")
     names, values = _grid_values(grid, "one or two")
     if len(names) > 2:
-        raise ValueError(f"grid must be a dict of one or two parameters: {{name: values}}, got "
-                         f"{len(names)}")
+        raise ValueError(
+            f"grid must be a dict of one or two parameters: {{name: values}}, got "
+            f"{len(names)}"
+        )
     total = 1
     for v in values:
         total *= len(v)
     if total > MAX_FRAMES:
-        raise ValueError(f"the grid has {total} points; at most {MAX_FRAMES} (each is a figure "
-                         "stored in the page): use fewer values")
+        raise ValueError(
+            f"the grid has {total} points; at most {MAX_FRAMES} (each is a figure "
+            "stored in the page): use fewer values"
+        )
     if not isinstance(alt, str) or not alt.strip():
         raise ValueError("alt must be a non-empty description of the figure")
     _check_alt(alt)
     labels = _texts("labels", labels)
     if start is not None and not isinstance(start, Mapping):
-        raise TypeError(f"start must be a dict {{parameter: value}} or None, got "
-                        f"{type(start).__name__}")
+        raise TypeError(
+            f"start must be a dict {{parameter: value}} or None, got "
+            f"{type(start).__name__}"
+        )
     unknown = set(labels) - set(names) | set(start or {}) - set(names)
     if unknown:
-        raise ValueError(f"labels/start name unknown parameters {sorted(unknown)}; grid has {names}")
+        raise ValueError(
+            f"labels/start name unknown parameters {sorted(unknown)}; grid has {names}"
+        )
     from .checks import Interval
 
-    scale = float(Interval(float, 0, MAX_SCALE, closed="right").check("scale", scale))
+    scale = float(
+        Interval(float, 0, MAX_SCALE, closed="right").check("scale", scale)
+    )
     if not isinstance(quantize, bool):
         raise TypeError(f"quantize must be a bool, got {quantize!r}")
     idx0 = []
     for n, v in zip(names, values):
         if start and n in start:
             if start[n] not in v:
-                raise ValueError(f"start[{n!r}] = {start[n]!r} is not one of grid[{n!r}]")
+                raise ValueError(
+                    f"start[{n!r}] = {start[n]!r} is not one of grid[{n!r}]"
+                )
             idx0.append(v.index(start[n]))
         else:
             idx0.append((len(v) - 1) // 2)
@@ -292,8 +337,10 @@ def static_slider(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]], *
         if fig is None:
             fig = plt.gcf()
         if not isinstance(fig, Figure):
-            raise TypeError(f"draw must return a matplotlib Figure or None, got "
-                            f"{type(fig).__name__}")
+            raise TypeError(
+                f"draw must return a matplotlib Figure or None, got "
+                f"{type(fig).__name__}"
+            )
         png, w, h = _png(fig, scale, quantize)
         plt.close(fig)
         size = size or (w, h)
@@ -301,10 +348,15 @@ def static_slider(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]], *
         try:
             alts.append(alt.format(**{k: _fmt_value(x) for k, x in params.items()}))
         except (KeyError, IndexError) as err:
-            raise ValueError(f"alt {alt!r} names a parameter the grid lacks: {err}") from None
+            raise ValueError(
+                f"alt {alt!r} names a parameter the grid lacks: {err}"
+            ) from None
 
     digest = hashlib.sha1(b"".join(frames) + repr(names).encode()).hexdigest()[:10]
-    uris = ["data:image/png;base64," + base64.b64encode(f).decode("ascii") for f in frames]
+    uris = [
+        "data:image/png;base64," + base64.b64encode(f).decode("ascii")
+        for f in frames
+    ]
     shown = [[_fmt_value(x) for x in v] for v in values]
     first = 0
     for j, v in enumerate(values):
@@ -320,19 +372,23 @@ def static_slider(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]], *
             f'<input type="range" id="{sid}" min="0" max="{len(values[j]) - 1}" step="1" '
             f'value="{idx0[j]}" aria-valuetext="{html.escape(shown[j][idx0[j]])}" '
             f'oninput="{html.escape(_ONINPUT)}">'
-            f'<output for="{sid}">{html.escape(shown[j][idx0[j]])}</output></div>')
+            f'<output for="{sid}">{html.escape(shown[j][idx0[j]])}</output></div>'
+        )
     markup = (
         f'<div class="gtlib-slider" id="gtlib-slider-{digest}">'
         + "".join(controls)
         + f'<img class="gtlib-slider-img" src="{uris[first]}" alt="{html.escape(alts[first])}" '
         f'width="{size[0]}" height="{size[1]}" style="max-width:100%;height:auto">'
-        f'<script type="application/json">{payload}</script></div>')
+        f'<script type="application/json">{payload}</script></div>'
+    )
     return StaticSlider(markup, names, values, frames)
 
 
 #: What a live-widget cell prints instead of its widgets when a notebook executor runs it.
-SKIPPED = ("(live widgets not made: this cell was run by a notebook executor, not by a\n"
-           "reader; run it in Jupyter or Colab, or pass force=True)")
+SKIPPED = (
+    "(live widgets not made: this cell was run by a notebook executor, not by a\n"
+    "reader; run it in Jupyter or Colab, or pass force=True)"
+)
 
 
 def reader_frontend() -> bool:
@@ -362,7 +418,9 @@ def reader_frontend() -> bool:
     return bool(getattr(kernel, "_allow_stdin", True))
 
 
-def interact(fn: Callable[..., Any], /, force: bool = False, **controls: Any) -> None:
+def interact(
+    fn: Callable[..., Any], /, force: bool = False, **controls: Any
+) -> None:
     """``ipywidgets.interact(fn, **controls)`` when a reader runs the cell.
 
     ``ipywidgets.interact(fn, **controls)`` when a reader runs the cell, nothing (a one-line
@@ -392,8 +450,12 @@ def interact(fn: Callable[..., Any], /, force: bool = False, **controls: Any) ->
     return None
 
 
-def live(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]],
-         labels: Mapping[str, str] | None = None, force: bool = False) -> None:
+def live(
+    draw: Callable[..., Any],
+    grid: Mapping[str, Sequence[Any]],
+    labels: Mapping[str, str] | None = None,
+    force: bool = False,
+) -> None:
     """The live twin of :func:`static_slider`: ``ipywidgets.interact`` over the same grid.
 
     ``draw(**params)`` is the same function (it returns a Figure or None). Each parameter gets a
@@ -425,16 +487,21 @@ def live(draw: Callable[..., Any], grid: Mapping[str, Sequence[Any]],
     labels = _texts("labels", labels)
     unknown = set(labels) - set(names)
     if unknown:
-        raise ValueError(f"labels name unknown parameters {sorted(unknown)}; grid has {names}")
+        raise ValueError(
+            f"labels name unknown parameters {sorted(unknown)}; grid has {names}"
+        )
     if not (force or reader_frontend()):
         print(SKIPPED)
         return None
     sliders = {}
     for n, v in zip(names, values):
         sliders[n] = ipywidgets.SelectionSlider(
-            options=[(_fmt_value(x), x) for x in v], value=v[(len(v) - 1) // 2],
-            description=labels.get(n, n), style={"description_width": "initial"},
-            continuous_update=False)
+            options=[(_fmt_value(x), x) for x in v],
+            value=v[(len(v) - 1) // 2],
+            description=labels.get(n, n),
+            style={"description_width": "initial"},
+            continuous_update=False,
+        )
 
     def show(**params):
         fig = draw(**params)

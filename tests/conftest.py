@@ -31,14 +31,20 @@ def checked_claim_ids(slug: str) -> list[str]:
     import json
     from pathlib import Path
 
-    nb = json.loads((Path(__file__).resolve().parents[1] / "book" / f"{slug}.ipynb").read_text())
+    nb = json.loads(
+        (Path(__file__).resolve().parents[1] / "book" / f"{slug}.ipynb").read_text()
+    )
     ids = []
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
             continue
         for node in ast.walk(ast.parse("".join(cell["source"]))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "check" and getattr(node.func.value, "id", "") == "claims"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "check"
+                and getattr(node.func.value, "id", "") == "claims"
+            ):
                 ids.append(ast.literal_eval(node.args[0]))
     return ids
 
@@ -48,5 +54,7 @@ def check_claims_table(slug: str, table: dict, tmp_path) -> None:
     chapter's notebook checks exactly the declared claims, in the table's order."""
     from gtlib.claims import Claims
 
-    assert set(Claims(slug, results_dir=tmp_path, declared=table).declared) == set(table)
+    assert set(Claims(slug, results_dir=tmp_path, declared=table).declared) == set(
+        table
+    )
     assert checked_claim_ids(slug) == list(table)

@@ -18,6 +18,7 @@
 * Accessibility repairs of the theme and of docutils' output (axe-core, WCAG 2 A/AA): the search
   button's accessible name, the colour-mode icons, citation list items, folded cells' toggles.
 """
+
 from __future__ import annotations
 
 import html
@@ -70,8 +71,12 @@ def _results_dir(app) -> Path:
 
 def _on_builder_inited(app):
     root = Path(app.srcdir)
-    results = Path(os.environ.get("GTLIB_RESULTS_DIR") or root / "_build" / "results")
-    os.environ["GTLIB_RESULTS_DIR"] = str(results)  # inherited by every kernel this build starts
+    results = Path(
+        os.environ.get("GTLIB_RESULTS_DIR") or root / "_build" / "results"
+    )
+    os.environ["GTLIB_RESULTS_DIR"] = str(
+        results
+    )  # inherited by every kernel this build starts
     if app.config.nb_execution_mode == "force" and results.exists():
         shutil.rmtree(results)
     results.mkdir(parents=True, exist_ok=True)
@@ -80,7 +85,9 @@ def _on_builder_inited(app):
 def _chapter_docs(app) -> list[str]:
     """Notebook pages of the book, in table-of-contents order."""
     env = app.env
-    order = [env.config.root_doc] + [d for d in env.toctree_includes.get(env.config.root_doc, [])]
+    order = [env.config.root_doc] + [
+        d for d in env.toctree_includes.get(env.config.root_doc, [])
+    ]
     seen, out = set(), []
 
     def walk(doc):
@@ -111,18 +118,26 @@ def _full_record(app) -> tuple[dict | None, dict]:
 
 
 def _record_html(record: dict | None) -> str:
-    cmd = ("GTLIB_DEVICE=cuda python book/_tools/run_scale.py --scale full "
-           "--out book/_data/full-scale")
+    cmd = (
+        "GTLIB_DEVICE=cuda python book/_tools/run_scale.py --scale full "
+        "--out book/_data/full-scale"
+    )
     if record is None:
-        return ("<p><strong>Full scale.</strong> No full-scale run has been recorded yet: the "
-                "<code>full</code> presets are meant for one data-centre GPU and have not been run "
-                f"on one. The command that makes the record is <code>{html.escape(cmd)}</code>; "
-                "once a record is committed, a column beside this build's numbers shows it.</p>")
-    times = ", ".join(f"{k} {v['wall_s']:.0f} s" for k, v in record["chapters"].items())
-    return (f"<p><strong>Full scale.</strong> The last column shows the run recorded on "
-            f"{html.escape(record['date'])} on {html.escape(record['device_name'])} (torch "
-            f"{html.escape(record['torch'])}), made with <code>{html.escape(record['command'])}"
-            f"</code>. Wall times: {html.escape(times)}.</p>")
+        return (
+            "<p><strong>Full scale.</strong> No full-scale run has been recorded yet: the "
+            "<code>full</code> presets are meant for one data-centre GPU and have not been run "
+            f"on one. The command that makes the record is <code>{html.escape(cmd)}</code>; "
+            "once a record is committed, a column beside this build's numbers shows it.</p>"
+        )
+    times = ", ".join(
+        f"{k} {v['wall_s']:.0f} s" for k, v in record["chapters"].items()
+    )
+    return (
+        f"<p><strong>Full scale.</strong> The last column shows the run recorded on "
+        f"{html.escape(record['date'])} on {html.escape(record['device_name'])} (torch "
+        f"{html.escape(record['torch'])}), made with <code>{html.escape(record['command'])}"
+        f"</code>. Wall times: {html.escape(times)}.</p>"
+    )
 
 
 def _results(app) -> dict:
@@ -133,7 +148,9 @@ def _results(app) -> dict:
     return out
 
 
-def _not_reproduced(claims: list[dict], swept: dict | None) -> list[tuple[dict, str, str]]:
+def _not_reproduced(
+    claims: list[dict], swept: dict | None
+) -> list[tuple[dict, str, str]]:
     """The effects a reader must not count as reproduced, with the label and the reason."""
     out = []
     for c in claims:
@@ -149,9 +166,15 @@ def _not_reproduced(claims: list[dict], swept: dict | None) -> list[tuple[dict, 
             why = f"{r.get('text', '')} (measured: {r.get('rule', '')}, with {_reason_values(c)})"
         else:
             e = swept[c["id"]]
-            why = (f"held at this build's seed, but at {e['holds']} of {e['n']} seeds of the sweep"
-                   + (f"; worst margin {e['worst_margin']:+.1%} at seed {e['worst_seed']} "
-                      f"({e.get('worst_text', '')})" if e.get("worst_margin") is not None else ""))
+            why = (
+                f"held at this build's seed, but at {e['holds']} of {e['n']} seeds of the sweep"
+                + (
+                    f"; worst margin {e['worst_margin']:+.1%} at seed {e['worst_seed']} "
+                    f"({e.get('worst_text', '')})"
+                    if e.get("worst_margin") is not None
+                    else ""
+                )
+            )
         out.append((c, label, why))
     return out
 
@@ -159,12 +182,16 @@ def _not_reproduced(claims: list[dict], swept: dict | None) -> list[tuple[dict, 
 def _report_html(app, fromdocname: str) -> str:
     results = _results(app)
     record, full = _full_record(app)
-    summary = ["<div class='gtlib-table-wrap' tabindex='0' role='region' aria-label='table (scrolls sideways)'><table class='gtlib-report-summary'><thead><tr>"
-               "<th>chapter</th><th>seed</th><th>effects</th><th>reproduced at every sweep seed</th>"
-               "<th>not robust</th><th>documented non-reproductions</th><th>failed</th>"
-               "<th>checks (passed / all)</th></tr></thead><tbody>"]
+    summary = [
+        "<div class='gtlib-table-wrap' tabindex='0' role='region' aria-label='table (scrolls sideways)'><table class='gtlib-report-summary'><thead><tr>"
+        "<th>chapter</th><th>seed</th><th>effects</th><th>reproduced at every sweep seed</th>"
+        "<th>not robust</th><th>documented non-reproductions</th><th>failed</th>"
+        "<th>checks (passed / all)</th></tr></thead><tbody>"
+    ]
     detail, missing = [], []
-    totals = dict(effects=0, robust=0, fragile=0, nonrep=0, failed=0, sanity=0, sanity_ok=0)
+    totals = dict(
+        effects=0, robust=0, fragile=0, nonrep=0, failed=0, sanity=0, sanity_ok=0
+    )
     for doc in _chapter_docs(app):
         slug = doc.split("/")[-1]
         title = app.env.titles[doc].astext() if doc in app.env.titles else slug
@@ -172,52 +199,82 @@ def _report_html(app, fromdocname: str) -> str:
         link = f"<a href='{html.escape(uri)}'>{html.escape(title)}</a>"
         data = results.get(slug)
         if data is None:
-            if app.config.nb_execution_mode != "off":  # a chapter that ran must have claims
-                logger.warning(f"claims report: chapter {slug!r} wrote no claims in this build",
-                               location=fromdocname)
-            summary.append(f"<tr><td>{link}</td><td colspan='7'>not executed in this build</td></tr>")
+            if (
+                app.config.nb_execution_mode != "off"
+            ):  # a chapter that ran must have claims
+                logger.warning(
+                    f"claims report: chapter {slug!r} wrote no claims in this build",
+                    location=fromdocname,
+                )
+            summary.append(
+                f"<tr><td>{link}</td><td colspan='7'>not executed in this build</td></tr>"
+            )
             continue
         claims = data["claims"]
         swept = sweep_entries(slug, claims)
         eff = [c for c in claims if c.get("kind", "effect") == "effect"]
         san = [c for c in claims if c.get("kind") == "sanity"]
-        labels = [shown_status(c, None if swept is None else swept.get(c["id"])) for c in eff]
-        row = dict(effects=len(eff),
-                   robust=sum(lab.startswith("reproduced (") and "not swept" not in lab
-                              for lab, _ in labels),
-                   fragile=sum(lab.startswith("not robust") for lab, _ in labels),
-                   nonrep=sum(c["status"] == "documented non-reproduction" for c in eff),
-                   failed=sum(c["status"] == "FAILED" for c in claims), sanity=len(san),
-                   sanity_ok=sum(c["status"] == "passed" for c in san))
+        labels = [
+            shown_status(c, None if swept is None else swept.get(c["id"]))
+            for c in eff
+        ]
+        row = dict(
+            effects=len(eff),
+            robust=sum(
+                lab.startswith("reproduced (") and "not swept" not in lab
+                for lab, _ in labels
+            ),
+            fragile=sum(lab.startswith("not robust") for lab, _ in labels),
+            nonrep=sum(c["status"] == "documented non-reproduction" for c in eff),
+            failed=sum(c["status"] == "FAILED" for c in claims),
+            sanity=len(san),
+            sanity_ok=sum(c["status"] == "passed" for c in san),
+        )
         for k, v in row.items():
             totals[k] += v
         unswept = "" if swept is not None else " <small>(no sweep record)</small>"
-        summary.append(f"<tr><td>{link}{unswept}</td><td>{data['seed']}</td>"
-                       f"<td>{row['effects']}</td><td>{row['robust']}</td><td>{row['fragile']}</td>"
-                       f"<td>{row['nonrep']}</td><td>{row['failed']}</td>"
-                       f"<td>{row['sanity_ok']} / {row['sanity']}</td></tr>")
+        summary.append(
+            f"<tr><td>{link}{unswept}</td><td>{data['seed']}</td>"
+            f"<td>{row['effects']}</td><td>{row['robust']}</td><td>{row['fragile']}</td>"
+            f"<td>{row['nonrep']}</td><td>{row['failed']}</td>"
+            f"<td>{row['sanity_ok']} / {row['sanity']}</td></tr>"
+        )
         for c, label, why in _not_reproduced(claims, swept):
-            missing.append(f"<li><a href='#report-{slug}'>{html.escape(title)}</a>: "
-                           f"<code>{html.escape(c['id'])}</code> ({html.escape(c['statement'])}) "
-                           f"<strong>{html.escape(label)}</strong>. {html.escape(why)}</li>")
-        table = claims_table_html(claims, full=full.get(slug, {}) if record else None,
-                                  sweep=swept if swept is not None else {})
+            missing.append(
+                f"<li><a href='#report-{slug}'>{html.escape(title)}</a>: "
+                f"<code>{html.escape(c['id'])}</code> ({html.escape(c['statement'])}) "
+                f"<strong>{html.escape(label)}</strong>. {html.escape(why)}</li>"
+            )
+        table = claims_table_html(
+            claims,
+            full=full.get(slug, {}) if record else None,
+            sweep=swept if swept is not None else {},
+        )
         detail.append(f"<h3 id='report-{slug}'>{link}</h3>{table}")
-    summary.append(f"<tr class='gtlib-total'><td><strong>all chapters</strong></td><td></td>"
-                   f"<td>{totals['effects']}</td><td>{totals['robust']}</td><td>{totals['fragile']}</td>"
-                   f"<td>{totals['nonrep']}</td><td>{totals['failed']}</td>"
-                   f"<td>{totals['sanity_ok']} / {totals['sanity']}</td></tr>")
+    summary.append(
+        f"<tr class='gtlib-total'><td><strong>all chapters</strong></td><td></td>"
+        f"<td>{totals['effects']}</td><td>{totals['robust']}</td><td>{totals['fragile']}</td>"
+        f"<td>{totals['nonrep']}</td><td>{totals['failed']}</td>"
+        f"<td>{totals['sanity_ok']} / {totals['sanity']}</td></tr>"
+    )
     summary.append("</tbody></table></div>")
     parts = ["".join(summary)]
-    parts.append("<h3 id='report-not-reproduced'>What did not reproduce, and why</h3>"
-                 + (f"<ul class='gtlib-not-reproduced'>{''.join(missing)}</ul>" if missing else
-                    "<p>Every effect of this build held at every seed of its sweep.</p>"))
+    parts.append(
+        "<h3 id='report-not-reproduced'>What did not reproduce, and why</h3>"
+        + (
+            f"<ul class='gtlib-not-reproduced'>{''.join(missing)}</ul>"
+            if missing
+            else "<p>Every effect of this build held at every seed of its sweep.</p>"
+        )
+    )
     parts.append(_record_html(record))
     parts.extend(detail)
     return "\n".join(parts)
 
 
-STUDENT_BRANCH = "student-notebooks"  # where the Pages workflow publishes the student notebooks
+STUDENT_BRANCH = (
+    "student-notebooks"  # where the Pages workflow publishes the student notebooks
+)
 
 
 def _student_url(app, slug: str) -> str | None:
@@ -227,7 +284,7 @@ def _student_url(app, slug: str) -> str | None:
     colab = str((opts.get("launch_buttons") or {}).get("colab_url", "")).rstrip("/")
     if not repo.startswith("https://github.com/") or not colab:
         return None
-    return f"{colab}/github/{repo[len('https://github.com/'):]}/blob/{STUDENT_BRANCH}/book/{slug}.ipynb"
+    return f"{colab}/github/{repo[len('https://github.com/') :]}/blob/{STUDENT_BRANCH}/book/{slug}.ipynb"
 
 
 def _student_note(app, doctree, docname) -> None:
@@ -239,10 +296,13 @@ def _student_note(app, doctree, docname) -> None:
     if url is None or section is None:
         return
     title = next(iter(section.findall(nodes.title)), None)
-    note = nodes.raw("", "<p class='gtlib-student-link'>Teaching or studying? Open the "
-                         f"<a href='{html.escape(url)}'>student edition of this chapter in Colab"
-                         "</a> (the same notebook without the exercises' solutions).</p>",
-                     format="html")
+    note = nodes.raw(
+        "",
+        "<p class='gtlib-student-link'>Teaching or studying? Open the "
+        f"<a href='{html.escape(url)}'>student edition of this chapter in Colab"
+        "</a> (the same notebook without the exercises' solutions).</p>",
+        format="html",
+    )
     section.insert(section.index(title) + 1 if title is not None else 0, note)
 
 
@@ -252,17 +312,24 @@ def _failure_banner(app, doctree, docname) -> None:
     path = _results_dir(app) / f"{slug}.json"
     if not path.is_file():
         return
-    failed = [c for c in json.loads(path.read_text())["claims"] if c["status"] == "FAILED"]
+    failed = [
+        c for c in json.loads(path.read_text())["claims"] if c["status"] == "FAILED"
+    ]
     if not failed:
         return
     seed = json.loads(path.read_text()).get("seed")
-    items = "".join(f"<li><code>{html.escape(c['id'])}</code>: {html.escape(c['statement'])}</li>"
-                    for c in failed)
-    banner = nodes.raw("", f"<div class='gtlib-failed-banner' role='alert'><strong>"
-                           f"{len(failed)} claim{'s' if len(failed) != 1 else ''} of this chapter "
-                           f"did not hold on this build</strong> (seed {seed}); each is explained "
-                           f"where it is checked and in the claims table.<ul>{items}</ul></div>",
-                       format="html")
+    items = "".join(
+        f"<li><code>{html.escape(c['id'])}</code>: {html.escape(c['statement'])}</li>"
+        for c in failed
+    )
+    banner = nodes.raw(
+        "",
+        f"<div class='gtlib-failed-banner' role='alert'><strong>"
+        f"{len(failed)} claim{'s' if len(failed) != 1 else ''} of this chapter "
+        f"did not hold on this build</strong> (seed {seed}); each is explained "
+        f"where it is checked and in the claims table.<ul>{items}</ul></div>",
+        format="html",
+    )
     section = next(iter(doctree.findall(nodes.section)), None)
     if section is None:
         return
@@ -276,7 +343,11 @@ def _times_html(app, fromdocname: str) -> str:
 
     rows = []
     for doc in _chapter_docs(app):
-        title = app.env.titles[doc].astext() if doc in app.env.titles else doc.split("/")[-1]
+        title = (
+            app.env.titles[doc].astext()
+            if doc in app.env.titles
+            else doc.split("/")[-1]
+        )
         uri = app.builder.get_relative_uri(fromdocname, doc)
         data = NbMetadataCollector.get_exec_data(app.env, doc) or {}
         runtime = data.get("runtime")
@@ -285,16 +356,25 @@ def _times_html(app, fromdocname: str) -> str:
         else:
             seconds = f"{runtime:.0f}"
             status = "ran" if data.get("succeeded") else "failed"
-        rows.append(f"<tr><td><a href='{html.escape(uri)}'>{html.escape(title)}</a></td>"
-                    f"<td class='gtlib-num'>{seconds}</td><td>{status}</td></tr>")
-    return ("<div class='gtlib-table-wrap' tabindex='0' role='region' aria-label='table (scrolls sideways)'><table class='gtlib-table gtlib-times'><thead><tr>"
-            "<th>chapter</th><th>execution time (s, wall clock)</th><th>status</th></tr>"
-            "</thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+        rows.append(
+            f"<tr><td><a href='{html.escape(uri)}'>{html.escape(title)}</a></td>"
+            f"<td class='gtlib-num'>{seconds}</td><td>{status}</td></tr>"
+        )
+    return (
+        "<div class='gtlib-table-wrap' tabindex='0' role='region' aria-label='table (scrolls sideways)'><table class='gtlib-table gtlib-times'><thead><tr>"
+        "<th>chapter</th><th>execution time (s, wall clock)</th><th>status</th></tr>"
+        "</thead><tbody>" + "".join(rows) + "</tbody></table></div>"
+    )
 
 
 def _is_path_like(text: str) -> bool:
     t = text.strip()
-    return not t or "/" in t and " " not in t or t.lower().endswith((".png", ".jpg", ".svg"))
+    return (
+        not t
+        or "/" in t
+        and " " not in t
+        or t.lower().endswith((".png", ".jpg", ".svg"))
+    )
 
 
 def _default_alt_text(doctree) -> None:
@@ -305,7 +385,9 @@ def _default_alt_text(doctree) -> None:
         if not _is_path_like(img.get("alt", "")):
             continue
         fig = img.parent if isinstance(img.parent, nodes.figure) else None
-        caption = next(iter(fig.findall(nodes.caption)), None) if fig is not None else None
+        caption = (
+            next(iter(fig.findall(nodes.caption)), None) if fig is not None else None
+        )
         if caption is not None and caption.astext().strip():
             img["alt"] = caption.astext().strip()
         else:
@@ -319,21 +401,33 @@ def _on_doctree_resolved(app, doctree, docname):
         _failure_banner(app, doctree, docname)
     for node in doctree.findall(claims_report):
         if app.builder.format == "html":
-            node.replace_self(nodes.raw("", _report_html(app, docname), format="html"))
+            node.replace_self(
+                nodes.raw("", _report_html(app, docname), format="html")
+            )
         else:
-            node.replace_self(nodes.paragraph(text="(The claims table is part of the HTML build.)"))
+            node.replace_self(
+                nodes.paragraph(text="(The claims table is part of the HTML build.)")
+            )
     for node in doctree.findall(chapter_times):
         if app.builder.format == "html":
-            node.replace_self(nodes.raw("", _times_html(app, docname), format="html"))
+            node.replace_self(
+                nodes.raw("", _times_html(app, docname), format="html")
+            )
         else:
-            node.replace_self(nodes.paragraph(text="(The execution times are part of the HTML "
-                                                   "build.)"))
+            node.replace_self(
+                nodes.paragraph(
+                    text="(The execution times are part of the HTML build.)"
+                )
+            )
 
 
 def _unique_scripts(files: list) -> list:
     seen, unique = set(), []
     for js in files:
-        key = (js.filename or "", tuple(sorted((k, str(v)) for k, v in js.attributes.items())))
+        key = (
+            js.filename or "",
+            tuple(sorted((k, str(v)) for k, v in js.attributes.items())),
+        )
         if key not in seen:
             seen.add(key)
             unique.append(js)
@@ -348,7 +442,8 @@ def _is_widget_script(js, loaders: set) -> bool:
     """The widget state myst-nb saved, or one of the configured widget-library loaders."""
     name = os.fspath(js.filename or "").split("?")[0]
     return js.attributes.get("type") == WIDGET_STATE or any(
-        name in (key, f"_static/{key}") for key in loaders)  # Sphinx prefixes local files
+        name in (key, f"_static/{key}") for key in loaders
+    )  # Sphinx prefixes local files
 
 
 def _dedupe_scripts(app, pagename, templatename, context, doctree):
@@ -361,12 +456,16 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
     every cell that made a widget is tagged ``remove-output`` (the live twin of a
     :func:`gtlib.widgets.static_slider`)."""
     files = context.get("script_files")
-    if isinstance(files, list):  # in place: it is the builder's list, reset for every page
+    if isinstance(
+        files, list
+    ):  # in place: it is the builder's list, reset for every page
         files[:] = _unique_scripts(files)
         if WIDGET_VIEW not in context.get("body", ""):
             loaders = set(app.config.nb_ipywidgets_js or {})
             files[:] = [js for js in files if not _is_widget_script(js, loaders)]
-        if not _has_math(context.get("body", "")):  # 1.3 MB a page with no math need not load
+        if not _has_math(
+            context.get("body", "")
+        ):  # 1.3 MB a page with no math need not load
             files[:] = [js for js in files if not _is_mathjax_script(js)]
 
 
@@ -419,8 +518,13 @@ def _accessible_toggles(app, pagename, templatename, context, doctree):
     does not contain its visible text ("Show code cell source"): axe-core reports a serious
     ``label-content-name-mismatch``. Without the label its accessible name is the visible text."""
     body = context.get("body")
-    if isinstance(body, str) and '<summary aria-label="Toggle hidden content">' in body:
-        context["body"] = body.replace('<summary aria-label="Toggle hidden content">', "<summary>")
+    if (
+        isinstance(body, str)
+        and '<summary aria-label="Toggle hidden content">' in body
+    ):
+        context["body"] = body.replace(
+            '<summary aria-label="Toggle hidden content">', "<summary>"
+        )
 
 
 def _lazy_images(app, pagename, templatename, context, doctree):
@@ -438,8 +542,13 @@ def _lazy_images(app, pagename, templatename, context, doctree):
         if "_images/" not in m.group(0):
             return m.group(0)
         seen[0] += 1
-        return m.group(0) if seen[0] == 1 else m.group(0).replace(
-            "<img ", '<img loading="lazy" decoding="async" ', 1)
+        return (
+            m.group(0)
+            if seen[0] == 1
+            else m.group(0).replace(
+                "<img ", '<img loading="lazy" decoding="async" ', 1
+            )
+        )
 
     context["body"] = re.sub(r"<img [^>]*>", tag, body)
 
@@ -470,8 +579,11 @@ def _shrink_figures(app, exception):
             with Image.open(path) as img:
                 if img.mode == "P":
                     continue
-                small = img.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT,
-                                                    dither=Image.Dither.NONE)
+                small = img.convert("RGB").quantize(
+                    colors=256,
+                    method=Image.Quantize.MEDIANCUT,
+                    dither=Image.Dither.NONE,
+                )
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
             small.save(tmp, format="PNG", optimize=True)
             if tmp.stat().st_size < path.stat().st_size:
@@ -499,4 +611,8 @@ def setup(app):
     app.connect("doctree-resolved", _on_doctree_resolved)
     app.connect("html-page-context", _dedupe_scripts, priority=999)
     app.add_css_file("gtlib.css")
-    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
+    return {
+        "version": "0.1",
+        "parallel_read_safe": True,
+        "parallel_write_safe": True,
+    }

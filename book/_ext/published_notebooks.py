@@ -13,6 +13,7 @@ After an HTML build, every notebook page's download (``_sources/<page>.ipynb``) 
 The functions are plain (notebook JSON in, notebook JSON out) and tested in
 ``tests/book/test_published_notebooks.py``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -107,8 +108,12 @@ def book_ref(srcdir: Path) -> str | None:
     if os.environ.get("GTLIB_BOOK_REF"):
         return os.environ["GTLIB_BOOK_REF"]
     try:
-        r = subprocess.run(["git", "-C", str(srcdir), "rev-parse", "HEAD"],
-                           capture_output=True, text=True, timeout=30)
+        r = subprocess.run(
+            ["git", "-C", str(srcdir), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     ref = r.stdout.strip()
@@ -121,7 +126,9 @@ def _write_published(app, exception):
     student = bool(getattr(app.config, "gtlib_hide_solutions", False))
     ref = book_ref(Path(app.srcdir))
     if ref is None:
-        logger.info("published notebooks: no git commit found, the set-up cells keep their ref")
+        logger.info(
+            "published notebooks: no git commit found, the set-up cells keep their ref"
+        )
     sources = Path(app.outdir) / "_sources"
     for doc in sorted(app.env.found_docs):
         src = Path(app.env.doc2path(doc))
@@ -133,9 +140,15 @@ def _write_published(app, exception):
             nb = pin_install(nb, ref)
         if student:
             nb = student_notebook(nb)
-        target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        target.write_text(
+            json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
 
 
 def setup(app):
     app.connect("build-finished", _write_published)
-    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
+    return {
+        "version": "0.1",
+        "parallel_read_safe": True,
+        "parallel_write_safe": True,
+    }

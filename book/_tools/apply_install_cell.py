@@ -19,6 +19,7 @@ Everything from the cell's ``import gtlib`` line on is kept as it is. Usage::
     python book/_tools/apply_install_cell.py --check    # exit 1 if a notebook is not up to date
     python book/_tools/apply_install_cell.py path/to/copy.ipynb ...
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 REF = "main"
 
-HEADER = '''\
+HEADER = """\
 # Set-up: install gtlib if it is missing (e.g. on Colab), then set up the chapter.
 import importlib.util, os, subprocess, sys
 GTLIB = os.environ.get(  # the book's repository, at this notebook's version
@@ -44,7 +45,7 @@ if importlib.util.find_spec("gtlib") is None:
             f"pip could not install gtlib from {{GTLIB}}:\\n{{pip.stderr[-1500:]}}\\nInstall "
             "it from a clone (pip install path/to/clone) or set GTLIB_SOURCE.")
     importlib.invalidate_caches()
-'''
+"""
 
 
 def repository_url() -> str:
@@ -66,7 +67,9 @@ def new_first_cell(source: str, url: str | None = None) -> str:
     """``source`` with everything before its ``import gtlib`` line replaced by :func:`header`."""
     lines = source.split("\n")
     try:
-        start = next(i for i, line in enumerate(lines) if line.strip() == "import gtlib")
+        start = next(
+            i for i, line in enumerate(lines) if line.strip() == "import gtlib"
+        )
     except StopIteration:
         raise ValueError("the first code cell has no `import gtlib` line") from None
     return header(url) + "\n".join(lines[start:])
@@ -82,15 +85,21 @@ def apply(path: Path, check: bool = False) -> bool:
         return False
     if not check:
         # keep the cell's layout: one string, or nbformat's list of lines
-        first["source"] = new if isinstance(first["source"], str) else new.splitlines(True)
-        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        first["source"] = (
+            new if isinstance(first["source"], str) else new.splitlines(True)
+        )
+        path.write_text(
+            json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
     return True
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="*", type=Path)
-    ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if out of date")
+    ap.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 if out of date"
+    )
     args = ap.parse_args(argv)
     paths = args.paths or sorted((ROOT / "book").glob("*.ipynb"))
     changed = [p for p in paths if apply(p, check=args.check)]

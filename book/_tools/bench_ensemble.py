@@ -27,6 +27,7 @@ own matrix products alone (``bmm`` at the step's shapes for the batched methods,
 for the plain loop), the part of a step that no
 bookkeeping can remove.
 """
+
 import time
 
 import torch
@@ -56,7 +57,10 @@ SIZES = [  # (who uses it, width, depth, batch)
     ("ref.; mode connectivity", 128, 3, 100),
     ("ref.; uniform margins", 256, 2, 64),
 ]
-OPTS = {"sgd": dict(lr=0.01, momentum=0.9), "adamw": dict(lr=1e-3, weight_decay=0.01)}
+OPTS = {
+    "sgd": dict(lr=0.01, momentum=0.9),
+    "adamw": dict(lr=1e-3, weight_decay=0.01),
+}
 
 
 def cpu(fn):
@@ -87,22 +91,29 @@ def products(width, depth, batch, batched: bool, reps=20):
     if batched:
         ops = []
         for l, (a, b) in enumerate(dims(width, depth)):
-            h, w, g = torch.randn(E, batch, a), torch.randn(E, a, b), torch.randn(E, batch, b)
-            ops.append((torch.bmm, h, w))                       # forward
-            ops.append((torch.bmm, h.transpose(1, 2), g))       # weight gradient
+            h, w, g = (
+                torch.randn(E, batch, a),
+                torch.randn(E, a, b),
+                torch.randn(E, batch, b),
+            )
+            ops.append((torch.bmm, h, w))  # forward
+            ops.append((torch.bmm, h.transpose(1, 2), g))  # weight gradient
             if l:
-                ops.append((torch.bmm, g, w.transpose(1, 2)))   # input gradient
+                ops.append((torch.bmm, g, w.transpose(1, 2)))  # input gradient
     else:
         ops = []
         for l, (a, b) in enumerate(dims(width, depth)):
             h, w, g = torch.randn(batch, a), torch.randn(a, b), torch.randn(batch, b)
-            ops += [(torch.mm, h, w), (torch.mm, h.T, g)] + ([(torch.mm, g, w.T)] if l else [])
+            ops += [(torch.mm, h, w), (torch.mm, h.T, g)] + (
+                [(torch.mm, g, w.T)] if l else []
+            )
         ops = ops * E
 
     def run():
         for _ in range(reps):
             for f, u, v in ops:
                 f(u, v)
+
     run()
     return min(cpu(run) for _ in range(3)) / reps
 
@@ -116,16 +127,27 @@ def optimizer(params, opt, **kw):
 # -- the four methods: each returns (run(steps), parameters as (E, ...) tensors in MLP layout) ----
 def engine(width, depth, batch, opt):
     model = BatchedMLP.init(list(range(E)), D, width, depth, C)
-    cfg = TrainConfig(optimizer=opt, lr=OPTS[opt]["lr"], momentum=OPTS[opt].get("momentum", 0.0),
-                      weight_decay=OPTS[opt].get("weight_decay", 0.0), batch_size=batch,
-                      epochs=10**6, check_every=10**9)
+    cfg = TrainConfig(
+        optimizer=opt,
+        lr=OPTS[opt]["lr"],
+        momentum=OPTS[opt].get("momentum", 0.0),
+        weight_decay=OPTS[opt].get("weight_decay", 0.0),
+        batch_size=batch,
+        epochs=10**6,
+        check_every=10**9,
+    )
 
     def run(steps):
         cfg.steps = steps
         train_ensemble(model, ds.x, ds.y, cfg, seeds=list(range(E)))
 
     def params():
-        return [p.detach() for l in range(depth + 1) for p in (model.weights[l], model.biases[l])]
+        return [
+            p.detach()
+            for l in range(depth + 1)
+            for p in (model.weights[l], model.biases[l])
+        ]
+
     return run, params
 
 
@@ -155,8 +177,11 @@ def plain_loop(width, depth, batch, opt):
                 o.step()
 
     def params():
-        return [torch.stack([p.detach() for p in ps]) for ps in
-                zip(*[list(m.parameters()) for m in models])]
+        return [
+            torch.stack([p.detach() for p in ps])
+            for ps in zip(*[list(m.parameters()) for m in models])
+        ]
+
     return run, params
 
 
@@ -170,6 +195,7 @@ def functorch(width, depth, batch, opt):
 
     def one(p, b, x, y):
         return F.cross_entropy(functional_call(base, (p, b), (x,)), y)
+
     g = vmap(grad(one))
 
     def run(steps):
@@ -184,10 +210,19 @@ def functorch(width, depth, batch, opt):
 
 def baddbmm_ref(width, depth, batch, opt):
     models = [make_mlp(s, D, width, depth, C) for s in range(E)]
-    ws = [torch.stack([m.layers[l].weight.detach().T for m in models]).contiguous()
-          .requires_grad_() for l in range(depth + 1)]
-    bs = [torch.stack([m.layers[l].bias.detach() for m in models]).unsqueeze(1).contiguous()
-          .requires_grad_() for l in range(depth + 1)]
+    ws = [
+        torch.stack([m.layers[l].weight.detach().T for m in models])
+        .contiguous()
+        .requires_grad_()
+        for l in range(depth + 1)
+    ]
+    bs = [
+        torch.stack([m.layers[l].bias.detach() for m in models])
+        .unsqueeze(1)
+        .contiguous()
+        .requires_grad_()
+        for l in range(depth + 1)
+    ]
     leaves = [t for pair in zip(ws, bs) for t in pair]
     o = optimizer(leaves, opt, foreach=True)
 
@@ -198,19 +233,31 @@ def baddbmm_ref(width, depth, batch, opt):
                 h = torch.baddbmm(bs[l], h, ws[l])
                 if l < depth:
                     h = h.relu()
-            loss = F.cross_entropy(h.reshape(-1, C), ds.y[idx].reshape(-1), reduction="sum") / batch
+            loss = (
+                F.cross_entropy(
+                    h.reshape(-1, C), ds.y[idx].reshape(-1), reduction="sum"
+                )
+                / batch
+            )
             for leaf, gr in zip(leaves, torch.autograd.grad(loss, leaves)):
                 leaf.grad = gr
             o.step()
 
     def params():
-        return [t.detach().transpose(1, 2) if t.shape[1] != 1 else t.detach().squeeze(1)
-                for t in leaves]
+        return [
+            t.detach().transpose(1, 2) if t.shape[1] != 1 else t.detach().squeeze(1)
+            for t in leaves
+        ]
+
     return run, params
 
 
-METHODS = {"engine": engine, "plain loop": plain_loop, "torch.func": functorch,
-           "baddbmm ref": baddbmm_ref}
+METHODS = {
+    "engine": engine,
+    "plain loop": plain_loop,
+    "torch.func": functorch,
+    "baddbmm ref": baddbmm_ref,
+}
 
 
 def bench(width, depth, batch, opt, steps: int, short: int):
@@ -223,12 +270,16 @@ def bench(width, depth, batch, opt, steps: int, short: int):
         if name == "engine":
             ref = params()
         else:
-            agree[name] = max(float((a - b).abs().max()) for a, b in zip(params(), ref))
+            agree[name] = max(
+                float((a - b).abs().max()) for a, b in zip(params(), ref)
+            )
     times = {k: [] for k in METHODS}
     short_t = []
     for _ in range(REPEATS):
         for name, make in METHODS.items():
-            make(width, depth, batch, opt)[0](1)  # warm-up (first calls: vmap tracing, ...)
+            make(width, depth, batch, opt)[0](
+                1
+            )  # warm-up (first calls: vmap tracing, ...)
             if name == "engine":
                 run, _ = make(width, depth, batch, opt)
                 short_t.append(cpu(lambda: run(short)))
@@ -242,29 +293,41 @@ def bench(width, depth, batch, opt, steps: int, short: int):
 def main():
     t_start = time.process_time()
     peak = gemm_peak()
-    print(f"E = {E} MLPs on MNIST-1D ({N} x {D}, {C} classes), cross-entropy, one torch thread; "
-          f"CPU ms per step, best of {REPEATS}, methods interleaved.")
-    print(f"single-thread fp32 GEMM peak (torch.mm 2048^2), this run: {peak / 1e9:.0f} GFLOP/s\n")
-    head = (f"{'shape / batch':>22} {'opt':>5} {'method':>11} {'ms/step':>8} {'/ ref':>6}"
-            f" {'GEMM %':>7} {'products':>9} {'agree':>8}")
+    print(
+        f"E = {E} MLPs on MNIST-1D ({N} x {D}, {C} classes), cross-entropy, one torch thread; "
+        f"CPU ms per step, best of {REPEATS}, methods interleaved."
+    )
+    print(
+        f"single-thread fp32 GEMM peak (torch.mm 2048^2), this run: {peak / 1e9:.0f} GFLOP/s\n"
+    )
+    head = (
+        f"{'shape / batch':>22} {'opt':>5} {'method':>11} {'ms/step':>8} {'/ ref':>6}"
+        f" {'GEMM %':>7} {'products':>9} {'agree':>8}"
+    )
     for opt in OPTS:
         print(head)
         for who, width, depth, batch in SIZES:
             fl = flops(width, depth, batch)
             steps = int(min(300, max(40, RUN_S / (fl / peak))))
             per, agree = bench(width, depth, batch, opt, steps, max(4, steps // 10))
-            prod = {True: products(width, depth, batch, True),
-                    False: products(width, depth, batch, False)}
+            prod = {
+                True: products(width, depth, batch, True),
+                False: products(width, depth, batch, False),
+            }
             shape = f"40-{'-'.join([str(width)] * depth)}-10/{batch}"
             for name in METHODS:
                 t = per[name]
                 p = prod[name != "plain loop"]
                 ag = "" if name == "engine" else f"{agree[name]:.1e}"
-                print(f"{shape if name == 'engine' else '':>22} {opt:>5} {name:>11} "
-                      f"{1e3 * t:>8.2f} {t / per['baddbmm ref']:>6.2f} {100 * fl / t / peak:>6.1f}%"
-                      f" {1e3 * p:>7.2f}ms {ag:>8}")
-            print(f"{who:>22}   (products of this step at the GEMM peak: "
-                  f"{1e3 * fl / peak:.2f} ms)")
+                print(
+                    f"{shape if name == 'engine' else '':>22} {opt:>5} {name:>11} "
+                    f"{1e3 * t:>8.2f} {t / per['baddbmm ref']:>6.2f} {100 * fl / t / peak:>6.1f}%"
+                    f" {1e3 * p:>7.2f}ms {ag:>8}"
+                )
+            print(
+                f"{who:>22}   (products of this step at the GEMM peak: "
+                f"{1e3 * fl / peak:.2f} ms)"
+            )
         print()
     print(f"total CPU time {time.process_time() - t_start:.0f} s")
 

@@ -17,6 +17,7 @@ claim the book calls reproduced.
 
 Usage: ``python book/_tools/claims_gate.py RESULTS_DIR [--fresh]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,27 +54,45 @@ def main(argv: list[str] | None = None) -> int:
             then = [(e["id"], e["rule"], e["statement"]) for e in record["claims"]]
             if now != then:
                 diff = sorted(set(now) ^ set(then))[:4]
-                problems.append(f"{slug}: the committed sweep record does not match this run's "
-                                f"claims (e.g. {diff}); run `make sweep CHAPTERS={slug}`")
+                problems.append(
+                    f"{slug}: the committed sweep record does not match this run's "
+                    f"claims (e.g. {diff}); run `make sweep CHAPTERS={slug}`"
+                )
         for c in data["claims"]:
             if c["status"] != "FAILED":
                 continue
             e = entries.get(c["id"])
-            same = e is not None and e["rule"] == c["rule"] and e["statement"] == c["statement"]
+            same = (
+                e is not None
+                and e["rule"] == c["rule"]
+                and e["statement"] == c["statement"]
+            )
             seed = data.get("seed")
             if same and e["holds"] < e["n"]:
-                notes.append(f"{slug}: {c['id']} FAILED at seed {seed}; the sweep shows it "
-                             f"holding at {e['holds']} of {e['n']} seeds (shown as not robust)")
+                notes.append(
+                    f"{slug}: {c['id']} FAILED at seed {seed}; the sweep shows it "
+                    f"holding at {e['holds']} of {e['n']} seeds (shown as not robust)"
+                )
             elif args.fresh and not same:
-                notes.append(f"{slug}: {c['id']} FAILED at seed {seed}; not in the sweep record")
+                notes.append(
+                    f"{slug}: {c['id']} FAILED at seed {seed}; not in the sweep record"
+                )
             else:
-                problems.append(f"{slug}: {c['id']} FAILED at seed {seed}: rule {c['rule']!r}"
-                                + (f"; refused control: {c['refused']}" if c.get("refused") else ""))
+                problems.append(
+                    f"{slug}: {c['id']} FAILED at seed {seed}: rule {c['rule']!r}"
+                    + (
+                        f"; refused control: {c['refused']}"
+                        if c.get("refused")
+                        else ""
+                    )
+                )
     for n in notes:
         print("note:", n)
     for p in problems:
         print("ERROR:", p)
-    print(f"claims gate: {len(problems)} problem(s), {len(notes)} note(s) over {len(slugs)} chapters")
+    print(
+        f"claims gate: {len(problems)} problem(s), {len(notes)} note(s) over {len(slugs)} chapters"
+    )
     return 1 if problems else 0
 
 

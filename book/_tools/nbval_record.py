@@ -20,6 +20,7 @@ at the repository root), where the chapters write the claims that the reproducti
 and by emptying ``CACHE``; the per-cell timeout is ``execute.timeout`` of ``_config.yml`` unless
 ``--nbval-cell-timeout`` is given.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,19 +38,27 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def pytest_addoption(parser):
     group = parser.getgroup("nbval-record")
-    group.addoption("--nbval-record", metavar="CACHE", default=None,
-                    help="store the notebooks nbval executes in this jupyter-cache folder")
+    group.addoption(
+        "--nbval-record",
+        metavar="CACHE",
+        default=None,
+        help="store the notebooks nbval executes in this jupyter-cache folder",
+    )
 
 
 def pytest_configure(config):
     cache = config.getoption("nbval_record")
     if cache:
-        config.pluginmanager.register(_Recorder(Path(cache).resolve(), config), "nbval-record")
+        config.pluginmanager.register(
+            _Recorder(Path(cache).resolve(), config), "nbval-record"
+        )
 
 
 def results_dir() -> Path:
     """Where the chapters write their claims: the folder the site build reads."""
-    return Path(os.environ.get("GTLIB_RESULTS_DIR") or ROOT / "_build" / "results").resolve()
+    return Path(
+        os.environ.get("GTLIB_RESULTS_DIR") or ROOT / "_build" / "results"
+    ).resolve()
 
 
 def staging_dir(cache: Path) -> Path:
@@ -84,8 +93,12 @@ class _Recorder:
         if "--nbval-cell-timeout" not in " ".join(config.invocation_params.args):
             cfg = yaml.safe_load((ROOT / "_config.yml").read_text())
             config.option.nbval_cell_timeout = int(cfg["execute"]["timeout"])
-        os.environ["GTLIB_RESULTS_DIR"] = str(results_dir())  # inherited by workers and kernels
-        if not self.worker:  # the controller (or a run without xdist) starts from nothing
+        os.environ["GTLIB_RESULTS_DIR"] = str(
+            results_dir()
+        )  # inherited by workers and kernels
+        if (
+            not self.worker
+        ):  # the controller (or a run without xdist) starts from nothing
             for folder in (results_dir(), self.staging, self.cache):
                 shutil.rmtree(folder, ignore_errors=True)
             results_dir().mkdir(parents=True, exist_ok=True)
@@ -103,8 +116,12 @@ class _Recorder:
         def execute_cell_input(kernel, cell_input, allow_stdin=None):
             # As Jupyter and nbclient run cells: with history, so that a trailing ";" hides the
             # cell's value (nbval's own store_history=False reads the previous cell instead).
-            recorder.msg_id = kernel.kc.execute(cell_input, store_history=True,
-                                                allow_stdin=allow_stdin, stop_on_error=False)
+            recorder.msg_id = kernel.kc.execute(
+                cell_input,
+                store_history=True,
+                allow_stdin=allow_stdin,
+                stop_on_error=False,
+            )
             return recorder.msg_id
 
         def get_kernel_message(nbfile, *args, **kwargs):
@@ -148,8 +165,14 @@ class _Recorder:
             self.current = None
 
     def pytest_runtest_logreport(self, report):
-        record = next((r for k, r in self.notebooks.items()
-                       if report.fspath and k.endswith(report.fspath)), None)
+        record = next(
+            (
+                r
+                for k, r in self.notebooks.items()
+                if report.fspath and k.endswith(report.fspath)
+            ),
+            None,
+        )
         if record is None:
             return
         if report.failed or report.skipped:
@@ -169,11 +192,15 @@ class _Recorder:
             return
         record.client.set_widgets_metadata()
         src = record.path.resolve()
-        out = self.staging / (src.relative_to(ROOT) if src.is_relative_to(ROOT) else src.name)
+        out = self.staging / (
+            src.relative_to(ROOT) if src.is_relative_to(ROOT) else src.name
+        )
         out.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(record.nb, out)
-        meta = {"source": str(src),
-                "execution_seconds": time.perf_counter() - record.start}
+        meta = {
+            "source": str(src),
+            "execution_seconds": time.perf_counter() - record.start,
+        }
         out.with_suffix(".json").write_text(json.dumps(meta))
 
     # -- handing the executions to the site build ----------------------------------------------
@@ -195,6 +222,11 @@ def store(cache: Path, staged: list[Path]) -> None:
         meta = json.loads(path.with_suffix(".json").read_text())
         nb = nbformat.read(path, as_version=4)
         jc.cache_notebook_bundle(
-            CacheBundleIn(nb, meta["source"],
-                          data={"execution_seconds": meta["execution_seconds"]}),
-            check_validity=False, overwrite=True)
+            CacheBundleIn(
+                nb,
+                meta["source"],
+                data={"execution_seconds": meta["execution_seconds"]},
+            ),
+            check_validity=False,
+            overwrite=True,
+        )

@@ -9,6 +9,7 @@ Nothing is downloaded: the browser is Debian's Chromium (or ``GTLIB_CHROMIUM``).
 
 Usage: ``python book/_tools/pdf.py [--site _build/html] [--out _build/pdf]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,19 +22,25 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-A4 = {"format": "A4", "margin": {"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"}}
+A4 = {
+    "format": "A4",
+    "margin": {"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"},
+}
 
 
 def book_pages() -> list[str]:
     """The site's pages in table-of-contents order, as paths relative to the site."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]] + [c["file"] for part in toc.get("parts", [])
-                             for c in part.get("chapters", [])]
+    files = [toc["root"]] + [
+        c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])
+    ]
     return [f"{f}.html" for f in files]
 
 
 def chapters() -> list[str]:
-    return [p for p in book_pages() if (ROOT / p.replace(".html", ".ipynb")).exists()]
+    return [
+        p for p in book_pages() if (ROOT / p.replace(".html", ".ipynb")).exists()
+    ]
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -44,7 +51,9 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 def chromium() -> str:
     path = os.environ.get("GTLIB_CHROMIUM") or "/usr/bin/chromium"
     if not Path(path).exists():
-        raise SystemExit(f"no Chromium at {path}: apt-get install chromium, or set GTLIB_CHROMIUM")
+        raise SystemExit(
+            f"no Chromium at {path}: apt-get install chromium, or set GTLIB_CHROMIUM"
+        )
     return path
 
 
@@ -64,17 +73,27 @@ def print_pages(site: Path, out: Path, pages: list[str] | None = None) -> list[P
     written = []
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+            browser = p.chromium.launch(
+                executable_path=chromium(), args=["--no-sandbox"]
+            )
             ctx = browser.new_context(viewport={"width": 1100, "height": 1400})
             page = ctx.new_page()
-            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(
-                (base, "data:", "blob:", "about:")) else r.abort())
+            page.route(
+                "**/*",
+                lambda r: (
+                    r.continue_()
+                    if r.request.url.startswith((base, "data:", "blob:", "about:"))
+                    else r.abort()
+                ),
+            )
             for rel in pages:
                 page.goto(f"{base}/{rel}", wait_until="load")
                 page.wait_for_load_state("networkidle", timeout=90000)
                 page.wait_for_function(
                     "() => !window.MathJax || !MathJax.startup || !MathJax.startup.promise"
-                    " || MathJax.startup.promise.then(() => true)", timeout=60000)
+                    " || MathJax.startup.promise.then(() => true)",
+                    timeout=60000,
+                )
                 # lazy figures below the fold would print as blanks: load every one first
                 page.evaluate("""async () => {
                   const imgs = Array.from(document.images);
@@ -111,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     parts = print_pages(args.site, args.out)
     book = merge(parts, args.out / "book.pdf")
     for p in parts + [book]:
-        print(f"{p.relative_to(ROOT) if p.is_relative_to(ROOT) else p}: {p.stat().st_size // 1024} KB")
+        print(
+            f"{p.relative_to(ROOT) if p.is_relative_to(ROOT) else p}: {p.stat().st_size // 1024} KB"
+        )
     return 0
 
 

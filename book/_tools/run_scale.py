@@ -18,6 +18,7 @@ need.
 The reproduction report shows a committed record (``book/_data/full-scale/``) beside this build's
 numbers.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,15 +59,21 @@ finally:
 
 def chapters() -> list[str]:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]] + [c["file"] for p in toc.get("parts", []) for c in p.get("chapters", [])]
+    files = [toc["root"]] + [
+        c["file"] for p in toc.get("parts", []) for c in p.get("chapters", [])
+    ]
     return [Path(f).name for f in files if (ROOT / f"{f}.ipynb").exists()]
 
 
 def device_info() -> dict:
     import torch
 
-    info = {"torch": torch.__version__, "cuda": torch.version.cuda,
-            "device": "cpu", "device_name": "CPU"}
+    info = {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "device": "cpu",
+        "device_name": "CPU",
+    }
     if torch.cuda.is_available():
         info.update(device="cuda", device_name=torch.cuda.get_device_name(0))
     return info
@@ -76,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scale", choices=("quick", "full"), required=True)
     ap.add_argument("--out", type=Path, required=True, help="folder for the record")
-    ap.add_argument("--only", nargs="*", default=None, help="chapter slugs (default: all)")
+    ap.add_argument(
+        "--only", nargs="*", default=None, help="chapter slugs (default: all)"
+    )
     ap.add_argument("--timeout", type=int, default=900, help="seconds per cell")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -88,21 +97,44 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out.resolve()
     (out / "results").mkdir(parents=True, exist_ok=True)
     (out / "notebooks").mkdir(exist_ok=True)
-    env = {**os.environ, "GTLIB_SCALE": args.scale, "GTLIB_SEED": str(args.seed),
-           "GTLIB_RESULTS_DIR": str(out / "results")}
+    env = {
+        **os.environ,
+        "GTLIB_SCALE": args.scale,
+        "GTLIB_SEED": str(args.seed),
+        "GTLIB_RESULTS_DIR": str(out / "results"),
+    }
     env.setdefault("OMP_NUM_THREADS", "1")
-    record = {"scale": args.scale, "seed": args.seed,
-              "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-              "command": "python book/_tools/run_scale.py " + " ".join(argv or sys.argv[1:]),
-              **device_info(), "chapters": {}}
+    record = {
+        "scale": args.scale,
+        "seed": args.seed,
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": "python book/_tools/run_scale.py "
+        + " ".join(argv or sys.argv[1:]),
+        **device_info(),
+        "chapters": {},
+    }
     for slug in todo:
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", _EXECUTE, str(ROOT / "book" / f"{slug}.ipynb"),
-                               str(out / "notebooks" / f"{slug}.ipynb"), str(args.timeout),
-                               str(WIDGET_TIMEOUT)],
-                              cwd=ROOT / "book", env=env, capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _EXECUTE,
+                str(ROOT / "book" / f"{slug}.ipynb"),
+                str(out / "notebooks" / f"{slug}.ipynb"),
+                str(args.timeout),
+                str(WIDGET_TIMEOUT),
+            ],
+            cwd=ROOT / "book",
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - start
-        record["chapters"][slug] = {"wall_s": round(wall, 1), "returncode": proc.returncode}
+        record["chapters"][slug] = {
+            "wall_s": round(wall, 1),
+            "returncode": proc.returncode,
+        }
         if proc.returncode:
             record["chapters"][slug]["error_tail"] = proc.stderr[-2000:]
         print(f"{slug}: {wall:.0f} s, exit {proc.returncode}", flush=True)

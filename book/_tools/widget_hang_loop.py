@@ -36,6 +36,7 @@ a few seconds), so a hang fails within a minute instead of blocking the build. T
 0 when every execution finished, 1 otherwise; a summary line reports executions, the slowest cell
 and the versions of the kernel stack.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,7 +51,9 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # this checkout's gtlib (the kernels run in ROOT, so import it too)
+sys.path.insert(
+    0, str(ROOT)
+)  # this checkout's gtlib (the kernels run in ROOT, so import it too)
 from gtlib.widgets import SKIPPED  # noqa: E402
 
 SYNTHETIC_CELLS = [
@@ -86,7 +89,14 @@ def versions() -> str:
     import importlib.metadata as md
 
     parts = []
-    for pkg in ("ipykernel", "nbclient", "jupyter_client", "ipywidgets", "pyzmq", "tornado"):
+    for pkg in (
+        "ipykernel",
+        "nbclient",
+        "jupyter_client",
+        "ipywidgets",
+        "pyzmq",
+        "tornado",
+    ):
         try:
             parts.append(f"{pkg} {md.version(pkg)}")
         except md.PackageNotFoundError:
@@ -106,7 +116,9 @@ class Loop:
         self.cell_timeout = cell_timeout
         self.runs = 0
         self.slowest = 0.0
-        self.stalls = 0  # executions that took over 5 s (none of these cells needs 1 s)
+        self.stalls = (
+            0  # executions that took over 5 s (none of these cells needs 1 s)
+        )
         self.failures: list[str] = []
         self.kernel = ""  # the version the kernel reports (synthetic mode)
         self.cells = 0  # distinct widget cells (cells mode)
@@ -116,8 +128,10 @@ class Loop:
         try:
             client.execute_cell(nb.cells[index], index)
         except (CellTimeoutError, DeadKernelError, TimeoutError) as e:
-            self.failures.append(f"{what}, cell {index}: {type(e).__name__} after "
-                                 f"{time.perf_counter() - t:.0f} s")
+            self.failures.append(
+                f"{what}, cell {index}: {type(e).__name__} after "
+                f"{time.perf_counter() - t:.0f} s"
+            )
             raise
         dt = time.perf_counter() - t
         self.runs += 1
@@ -125,7 +139,9 @@ class Loop:
         if dt > 5.0:
             self.stalls += 1
             timing = nb.cells[index].metadata.get("execution", {})
-            print(f"stall: {what}, cell {index}: {dt:.1f} s {dict(timing)}", flush=True)
+            print(
+                f"stall: {what}, cell {index}: {dt:.1f} s {dict(timing)}", flush=True
+            )
 
 
 def _log() -> logging.Logger:
@@ -133,7 +149,9 @@ def _log() -> logging.Logger:
     log = logging.getLogger("widget_hang_loop")
     if not log.handlers:
         h = logging.StreamHandler(sys.stdout)
-        h.setFormatter(logging.Formatter("%(asctime)s nbclient %(levelname)s: %(message)s"))
+        h.setFormatter(
+            logging.Formatter("%(asctime)s nbclient %(levelname)s: %(message)s")
+        )
         log.addHandler(h)
         log.setLevel(logging.WARNING)
     return log
@@ -143,8 +161,13 @@ def synthetic(loop: Loop, kernels: int, repeats: int) -> None:
     cells = [nbformat.v4.new_code_cell(src) for src in SYNTHETIC_CELLS]
     for k in range(kernels):
         nb = nbformat.v4.new_notebook(cells=[c.copy() for c in cells])
-        client = NotebookClient(nb, timeout=loop.cell_timeout, kernel_name="python3",
-                                allow_errors=False, log=_log())
+        client = NotebookClient(
+            nb,
+            timeout=loop.cell_timeout,
+            kernel_name="python3",
+            allow_errors=False,
+            log=_log(),
+        )
         try:
             with client.setup_kernel():
                 loop.run(client, nb, 0, f"kernel {k}")
@@ -166,13 +189,31 @@ def nbval(loop: Loop, kernels: int, repeats: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(kernels):
             cells = [SYNTHETIC_CELLS[0]] + SYNTHETIC_CELLS[1:] * repeats
-            nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+            nb = nbformat.v4.new_notebook(
+                cells=[nbformat.v4.new_code_cell(c) for c in cells]
+            )
             nbformat.write(nb, Path(tmp) / f"loop{k}.ipynb")
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
-               f"--nbval-cell-timeout={int(loop.cell_timeout)}", "--durations=0", "-W", "ignore",
-               tmp]
-        r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp,
-                           timeout=loop.cell_timeout * kernels * (repeats + 2) * 5)
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--nbval-lax",
+            f"--nbval-cell-timeout={int(loop.cell_timeout)}",
+            "--durations=0",
+            "-W",
+            "ignore",
+            tmp,
+        ]
+        r = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            cwd=tmp,
+            timeout=loop.cell_timeout * kernels * (repeats + 2) * 5,
+        )
         for line in r.stdout.splitlines():
             m = re.match(r"\s*([0-9.]+)s call\s+(\S+)", line)
             if m:
@@ -183,9 +224,13 @@ def nbval(loop: Loop, kernels: int, repeats: int) -> None:
                     loop.stalls += 1
                     print(f"stall: {m.group(2)}: {dt:.1f} s", flush=True)
         if r.returncode != 0:
-            loop.failures.append("nbval: " + (r.stdout.strip().splitlines() or ["?"])[-1])
+            loop.failures.append(
+                "nbval: " + (r.stdout.strip().splitlines() or ["?"])[-1]
+            )
         m = re.search(r"(\d+) passed", r.stdout)
-        if m and loop.runs < int(m.group(1)):  # cells below pytest's durations threshold
+        if m and loop.runs < int(
+            m.group(1)
+        ):  # cells below pytest's durations threshold
             loop.runs = int(m.group(1))
 
 
@@ -193,10 +238,21 @@ def chapters(loop: Loop, paths: list[Path], repeats: int) -> None:
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         hot = [i for i, c in enumerate(nb.cells) if is_widget_cell(c)]
-        hot = sorted(set(hot) | {i + 1 for i in hot if i + 1 < len(nb.cells)
-                                 and nb.cells[i + 1].cell_type == "code"})
-        client = NotebookClient(nb, timeout=loop.cell_timeout * 20, kernel_name="python3",
-                                resources={"metadata": {"path": str(path.parent)}}, log=_log())
+        hot = sorted(
+            set(hot)
+            | {
+                i + 1
+                for i in hot
+                if i + 1 < len(nb.cells) and nb.cells[i + 1].cell_type == "code"
+            }
+        )
+        client = NotebookClient(
+            nb,
+            timeout=loop.cell_timeout * 20,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(path.parent)}},
+            log=_log(),
+        )
         t = time.perf_counter()
         try:
             with client.setup_kernel():
@@ -208,8 +264,11 @@ def chapters(loop: Loop, paths: list[Path], repeats: int) -> None:
                 for r in range(repeats):
                     for i in hot:
                         loop.run(client, nb, i, f"{path.name}, repeat {r}")
-            print(f"{path.name}: built in {built:.0f} s, {len(hot)} widget(-adjacent) cells "
-                  f"x {repeats} repeats", flush=True)
+            print(
+                f"{path.name}: built in {built:.0f} s, {len(hot)} widget(-adjacent) cells "
+                f"x {repeats} repeats",
+                flush=True,
+            )
         except (CellTimeoutError, DeadKernelError, TimeoutError) as e:
             if not loop.failures or path.name not in loop.failures[-1]:
                 loop.failures.append(f"{path.name}: {type(e).__name__}")
@@ -266,8 +325,11 @@ def cell_prelude(cells: list, index: int) -> str:
     for c in cells[:index]:
         code = _python(c.source) if c.cell_type == "code" else None
         if code:
-            imports += [ast.unparse(n) for n in ast.parse(code).body
-                        if isinstance(n, (ast.Import, ast.ImportFrom))]
+            imports += [
+                ast.unparse(n)
+                for n in ast.parse(code).body
+                if isinstance(n, (ast.Import, ast.ImportFrom))
+            ]
     bound = set()
     for line in imports:
         for n in ast.parse(line).body[0].names:
@@ -275,8 +337,10 @@ def cell_prelude(cells: list, index: int) -> str:
     code = _python(cells[index].source) or ""
     roles = {}
     for node in ast.walk(ast.parse(code)):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr",
-                                                  getattr(node.func, "id", "")) == "live":
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "live"
+        ):
             args = {1: "grid", 2: "labels"}
             for j, a in enumerate(node.args):
                 if isinstance(a, ast.Name) and j in args:
@@ -285,7 +349,11 @@ def cell_prelude(cells: list, index: int) -> str:
                 if isinstance(kw.value, ast.Name) and kw.arg in ("grid", "labels"):
                     roles[kw.value.id] = kw.arg
     top = symtable.symtable(code, "<cell>", "exec")
-    local = {sym.get_name() for sym in top.get_symbols() if sym.is_assigned() or sym.is_imported()}
+    local = {
+        sym.get_name()
+        for sym in top.get_symbols()
+        if sym.is_assigned() or sym.is_imported()
+    }
 
     def reads(table, outer=True):
         """Names the cell reads from the notebook: at top level, and inside comprehensions and
@@ -296,8 +364,13 @@ def cell_prelude(cells: list, index: int) -> str:
         for child in table.get_children():
             yield from reads(child, outer=False)
 
-    free = sorted({n for n in reads(top) if n not in local and n not in bound
-                   and not hasattr(builtins, n)})
+    free = sorted(
+        {
+            n
+            for n in reads(top)
+            if n not in local and n not in bound and not hasattr(builtins, n)
+        }
+    )
     value = {"grid": '{"x": [0.0, 1.0]}', "labels": "{}"}
     stubs = [f"{n} = {value.get(roles.get(n), '_Stub()')}" for n in free]
     return "\n".join(imports + [STUB_PRELUDE] + stubs)
@@ -310,31 +383,50 @@ def cells_mode(loop: Loop, paths: list[Path], kernels: int, repeats: int) -> Non
         nb = nbformat.read(path, as_version=4)
         for i, c in enumerate(nb.cells):
             if is_widget_cell(c):
-                jobs.append((f"{path.name} cell {i}",
-                             nbformat.v4.new_code_cell(cell_prelude(nb.cells, i)),
-                             nbformat.v4.new_code_cell(c.source)))
+                jobs.append(
+                    (
+                        f"{path.name} cell {i}",
+                        nbformat.v4.new_code_cell(cell_prelude(nb.cells, i)),
+                        nbformat.v4.new_code_cell(c.source),
+                    )
+                )
     loop.cells = len(jobs)
     for k in range(kernels):
         nb = nbformat.v4.new_notebook(cells=[c for _, p, w in jobs for c in (p, w)])
-        client = NotebookClient(nb, timeout=loop.cell_timeout, kernel_name="python3",
-                                allow_errors=False, resources={"metadata": {"path": str(ROOT)}},
-                                log=_log())
+        client = NotebookClient(
+            nb,
+            timeout=loop.cell_timeout,
+            kernel_name="python3",
+            allow_errors=False,
+            resources={"metadata": {"path": str(ROOT)}},
+            log=_log(),
+        )
         try:
             with client.setup_kernel():
                 for j, (what, _, _) in enumerate(jobs):
-                    client.execute_cell(nb.cells[2 * j], 2 * j)  # imports and stand-ins
+                    client.execute_cell(
+                        nb.cells[2 * j], 2 * j
+                    )  # imports and stand-ins
                 for r in range(repeats):
                     for j, (what, _, _) in enumerate(jobs):
                         cell = nb.cells[2 * j + 1]
                         cell.outputs = []
-                        loop.run(client, nb, 2 * j + 1, f"kernel {k}, repeat {r}, {what}")
-                        made = [o for o in cell.outputs if WIDGET_VIEW in o.get("data", {})]
+                        loop.run(
+                            client, nb, 2 * j + 1, f"kernel {k}, repeat {r}, {what}"
+                        )
+                        made = [
+                            o
+                            for o in cell.outputs
+                            if WIDGET_VIEW in o.get("data", {})
+                        ]
                         text = "".join(o.get("text", "") for o in cell.outputs)
                         if made or SKIPPED not in text:
-                            loop.failures.append(f"{what}: made {len(made)} widget(s) under "
-                                                 "nbclient, note printed: "
-                                                 f"{SKIPPED in text} (make them with "
-                                                 "gtlib.widgets.live or .interact)")
+                            loop.failures.append(
+                                f"{what}: made {len(made)} widget(s) under "
+                                "nbclient, note printed: "
+                                f"{SKIPPED in text} (make them with "
+                                "gtlib.widgets.live or .interact)"
+                            )
                             return
         except (CellTimeoutError, DeadKernelError, TimeoutError):
             continue
@@ -360,17 +452,21 @@ def main(argv=None) -> int:
     elif a.mode == "nbval":
         nbval(loop, a.kernels, a.repeats)
     else:
-        paths = a.notebooks or sorted(p for p in (ROOT / "book").glob("*.ipynb")
-                                      if any(is_widget_cell(c) for c in
-                                             nbformat.read(p, as_version=4).cells))
+        paths = a.notebooks or sorted(
+            p
+            for p in (ROOT / "book").glob("*.ipynb")
+            if any(is_widget_cell(c) for c in nbformat.read(p, as_version=4).cells)
+        )
         if a.mode == "cells":
             cells_mode(loop, paths, a.kernels, a.repeats)
             print(f"{loop.cells} widget cells in {len(paths)} chapters", flush=True)
         else:
             chapters(loop, paths, a.repeats)
-    print(f"{loop.runs} cell executions in {time.perf_counter() - t:.0f} s, slowest "
-          f"{loop.slowest:.2f} s, {loop.stalls} stall(s) over 5 s, {len(loop.failures)} "
-          f"hang(s); kernel: {loop.kernel or 'see above'}; client: {versions()}")
+    print(
+        f"{loop.runs} cell executions in {time.perf_counter() - t:.0f} s, slowest "
+        f"{loop.slowest:.2f} s, {loop.stalls} stall(s) over 5 s, {len(loop.failures)} "
+        f"hang(s); kernel: {loop.kernel or 'see above'}; client: {versions()}"
+    )
     for f in loop.failures:
         print("HANG:", f)
     return 1 if loop.failures or loop.stalls else 0

@@ -45,20 +45,69 @@ The package follows those sections: ``common`` (the shared argument checks),
 from .claims import CLAIMS
 from .common import EXPERIMENT_SEED, GRID, INPUTS, LABELS
 from .training import fit, from_params, members, params, Recipe, stack, train_nets
-from .paths import barrier, barrier_mean, evaluate_path, evaluate_stack, lerp, Path, path_stack
-from .permutations import activation_matching, perm_recovery, permute, random_perms, weight_matching
-from .features import (commutativity_bound_ratio, commutativity_residual, cosine_dissimilarity,
-                       endpoint_dissimilarity, llfc_dissimilarity, logit_interpolation,
-                       preactivations, weak_additivity)
-from .repair import (bezier_stack, evaluate_bezier, fit_bezier, REPAIR_MODES, repair_path,
-                     repair_stack)
-from .finetuning import (accuracy, apply_task_vectors, average, task_vector, weight_distance,
-                         with_head)
-from .experiments import (add_noise, align, Alignment, barrier_vs_epoch, ConnectivityConfig,
-                          cross_task_experiment, CrossTask, depth_sweep, disagreement_ratio,
-                          llfc_profile, perturb, planted_permutation_check, pretraining_sweep,
-                          PretrainingSweep, spawn_experiment, Spawning, SweepPoint, task_labels,
-                          train_pairs)
+from .paths import (
+    barrier,
+    barrier_mean,
+    evaluate_path,
+    evaluate_stack,
+    lerp,
+    Path,
+    path_stack,
+)
+from .permutations import (
+    activation_matching,
+    perm_recovery,
+    permute,
+    random_perms,
+    weight_matching,
+)
+from .features import (
+    commutativity_bound_ratio,
+    commutativity_residual,
+    cosine_dissimilarity,
+    endpoint_dissimilarity,
+    llfc_dissimilarity,
+    logit_interpolation,
+    preactivations,
+    weak_additivity,
+)
+from .repair import (
+    bezier_stack,
+    evaluate_bezier,
+    fit_bezier,
+    REPAIR_MODES,
+    repair_path,
+    repair_stack,
+)
+from .finetuning import (
+    accuracy,
+    apply_task_vectors,
+    average,
+    task_vector,
+    weight_distance,
+    with_head,
+)
+from .experiments import (
+    add_noise,
+    align,
+    Alignment,
+    barrier_vs_epoch,
+    ConnectivityConfig,
+    cross_task_experiment,
+    CrossTask,
+    depth_sweep,
+    disagreement_ratio,
+    llfc_profile,
+    perturb,
+    planted_permutation_check,
+    pretraining_sweep,
+    PretrainingSweep,
+    spawn_experiment,
+    Spawning,
+    SweepPoint,
+    task_labels,
+    train_pairs,
+)
 
 __all__ = [
     # the chapter's claims table
@@ -66,11 +115,35 @@ __all__ = [
     # configs and results
     "ConnectivityConfig",
     # functions
-    "accuracy", "activation_matching", "align", "apply_task_vectors", "barrier",
-    "barrier_vs_epoch", "commutativity_bound_ratio", "commutativity_residual",
-    "cross_task_experiment", "depth_sweep", "endpoint_dissimilarity", "evaluate_bezier",
-    "evaluate_path", "fit_bezier", "llfc_dissimilarity", "llfc_profile", "logit_interpolation",
-    "permute", "perturb", "planted_permutation_check", "pretraining_sweep", "random_perms",
-    "repair_path", "spawn_experiment", "task_labels", "task_vector", "train_nets", "train_pairs",
-    "weak_additivity", "weight_distance", "weight_matching",
+    "accuracy",
+    "activation_matching",
+    "align",
+    "apply_task_vectors",
+    "barrier",
+    "barrier_vs_epoch",
+    "commutativity_bound_ratio",
+    "commutativity_residual",
+    "cross_task_experiment",
+    "depth_sweep",
+    "endpoint_dissimilarity",
+    "evaluate_bezier",
+    "evaluate_path",
+    "fit_bezier",
+    "llfc_dissimilarity",
+    "llfc_profile",
+    "logit_interpolation",
+    "permute",
+    "perturb",
+    "planted_permutation_check",
+    "pretraining_sweep",
+    "random_perms",
+    "repair_path",
+    "spawn_experiment",
+    "task_labels",
+    "task_vector",
+    "train_nets",
+    "train_pairs",
+    "weak_additivity",
+    "weight_distance",
+    "weight_matching",
 ]

@@ -1,4 +1,5 @@
 """Mode connectivity: the chapter's experiments, each a function of a config."""
+
 from __future__ import annotations
 
 import copy
@@ -8,23 +9,57 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..checks import (SEED, InstanceOf, Interval, Tensor, boundary, check_labels, count, fraction,
-                      nonnegative, tuple_of)
+from ..checks import (
+    SEED,
+    InstanceOf,
+    Interval,
+    Tensor,
+    boundary,
+    check_labels,
+    count,
+    fraction,
+    nonnegative,
+    tuple_of,
+)
 from ..config import Config, Result, param
 from ..models import BatchedMLP, MLP, make_mlp
-from .common import (_check_data, _check_inputs, _check_mlp, _check_same_shape, _check_train_labels,
-                     _Numbers, EXPERIMENT_SEED, INPUTS, LABELS)
+from .common import (
+    _check_data,
+    _check_inputs,
+    _check_mlp,
+    _check_same_shape,
+    _check_train_labels,
+    _Numbers,
+    EXPERIMENT_SEED,
+    INPUTS,
+    LABELS,
+)
 from .training import fit, from_params, members, params, Recipe, stack, train_nets
 from .paths import _alpha_grid, evaluate_path, lerp, Path
 from .permutations import perm_recovery, permute, random_perms, weight_matching
 from .features import endpoint_dissimilarity, llfc_dissimilarity
-from .finetuning import (accuracy, apply_task_vectors, average, task_vector, weight_distance,
-                         with_head)
+from .finetuning import (
+    accuracy,
+    apply_task_vectors,
+    average,
+    task_vector,
+    weight_distance,
+    with_head,
+)
 
 __all__ = [
-    "ConnectivityConfig", "align", "barrier_vs_epoch", "cross_task_experiment", "depth_sweep",
-    "llfc_profile", "perturb", "planted_permutation_check", "pretraining_sweep", "spawn_experiment",
-    "task_labels", "train_pairs",
+    "ConnectivityConfig",
+    "align",
+    "barrier_vs_epoch",
+    "cross_task_experiment",
+    "depth_sweep",
+    "llfc_profile",
+    "perturb",
+    "planted_permutation_check",
+    "pretraining_sweep",
+    "spawn_experiment",
+    "task_labels",
+    "train_pairs",
 ]
 
 
@@ -99,47 +134,73 @@ class ConnectivityConfig(Config):
         Fine-tunings per task; an int >= 2.
     """
 
-    FULL = dict(n_train=16000, n_test=4000, widths=(32, 64, 128, 256, 512, 1024, 2048),
-                recipe=Recipe(lr=0.1, epochs=60, warmup=0.2),
-                spawn_width=512, spawn_pairs=3,
-                spawn_recipe=Recipe(lr=0.2, epochs=60, warmup=0.0),
-                ctl_width=1024, ft_recipe=Recipe(lr=0.05, epochs=20, warmup=0.0),
-                epoch_width=512, epoch_snapshots=(0, 1, 2, 4, 8, 15, 30), depth_width=512,
-                bezier_width=512, n_pretrain=16000, pretrain_epochs=(0, 6, 60))
+    FULL = dict(
+        n_train=16000,
+        n_test=4000,
+        widths=(32, 64, 128, 256, 512, 1024, 2048),
+        recipe=Recipe(lr=0.1, epochs=60, warmup=0.2),
+        spawn_width=512,
+        spawn_pairs=3,
+        spawn_recipe=Recipe(lr=0.2, epochs=60, warmup=0.0),
+        ctl_width=1024,
+        ft_recipe=Recipe(lr=0.05, epochs=20, warmup=0.0),
+        epoch_width=512,
+        epoch_snapshots=(0, 1, 2, 4, 8, 15, 30),
+        depth_width=512,
+        bezier_width=512,
+        n_pretrain=16000,
+        pretrain_epochs=(0, 6, 60),
+    )
 
     n_train: int = param(4000, count())
     n_test: int = param(1000, count())
     depth: int = param(3, count())
-    widths: tuple[int, ...] = param((32, 64, 128, 256, 512),
-                                    tuple_of(count(), min_len=2, increasing="weak"))
+    widths: tuple[int, ...] = param(
+        (32, 64, 128, 256, 512), tuple_of(count(), min_len=2, increasing="weak")
+    )
     alphas: int = param(25, count())
     max_iter: int = param(100, count())
-    recipe: Recipe = param(constraint=InstanceOf(Recipe),
-                           factory=lambda: Recipe(lr=0.1, epochs=30, warmup=0.2))
+    recipe: Recipe = param(
+        constraint=InstanceOf(Recipe),
+        factory=lambda: Recipe(lr=0.1, epochs=30, warmup=0.2),
+    )
     spawn_width: int = param(128, count())
-    spawn_fractions: tuple[float, ...] = param((0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3),
-                                               tuple_of(fraction("left")))
+    spawn_fractions: tuple[float, ...] = param(
+        (0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3), tuple_of(fraction("left"))
+    )
     spawn_pairs: int = param(2, count())
-    spawn_recipe: Recipe = param(constraint=InstanceOf(Recipe),
-                                 factory=lambda: Recipe(lr=0.2, epochs=30, warmup=0.0))
+    spawn_recipe: Recipe = param(
+        constraint=InstanceOf(Recipe),
+        factory=lambda: Recipe(lr=0.2, epochs=30, warmup=0.0),
+    )
     ctl_width: int = param(256, count())
-    probe_recipe: Recipe = param(constraint=InstanceOf(Recipe),
-                                 factory=lambda: Recipe(lr=0.1, epochs=30, warmup=0.0))
-    ft_recipe: Recipe = param(constraint=InstanceOf(Recipe),
-                              factory=lambda: Recipe(lr=0.05, epochs=10, warmup=0.0))
-    lambdas: tuple[float, ...] = param(tuple(round(0.1 * i, 1) for i in range(16)),
-                                       tuple_of(Interval(float)))
+    probe_recipe: Recipe = param(
+        constraint=InstanceOf(Recipe),
+        factory=lambda: Recipe(lr=0.1, epochs=30, warmup=0.0),
+    )
+    ft_recipe: Recipe = param(
+        constraint=InstanceOf(Recipe),
+        factory=lambda: Recipe(lr=0.05, epochs=10, warmup=0.0),
+    )
+    lambdas: tuple[float, ...] = param(
+        tuple(round(0.1 * i, 1) for i in range(16)), tuple_of(Interval(float))
+    )
     n_pretrain: int = param(4000, count())
     epoch_width: int = param(256, count())
-    epoch_snapshots: tuple[float, ...] = param((0, 1, 2, 4, 8, 15),
-                                               tuple_of(Interval(float, 0, None)))
+    epoch_snapshots: tuple[float, ...] = param(
+        (0, 1, 2, 4, 8, 15), tuple_of(Interval(float, 0, None))
+    )
     depths: tuple[int, ...] = param((1, 2, 4, 6), tuple_of(count()))
     depth_width: int = param(128, count())
     bezier_width: int = param(128, count())
-    bezier_recipe: Recipe = param(constraint=InstanceOf(Recipe),
-                                  factory=lambda: Recipe(lr=0.1, epochs=60, warmup=0.0))
-    pretrain_epochs: tuple[float, ...] = param((0, 3, 30), tuple_of(Interval(float, 0, None),
-                                                                  min_len=2, increasing="strict"))
+    bezier_recipe: Recipe = param(
+        constraint=InstanceOf(Recipe),
+        factory=lambda: Recipe(lr=0.1, epochs=60, warmup=0.0),
+    )
+    pretrain_epochs: tuple[float, ...] = param(
+        (0, 3, 30),
+        tuple_of(Interval(float, 0, None), min_len=2, increasing="strict"),
+    )
     ft_runs: int = param(3, count(2))
 
 
@@ -148,11 +209,21 @@ def _seeds(seed: int, tag: int, k: int) -> list[int]:
     return [1_000_003 * int(seed) + 1_000 * tag + i for i in range(k)]
 
 
-@boundary(x=INPUTS, y=LABELS, seed=EXPERIMENT_SEED, snapshots=InstanceOf(dict, optional=True),
-          twin=InstanceOf(dict, optional=True))
-def train_pairs(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed: int = 0,
-                snapshots: dict | None = None, twin: dict | None = None
-                ) -> dict[int, tuple[MLP, MLP]]:
+@boundary(
+    x=INPUTS,
+    y=LABELS,
+    seed=EXPERIMENT_SEED,
+    snapshots=InstanceOf(dict, optional=True),
+    twin=InstanceOf(dict, optional=True),
+)
+def train_pairs(
+    cfg: ConnectivityConfig,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    seed: int = 0,
+    snapshots: dict | None = None,
+    twin: dict | None = None,
+) -> dict[int, tuple[MLP, MLP]]:
     """Two independently initialized and trained MLPs per width of ``cfg.widths`` (one stack each).
 
     If ``snapshots`` is a dict, it receives the pair of width ``cfg.epoch_width`` at the epochs
@@ -196,10 +267,17 @@ def train_pairs(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed:
         s = _seeds(seed, 10 + j, 2)
         extra = twin is not None and int(w) == widest
         init = s + [s[0]] if extra else s  # the twin starts where network A starts
-        model = BatchedMLP.init(init, x.shape[-1], int(w), cfg.depth, C, device=x.device)
-        snap = [int(e * per_epoch) for e in cfg.epoch_snapshots] if (
-            snapshots is not None and int(w) == cfg.epoch_width) else []
-        order = [10_000 + int(v) for v in s] + ([20_000 + int(s[0])] if extra else [])
+        model = BatchedMLP.init(
+            init, x.shape[-1], int(w), cfg.depth, C, device=x.device
+        )
+        snap = (
+            [int(e * per_epoch) for e in cfg.epoch_snapshots]
+            if (snapshots is not None and int(w) == cfg.epoch_width)
+            else []
+        )
+        order = [10_000 + int(v) for v in s] + (
+            [20_000 + int(s[0])] if extra else []
+        )
         got = fit(model, x, y, cfg.recipe, seeds=order, snapshot_steps=snap)
         nets = members(model)
         out[int(w)] = tuple(nets[:2])
@@ -225,10 +303,26 @@ class Alignment(Result):
     matched_train: Path
 
 
-@boundary(x=INPUTS, y=LABELS, x_test=INPUTS, y_test=LABELS, alphas=count(2), max_iter=count(),
-          seed=SEED)
-def align(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor,
-          y_test: torch.Tensor, alphas: int = 25, max_iter: int = 100, seed: int = 0) -> Alignment:
+@boundary(
+    x=INPUTS,
+    y=LABELS,
+    x_test=INPUTS,
+    y_test=LABELS,
+    alphas=count(2),
+    max_iter=count(),
+    seed=SEED,
+)
+def align(
+    a: MLP,
+    b: MLP,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    x_test: torch.Tensor,
+    y_test: torch.Tensor,
+    alphas: int = 25,
+    max_iter: int = 100,
+    seed: int = 0,
+) -> Alignment:
     """Weight-match ``b`` to ``a`` and evaluate the naive and the matched paths.
 
     Weight-match ``b`` to ``a`` and evaluate the naive and the matched paths (Git Re-Basin, Fig. 2).
@@ -270,11 +364,16 @@ def align(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor
     _check_data(a, x_test, y_test, "x_test", "y_test")
     perms = weight_matching(a, b, max_iter=max_iter, seed=seed)
     bm = permute(b, perms)
-    return Alignment(a, b, bm, perms,
-                     evaluate_path(a, b, x_test, y_test, alphas),
-                     evaluate_path(a, bm, x_test, y_test, alphas),
-                     evaluate_path(a, b, x, y, alphas),
-                     evaluate_path(a, bm, x, y, alphas))
+    return Alignment(
+        a,
+        b,
+        bm,
+        perms,
+        evaluate_path(a, b, x_test, y_test, alphas),
+        evaluate_path(a, bm, x_test, y_test, alphas),
+        evaluate_path(a, b, x, y, alphas),
+        evaluate_path(a, bm, x, y, alphas),
+    )
 
 
 @dataclass
@@ -291,7 +390,9 @@ class Spawning(Result):
     fractions: list[float]
     total_steps: int
     children: dict[int, list[tuple[MLP, MLP]]]
-    error_barrier: np.ndarray  # (len(steps), pairs), in accuracy points (0-100), on the test set
+    error_barrier: (
+        np.ndarray
+    )  # (len(steps), pairs), in accuracy points (0-100), on the test set
     loss_barrier: np.ndarray
     independent: tuple[MLP, MLP] | None = None
     independent_error_barrier: float = float("nan")
@@ -314,12 +415,25 @@ class Spawning(Result):
         return None
 
 
-@boundary(x=INPUTS, y=LABELS, x_test=INPUTS, y_test=LABELS, seed=EXPERIMENT_SEED,
-          unshared=InstanceOf(bool))
-def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
-                     x_test: torch.Tensor, y_test: torch.Tensor, seed: int = 0,
-                     recipe: Recipe | None = None, control: bool = True,
-                     unshared: bool = False) -> Spawning:
+@boundary(
+    x=INPUTS,
+    y=LABELS,
+    x_test=INPUTS,
+    y_test=LABELS,
+    seed=EXPERIMENT_SEED,
+    unshared=InstanceOf(bool),
+)
+def spawn_experiment(
+    cfg: ConnectivityConfig,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    x_test: torch.Tensor,
+    y_test: torch.Tensor,
+    seed: int = 0,
+    recipe: Recipe | None = None,
+    control: bool = True,
+    unshared: bool = False,
+) -> Spawning:
     """Instability analysis: train a parent, spawn ``2 * spawn_pairs`` children at each spawn step.
 
     The parent is trained with ``recipe`` (default ``cfg.spawn_recipe``) up to the latest spawn
@@ -368,23 +482,40 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     """
     C = _check_train_labels("y", y, len(x))
     if x_test.shape[1] != x.shape[1] or x_test.dtype != x.dtype:
-        raise ValueError(f"x_test must have x's columns ({x.shape[1]}) and dtype ({x.dtype}), "
-                         f"got shape {tuple(x_test.shape)} and dtype {x_test.dtype}")
+        raise ValueError(
+            f"x_test must have x's columns ({x.shape[1]}) and dtype ({x.dtype}), "
+            f"got shape {tuple(x_test.shape)} and dtype {x_test.dtype}"
+        )
     check_labels("y_test", y_test, C, n=len(x_test))
     recipe = recipe or cfg.spawn_recipe
     total = recipe.steps(x.shape[0])
     steps = sorted({int(round(f * total)) for f in cfg.spawn_fractions})
-    parent = BatchedMLP.init(_seeds(seed, 30, 1), x.shape[1], cfg.spawn_width, cfg.depth, C,
-                             device=x.device)
-    snaps = fit(parent, x, y, recipe, seeds=_seeds(seed, 31, 1), stop_step=max(steps),
-                snapshot_steps=steps)
+    parent = BatchedMLP.init(
+        _seeds(seed, 30, 1),
+        x.shape[1],
+        cfg.spawn_width,
+        cfg.depth,
+        C,
+        device=x.device,
+    )
+    snaps = fit(
+        parent,
+        x,
+        y,
+        recipe,
+        seeds=_seeds(seed, 31, 1),
+        stop_step=max(steps),
+        snapshot_steps=steps,
+    )
     per = 2 * cfg.spawn_pairs
     nets = [snaps[k][0] for k in steps for _ in range(per)]
     seeds = _seeds(seed, 32, per * len(steps))
     starts = [k for k in steps for _ in range(per)]
     if control:
-        nets += [make_mlp(s, x.shape[1], cfg.spawn_width, cfg.depth, C).to(x.device)
-                 for s in _seeds(seed, 33, 2)]
+        nets += [
+            make_mlp(s, x.shape[1], cfg.spawn_width, cfg.depth, C).to(x.device)
+            for s in _seeds(seed, 33, 2)
+        ]
         seeds += _seeds(seed, 34, 2)
         starts += [0, 0]
     kids = stack(nets)
@@ -392,7 +523,10 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     kids = members(kids)
     children, err, loss = {}, [], []
     for i, k in enumerate(steps):
-        pairs = [(kids[per * i + 2 * j], kids[per * i + 2 * j + 1]) for j in range(cfg.spawn_pairs)]
+        pairs = [
+            (kids[per * i + 2 * j], kids[per * i + 2 * j + 1])
+            for j in range(cfg.spawn_pairs)
+        ]
         children[k] = pairs
         paths = [evaluate_path(a, b, x_test, y_test, cfg.alphas) for a, b in pairs]
         err.append([100 * p.error_barrier_mean for p in paths])
@@ -400,23 +534,59 @@ def spawn_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     ind, ind_err = None, float("nan")
     if control:
         ind = (kids[-2], kids[-1])
-        ind_err = 100 * evaluate_path(*ind, x_test, y_test, cfg.alphas).error_barrier_mean
+        ind_err = (
+            100 * evaluate_path(*ind, x_test, y_test, cfg.alphas).error_barrier_mean
+        )
     uns = None
     if unshared:
         k = steps[-1]
-        other = BatchedMLP.init(_seeds(seed, 35, 1), x.shape[1], cfg.spawn_width, cfg.depth, C,
-                                device=x.device)
-        osnaps = fit(other, x, y, recipe, seeds=_seeds(seed, 36, 1), stop_step=k,
-                      snapshot_steps=[k])
+        other = BatchedMLP.init(
+            _seeds(seed, 35, 1),
+            x.shape[1],
+            cfg.spawn_width,
+            cfg.depth,
+            C,
+            device=x.device,
+        )
+        osnaps = fit(
+            other,
+            x,
+            y,
+            recipe,
+            seeds=_seeds(seed, 36, 1),
+            stop_step=k,
+            snapshot_steps=[k],
+        )
         okids = stack([osnaps[k][0] for _ in range(cfg.spawn_pairs)])
-        fit(okids, x, y, recipe, seeds=_seeds(seed, 37, cfg.spawn_pairs),
-             start_steps=[k] * cfg.spawn_pairs)
+        fit(
+            okids,
+            x,
+            y,
+            recipe,
+            seeds=_seeds(seed, 37, cfg.spawn_pairs),
+            start_steps=[k] * cfg.spawn_pairs,
+        )
         okids = members(okids)
-        uns = np.array([100 * evaluate_path(children[k][j][0], okids[j], x_test, y_test,
-                                            cfg.alphas).error_barrier_mean
-                        for j in range(cfg.spawn_pairs)])
-    return Spawning(steps, [k / total for k in steps], total, children, np.array(err),
-                    np.array(loss), ind, ind_err, uns)
+        uns = np.array(
+            [
+                100
+                * evaluate_path(
+                    children[k][j][0], okids[j], x_test, y_test, cfg.alphas
+                ).error_barrier_mean
+                for j in range(cfg.spawn_pairs)
+            ]
+        )
+    return Spawning(
+        steps,
+        [k / total for k in steps],
+        total,
+        children,
+        np.array(err),
+        np.array(loss),
+        ind,
+        ind_err,
+        uns,
+    )
 
 
 @dataclass
@@ -428,11 +598,24 @@ class SweepPoint:
     matched: Path
 
 
-@boundary(snapshots=InstanceOf(dict), steps_per_epoch=count(), x=INPUTS, y=LABELS,
-          alphas=count(2), max_iter=count(), seed=SEED)
-def barrier_vs_epoch(snapshots: dict[int, list[MLP]], steps_per_epoch: int, x: torch.Tensor,
-                     y: torch.Tensor, alphas: int = 25, max_iter: int = 100, seed: int = 0
-                     ) -> list[SweepPoint]:
+@boundary(
+    snapshots=InstanceOf(dict),
+    steps_per_epoch=count(),
+    x=INPUTS,
+    y=LABELS,
+    alphas=count(2),
+    max_iter=count(),
+    seed=SEED,
+)
+def barrier_vs_epoch(
+    snapshots: dict[int, list[MLP]],
+    steps_per_epoch: int,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    alphas: int = 25,
+    max_iter: int = 100,
+    seed: int = 0,
+) -> list[SweepPoint]:
     """Naive and matched training-loss paths between two runs' snapshots (Git Re-Basin, Fig. 5).
 
     ``snapshots`` maps a global step to the two runs' networks at that step (as returned by
@@ -471,24 +654,34 @@ def barrier_vs_epoch(snapshots: dict[int, list[MLP]], steps_per_epoch: int, x: t
     for k, nets in snapshots.items():
         count(0).check("snapshots (a key, a global step)", k)
         if not isinstance(nets, (list, tuple)) or len(nets) < 2:
-            raise ValueError(f"snapshots[{k}] must be a list of the two runs' networks, got "
-                             f"{nets!r:.80}")
+            raise ValueError(
+                f"snapshots[{k}] must be a list of the two runs' networks, got "
+                f"{nets!r:.80}"
+            )
         for i in (0, 1):
             _check_mlp(f"snapshots[{k}][{i}]", nets[i])
-        _check_same_shape(nets[0], nets[1], names=(f"snapshots[{k}][0]", f"snapshots[{k}][1]"))
+        _check_same_shape(
+            nets[0], nets[1], names=(f"snapshots[{k}][0]", f"snapshots[{k}][1]")
+        )
         _check_data(nets[0], x, y)
     out = []
     for k in sorted(snapshots):
         a, b = snapshots[k][:2]
         bm = permute(b, weight_matching(a, b, max_iter=max_iter, seed=seed))
-        out.append(SweepPoint(k / steps_per_epoch, evaluate_path(a, b, x, y, alphas),
-                              evaluate_path(a, bm, x, y, alphas)))
+        out.append(
+            SweepPoint(
+                k / steps_per_epoch,
+                evaluate_path(a, b, x, y, alphas),
+                evaluate_path(a, bm, x, y, alphas),
+            )
+        )
     return out
 
 
 @boundary(x=INPUTS, y=LABELS, seed=EXPERIMENT_SEED)
-def depth_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed: int = 0
-                ) -> list[SweepPoint]:
+def depth_sweep(
+    cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed: int = 0
+) -> list[SweepPoint]:
     """Naive and matched training-loss paths of two independent nets per depth in ``cfg.depths``.
 
     Width ``cfg.depth_width``, recipe ``cfg.recipe``: Entezari et al. (2022) vary depth at a
@@ -514,11 +707,17 @@ def depth_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor, seed:
     C = _check_train_labels("y", y, len(x))
     out = []
     for j, dep in enumerate(cfg.depths):
-        a, b = train_nets(_seeds(seed, 50 + j, 2), x, y, cfg.depth_width, int(dep), C,
-                          cfg.recipe)
+        a, b = train_nets(
+            _seeds(seed, 50 + j, 2), x, y, cfg.depth_width, int(dep), C, cfg.recipe
+        )
         bm = permute(b, weight_matching(a, b, max_iter=cfg.max_iter, seed=seed))
-        out.append(SweepPoint(int(dep), evaluate_path(a, b, x, y, cfg.alphas),
-                              evaluate_path(a, bm, x, y, cfg.alphas)))
+        out.append(
+            SweepPoint(
+                int(dep),
+                evaluate_path(a, b, x, y, cfg.alphas),
+                evaluate_path(a, bm, x, y, cfg.alphas),
+            )
+        )
     return out
 
 
@@ -559,30 +758,42 @@ class CrossTask(Result):
     """Pretraining, two fine-tuned tasks, a same-initialization control, averaging, task arithmetic."""
 
     pretrained: MLP
-    probes: list[MLP]            # pretrained body + linear-probe head, per task
-    finetuned: list[list[MLP]]   # finetuned[t] = two fine-tuning runs of task t
-    init: MLP                    # the control's shared random initialization
-    scratch: list[MLP]           # control: one model per task, both from ``init``, no pretraining
+    probes: list[MLP]  # pretrained body + linear-probe head, per task
+    finetuned: list[list[MLP]]  # finetuned[t] = two fine-tuning runs of task t
+    init: MLP  # the control's shared random initialization
+    scratch: list[
+        MLP
+    ]  # control: one model per task, both from ``init``, no pretraining
     acc_pre: list[float]
     acc_ft: list[list[float]]
     acc_scratch: list[float]
-    acc_init: list[float]        # accuracy of ``init``'s body with each scratch model's head
-    ctl: list[float]             # per hidden layer, fine-tuned task-0 vs task-1 models
-    ctl_base: list[float]        # per hidden layer, 1 - cos of their own features (baseline)
-    ctl_scratch: list[float]     # the same for the control pair
+    acc_init: list[
+        float
+    ]  # accuracy of ``init``'s body with each scratch model's head
+    ctl: list[float]  # per hidden layer, fine-tuned task-0 vs task-1 models
+    ctl_base: list[
+        float
+    ]  # per hidden layer, 1 - cos of their own features (baseline)
+    ctl_scratch: list[float]  # the same for the control pair
     ctl_scratch_base: list[float]
-    avg_acc: list[float]         # per task: weight average of the two runs
-    ens_acc: list[float]         # per task: logit ensemble of the two runs
-    agreement: list[float]       # per task: agreement(weight average, ensemble)
+    avg_acc: list[float]  # per task: weight average of the two runs
+    ens_acc: list[float]  # per task: logit ensemble of the two runs
+    agreement: list[float]  # per task: agreement(weight average, ensemble)
     single_agreement: list[float]  # per task: best agreement(single run, ensemble)
     lambdas: np.ndarray
-    arith_acc: np.ndarray        # (len(lambdas), 2) test accuracy of the merged model per task
+    arith_acc: (
+        np.ndarray
+    )  # (len(lambdas), 2) test accuracy of the merged model per task
     arith_train_acc: np.ndarray
     best_lambda: float
-    scratch_arith_acc: np.ndarray  # the same task addition from ``init`` with the control's vectors
+    scratch_arith_acc: (
+        np.ndarray
+    )  # the same task addition from ``init`` with the control's vectors
     scratch_best_lambda: float
     scratch_arith_train_acc: np.ndarray = None
-    train_ends: dict = None      # training accuracy of "pre", "ft", "init", "scratch" per task
+    train_ends: dict = (
+        None  # training accuracy of "pre", "ft", "init", "scratch" per task
+    )
     #: the same task addition from the sweep's shuffled-label body (its probes and first runs);
     #: ``train_ends`` then also holds its "shuf_pre" and "shuf_ft"
     shuffled_arith_train_acc: np.ndarray | None = None
@@ -594,14 +805,23 @@ class CrossTask(Result):
     @staticmethod
     def _gain(acc, lam, best, start, end) -> list[float]:
         i = int(np.argmin(np.abs(lam - best)))
-        return [float((acc[i, t] - start[t]) / (end[t] - start[t])) if end[t] != start[t]
-                else float("nan") for t in (0, 1)]
+        return [
+            float((acc[i, t] - start[t]) / (end[t] - start[t]))
+            if end[t] != start[t]
+            else float("nan")
+            for t in (0, 1)
+        ]
 
     @property
     def gain_recovered(self) -> list[float]:
         """Per task: (merged - pretrained) / (fine-tuned - pretrained) test accuracy, at best_lambda."""
-        return self._gain(self.arith_acc, self.lambdas, self.best_lambda, self.acc_pre,
-                          [a[0] for a in self.acc_ft])
+        return self._gain(
+            self.arith_acc,
+            self.lambdas,
+            self.best_lambda,
+            self.acc_pre,
+            [a[0] for a in self.acc_ft],
+        )
 
     @property
     def train_gain_recovered(self) -> list[float]:
@@ -609,14 +829,21 @@ class CrossTask(Result):
         at best_lambda (the gains are large there, so the ratio is stable; on the test signals
         a fine-tuning gain of a few points makes it noisy)."""
         e = self.train_ends
-        return self._gain(self.arith_train_acc, self.lambdas, self.best_lambda, e["pre"], e["ft"])
+        return self._gain(
+            self.arith_train_acc, self.lambdas, self.best_lambda, e["pre"], e["ft"]
+        )
 
     @property
     def scratch_train_gain_recovered(self) -> list[float]:
         """The same on the training signals for the control (from ``init`` to the scratch models)."""
         e = self.train_ends
-        return self._gain(self.scratch_arith_train_acc, self.lambdas, self.scratch_best_lambda,
-                          e["init"], e["scratch"])
+        return self._gain(
+            self.scratch_arith_train_acc,
+            self.lambdas,
+            self.scratch_best_lambda,
+            e["init"],
+            e["scratch"],
+        )
 
     @property
     def shuffled_train_gain_recovered(self) -> list[float]:
@@ -624,14 +851,24 @@ class CrossTask(Result):
         if self.shuffled_arith_train_acc is None:
             return [float("nan"), float("nan")]
         e = self.train_ends
-        return self._gain(self.shuffled_arith_train_acc, self.lambdas, self.shuffled_best_lambda,
-                          e["shuf_pre"], e["shuf_ft"])
+        return self._gain(
+            self.shuffled_arith_train_acc,
+            self.lambdas,
+            self.shuffled_best_lambda,
+            e["shuf_pre"],
+            e["shuf_ft"],
+        )
 
     @property
     def scratch_gain_recovered(self) -> list[float]:
         """The same for the control: (merged - init) / (scratch - init), at its own best lambda."""
-        return self._gain(self.scratch_arith_acc, self.lambdas, self.scratch_best_lambda,
-                          self.acc_init, self.acc_scratch)
+        return self._gain(
+            self.scratch_arith_acc,
+            self.lambdas,
+            self.scratch_best_lambda,
+            self.acc_init,
+            self.acc_scratch,
+        )
 
 
 def _task_arithmetic(base: MLP, ends: Sequence[MLP], lam: np.ndarray, tr, te):
@@ -645,16 +882,24 @@ def _task_arithmetic(base: MLP, ends: Sequence[MLP], lam: np.ndarray, tr, te):
             m = apply_task_vectors(base, taus, float(l), ends[t])
             acc_te[i, t] = accuracy(m, *te[t])
             acc_tr[i, t] = accuracy(m, *tr[t])
-    lo = [accuracy(with_head(base, ends[t].layers[-1].weight, ends[t].layers[-1].bias), *tr[t])
-          for t in (0, 1)]
+    lo = [
+        accuracy(
+            with_head(base, ends[t].layers[-1].weight, ends[t].layers[-1].bias),
+            *tr[t],
+        )
+        for t in (0, 1)
+    ]
     hi = [accuracy(ends[t], *tr[t]) for t in (0, 1)]
-    norm = np.stack([(acc_tr[:, t] - lo[t]) / max(1e-9, hi[t] - lo[t]) for t in (0, 1)], 1)
+    norm = np.stack(
+        [(acc_tr[:, t] - lo[t]) / max(1e-9, hi[t] - lo[t]) for t in (0, 1)], 1
+    )
     return acc_te, acc_tr, float(lam[int(np.argmax(norm.min(1)))]), lo, hi
 
 
 @torch.no_grad()
-def _random_vector_gain(base: MLP, ends: Sequence[MLP], lam: float, tr, lo, hi,
-                        seed: int) -> list[float]:
+def _random_vector_gain(
+    base: MLP, ends: Sequence[MLP], lam: float, tr, lo, hi, seed: int
+) -> list[float]:
     """Per task ``t``: the training gain kept by ``base + lam (tau_t + r)``, where ``r`` is a
     Gaussian vector with the norm of the other task's vector, tensor by tensor."""
     gen = torch.Generator().manual_seed(int(seed))
@@ -665,7 +910,9 @@ def _random_vector_gain(base: MLP, ends: Sequence[MLP], lam: float, tr, lo, hi,
         for v in taus[1 - t]:
             z = torch.randn(v.shape, generator=gen).to(v.device)
             rnd.append(z * (v.norm() / z.norm().clamp_min(1e-12)))
-        acc = accuracy(apply_task_vectors(base, [taus[t], rnd], float(lam), ends[t]), *tr[t])
+        acc = accuracy(
+            apply_task_vectors(base, [taus[t], rnd], float(lam), ends[t]), *tr[t]
+        )
         out.append(float((acc - lo[t]) / max(1e-9, hi[t] - lo[t])))
     return out
 
@@ -676,27 +923,47 @@ def _ctl_data(x, y, x_test, y_test, x_pre, y_pre):
     d = x.shape[1]
     check_labels("y", y, 10, n=len(x))  # MNIST-1D's digits (see task_labels)
     if x_test.shape[1] != d or x_test.dtype != x.dtype:
-        raise ValueError(f"x_test must have x's columns ({d}) and dtype ({x.dtype}), got shape "
-                         f"{tuple(x_test.shape)} and dtype {x_test.dtype}")
+        raise ValueError(
+            f"x_test must have x's columns ({d}) and dtype ({x.dtype}), got shape "
+            f"{tuple(x_test.shape)} and dtype {x_test.dtype}"
+        )
     check_labels("y_test", y_test, 10, n=len(x_test))
     if (x_pre is None) != (y_pre is None):
-        raise ValueError("x_pre and y_pre must be given together (or both left None)")
+        raise ValueError(
+            "x_pre and y_pre must be given together (or both left None)"
+        )
     if x_pre is None:
         y_pre = task_labels(y, "pretrain")
         return x, y_pre, int(y_pre.max()) + 1
     if x_pre.shape[1] != d or x_pre.dtype != x.dtype:
-        raise ValueError(f"x_pre must have x's columns ({d}) and dtype ({x.dtype}), got "
-                         f"shape {tuple(x_pre.shape)} and dtype {x_pre.dtype}")
+        raise ValueError(
+            f"x_pre must have x's columns ({d}) and dtype ({x.dtype}), got "
+            f"shape {tuple(x_pre.shape)} and dtype {x_pre.dtype}"
+        )
     return x_pre, y_pre, _check_train_labels("y_pre", y_pre, len(x_pre))
 
 
-@boundary(x=INPUTS, y=LABELS, x_test=INPUTS, y_test=LABELS, seed=EXPERIMENT_SEED,
-          x_pre=Tensor("float", 2, optional=True), y_pre=Tensor("int", 1, optional=True),
-          sweep=None)  # sweep is checked below
-def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
-                          x_test: torch.Tensor, y_test: torch.Tensor, seed: int = 0,
-                          x_pre: torch.Tensor | None = None, y_pre: torch.Tensor | None = None,
-                          sweep: "PretrainingSweep | None" = None) -> CrossTask:
+@boundary(
+    x=INPUTS,
+    y=LABELS,
+    x_test=INPUTS,
+    y_test=LABELS,
+    seed=EXPERIMENT_SEED,
+    x_pre=Tensor("float", 2, optional=True),
+    y_pre=Tensor("int", 1, optional=True),
+    sweep=None,
+)  # sweep is checked below
+def cross_task_experiment(
+    cfg: ConnectivityConfig,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    x_test: torch.Tensor,
+    y_test: torch.Tensor,
+    seed: int = 0,
+    x_pre: torch.Tensor | None = None,
+    y_pre: torch.Tensor | None = None,
+    sweep: "PretrainingSweep | None" = None,
+) -> CrossTask:
     """Pretrain, fine-tune on two other labelings (:func:`task_labels`), compare with a control.
 
     * pretraining: on ``(x_pre, y_pre)`` (default: the training signals with the two-way
@@ -754,31 +1021,61 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
     """
     width, d = cfg.ctl_width, x.shape[1]
     if sweep is not None and not isinstance(sweep, PretrainingSweep):
-        raise TypeError(f"sweep must be a PretrainingSweep or None, got {type(sweep).__name__}")
+        raise TypeError(
+            f"sweep must be a PretrainingSweep or None, got {type(sweep).__name__}"
+        )
     x_pre, y_pre, n_pre_classes = _ctl_data(x, y, x_test, y_test, x_pre, y_pre)
     tr = [(x, task_labels(y, t)) for t in (0, 1)]
     te = [(x_test, task_labels(y_test, t)) for t in (0, 1)]
     X, Y = x, torch.stack([tr[0][1], tr[1][1]])
-    if sweep is not None:  # its fully pretrained arm: the same pretraining, probes, fine-tunings
-        if sweep.pretrained is None or sweep.pretrained.layers[0].out_features != width:
-            raise ValueError(f"sweep must come from pretraining_sweep with ctl_width {width}")
+    if (
+        sweep is not None
+    ):  # its fully pretrained arm: the same pretraining, probes, fine-tunings
+        if (
+            sweep.pretrained is None
+            or sweep.pretrained.layers[0].out_features != width
+        ):
+            raise ValueError(
+                f"sweep must come from pretraining_sweep with ctl_width {width}"
+            )
         pre, probes = sweep.pretrained, list(sweep.probes)
         ft = [list(sweep.finetuned[t][:2]) for t in (0, 1)]
     else:
-        pre = BatchedMLP.init(_seeds(seed, 40, 1), d, width, cfg.depth, n_pre_classes,
-                              device=x.device)
+        pre = BatchedMLP.init(
+            _seeds(seed, 40, 1), d, width, cfg.depth, n_pre_classes, device=x.device
+        )
         fit(pre, x_pre, y_pre, cfg.spawn_recipe, seeds=_seeds(seed, 41, 1))
         pre = pre.member(0)
-        heads = [make_mlp(s, d, width, cfg.depth, 5).to(x.device) for s in _seeds(seed, 42, 2)]
-        probes = stack([with_head(pre, h.layers[-1].weight, h.layers[-1].bias) for h in heads])
-        fit(probes, X, Y, cfg.probe_recipe, seeds=_seeds(seed, 43, 2), only_last_layer=True)
+        heads = [
+            make_mlp(s, d, width, cfg.depth, 5).to(x.device)
+            for s in _seeds(seed, 42, 2)
+        ]
+        probes = stack(
+            [with_head(pre, h.layers[-1].weight, h.layers[-1].bias) for h in heads]
+        )
+        fit(
+            probes,
+            X,
+            Y,
+            cfg.probe_recipe,
+            seeds=_seeds(seed, 43, 2),
+            only_last_layer=True,
+        )
         probes = members(probes)
         ft = stack([probes[0], probes[0], probes[1], probes[1]])
-        fit(ft, X, Y[[0, 0, 1, 1]], cfg.ft_recipe, seeds=_seeds(seed, 44, 4),
-             freeze_last_layer=True)
+        fit(
+            ft,
+            X,
+            Y[[0, 0, 1, 1]],
+            cfg.ft_recipe,
+            seeds=_seeds(seed, 44, 4),
+            freeze_last_layer=True,
+        )
         ft = members(ft)
         ft = [ft[0:2], ft[2:4]]
-    if sweep is not None and sweep.start is not None:  # budget-matched: arm 0 of the sweep
+    if (
+        sweep is not None and sweep.start is not None
+    ):  # budget-matched: arm 0 of the sweep
         init, sc = sweep.start, [sweep.start_finetuned[t][0] for t in (0, 1)]
     else:
         init = make_mlp(_seeds(seed, 45, 1)[0], d, width, cfg.depth, 5).to(x.device)
@@ -789,8 +1086,12 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
     acc_pre = [accuracy(probes[t], *te[t]) for t in (0, 1)]
     acc_ft = [[accuracy(m, *te[t]) for m in ft[t]] for t in (0, 1)]
     acc_sc = [accuracy(sc[t], *te[t]) for t in (0, 1)]
-    acc_init = [accuracy(with_head(init, sc[t].layers[-1].weight, sc[t].layers[-1].bias), *te[t])
-                for t in (0, 1)]
+    acc_init = [
+        accuracy(
+            with_head(init, sc[t].layers[-1].weight, sc[t].layers[-1].bias), *te[t]
+        )
+        for t in (0, 1)
+    ]
     ctl = llfc_dissimilarity(ft[0][0], ft[1][0], x_test)[:-1]
     ctl_base = endpoint_dissimilarity(ft[0][0], ft[1][0], x_test)[:-1]
     ctl_sc = llfc_dissimilarity(sc[0], sc[1], x_test)[:-1]
@@ -804,22 +1105,58 @@ def cross_task_experiment(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Ten
             avg_acc.append(float((la == te[t][1]).float().mean()))
             ens_acc.append(float((le == te[t][1]).float().mean()))
             agree.append(float((la == le).float().mean()))
-            single.append(max(float((r.argmax(-1) == le).float().mean()) for r in runs))
+            single.append(
+                max(float((r.argmax(-1) == le).float().mean()) for r in runs)
+            )
     lam = np.asarray(cfg.lambdas, dtype=float)
-    acc_te, acc_tr, best, pre_tr, ft_tr = _task_arithmetic(pre, [ft[0][0], ft[1][0]], lam, tr,
-                                                           te)
-    sc_te, sc_tr, sc_best, init_tr, sc_end_tr = _task_arithmetic(init, sc, lam, tr, te)
+    acc_te, acc_tr, best, pre_tr, ft_tr = _task_arithmetic(
+        pre, [ft[0][0], ft[1][0]], lam, tr, te
+    )
+    sc_te, sc_tr, sc_best, init_tr, sc_end_tr = _task_arithmetic(
+        init, sc, lam, tr, te
+    )
     ends = {"pre": pre_tr, "ft": ft_tr, "init": init_tr, "scratch": sc_end_tr}
     sh_tr, sh_best = None, float("nan")
-    if sweep is not None and sweep.shuffled_body is not None:  # the shuffled-label body's arm
+    if (
+        sweep is not None and sweep.shuffled_body is not None
+    ):  # the shuffled-label body's arm
         sh_ends = [sweep.shuffled_finetuned[t][0] for t in (0, 1)]
         _, sh_tr, sh_best, ends["shuf_pre"], ends["shuf_ft"] = _task_arithmetic(
-            sweep.shuffled_body, sh_ends, lam, tr, te)
-    rnd = _random_vector_gain(pre, [ft[0][0], ft[1][0]], best, tr, pre_tr, ft_tr,
-                              _seeds(seed, 47, 1)[0])
-    return CrossTask(pre, probes, ft, init, sc, acc_pre, acc_ft, acc_sc, acc_init, ctl, ctl_base,
-                     ctl_sc, ctl_sc_base, avg_acc, ens_acc, agree, single, lam, acc_te, acc_tr,
-                     best, sc_te, sc_best, sc_tr, ends, sh_tr, sh_best, rnd)
+            sweep.shuffled_body, sh_ends, lam, tr, te
+        )
+    rnd = _random_vector_gain(
+        pre, [ft[0][0], ft[1][0]], best, tr, pre_tr, ft_tr, _seeds(seed, 47, 1)[0]
+    )
+    return CrossTask(
+        pre,
+        probes,
+        ft,
+        init,
+        sc,
+        acc_pre,
+        acc_ft,
+        acc_sc,
+        acc_init,
+        ctl,
+        ctl_base,
+        ctl_sc,
+        ctl_sc_base,
+        avg_acc,
+        ens_acc,
+        agree,
+        single,
+        lam,
+        acc_te,
+        acc_tr,
+        best,
+        sc_te,
+        sc_best,
+        sc_tr,
+        ends,
+        sh_tr,
+        sh_best,
+        rnd,
+    )
 
 
 @dataclass
@@ -834,27 +1171,59 @@ class PretrainingSweep(Result):
     """
 
     epochs: list[float]
-    ctl: np.ndarray           # (lengths, runs, layers): task-0 run r vs task-1 run r, at alpha 1/2
-    ctl_base: np.ndarray      # (lengths, runs, layers): their endpoint baseline 1 - cos(f_0, f_1)
-    null_ctl: np.ndarray      # (runs, layers): the same from a second random initialization
+    ctl: (
+        np.ndarray
+    )  # (lengths, runs, layers): task-0 run r vs task-1 run r, at alpha 1/2
+    ctl_base: (
+        np.ndarray
+    )  # (lengths, runs, layers): their endpoint baseline 1 - cos(f_0, f_1)
+    null_ctl: (
+        np.ndarray
+    )  # (runs, layers): the same from a second random initialization
     null_ctl_base: np.ndarray
-    displacement: np.ndarray  # (lengths, 2, runs): ||theta_ft - theta_start|| over the hidden layers
-    acc: np.ndarray           # (lengths, 2, runs): test accuracy of the fine-tuned models
-    acc_probe: np.ndarray     # (lengths, 2): test accuracy of the starting body with its probe
-    disagree: np.ndarray      # (lengths, 2, pairs): soup-vs-ensemble disagreement ratio per arm
-    unshared_disagree: np.ndarray  # (2, runs): the same for runs from two different pretrained models
-    pretrained: MLP | None = None  # the fully pretrained model (its pretraining head)
-    probes: list | None = None     # its probes, one per task
-    finetuned: list | None = None  # finetuned[t]: its ``runs`` fine-tunings of task t
-    start: MLP | None = None       # arm 0's body: the pretraining run's random initialization
-    start_finetuned: list | None = None  # start_finetuned[t]: arm 0's fine-tunings of task t
-    shuffled_ctl: np.ndarray | None = None       # (runs, layers): from a shuffled-label body
+    displacement: (
+        np.ndarray
+    )  # (lengths, 2, runs): ||theta_ft - theta_start|| over the hidden layers
+    acc: np.ndarray  # (lengths, 2, runs): test accuracy of the fine-tuned models
+    acc_probe: (
+        np.ndarray
+    )  # (lengths, 2): test accuracy of the starting body with its probe
+    disagree: (
+        np.ndarray
+    )  # (lengths, 2, pairs): soup-vs-ensemble disagreement ratio per arm
+    unshared_disagree: (
+        np.ndarray
+    )  # (2, runs): the same for runs from two different pretrained models
+    pretrained: MLP | None = (
+        None  # the fully pretrained model (its pretraining head)
+    )
+    probes: list | None = None  # its probes, one per task
+    finetuned: list | None = (
+        None  # finetuned[t]: its ``runs`` fine-tunings of task t
+    )
+    start: MLP | None = (
+        None  # arm 0's body: the pretraining run's random initialization
+    )
+    start_finetuned: list | None = (
+        None  # start_finetuned[t]: arm 0's fine-tunings of task t
+    )
+    shuffled_ctl: np.ndarray | None = (
+        None  # (runs, layers): from a shuffled-label body
+    )
     shuffled_ctl_base: np.ndarray | None = None
-    shuffled_disagree: np.ndarray | None = None  # (2, pairs): its disagreement ratios
-    shuffled_displacement: np.ndarray | None = None  # (2, runs): how far its runs moved
-    shuffled_acc: np.ndarray | None = None       # (2, runs): their test accuracy
-    shuffled_body: MLP | None = None             # the shuffled-label body (its pretraining head)
-    shuffled_finetuned: list | None = None       # shuffled_finetuned[t]: its runs of task t
+    shuffled_disagree: np.ndarray | None = (
+        None  # (2, pairs): its disagreement ratios
+    )
+    shuffled_displacement: np.ndarray | None = (
+        None  # (2, runs): how far its runs moved
+    )
+    shuffled_acc: np.ndarray | None = None  # (2, runs): their test accuracy
+    shuffled_body: MLP | None = (
+        None  # the shuffled-label body (its pretraining head)
+    )
+    shuffled_finetuned: list | None = (
+        None  # shuffled_finetuned[t]: its runs of task t
+    )
 
     @property
     def ctl_ratio(self) -> np.ndarray:
@@ -893,15 +1262,28 @@ def disagreement_ratio(m1: MLP, m2: MLP, x: torch.Tensor) -> float:
 
 
 def _displacement(start: MLP, end: MLP) -> float:
-    return float(torch.sqrt(sum((t ** 2).sum() for t in task_vector(start, end))))
+    return float(torch.sqrt(sum((t**2).sum() for t in task_vector(start, end))))
 
 
-@boundary(x=INPUTS, y=LABELS, x_test=INPUTS, y_test=LABELS, seed=EXPERIMENT_SEED,
-          x_pre=Tensor("float", 2, optional=True), y_pre=Tensor("int", 1, optional=True))
-def pretraining_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
-                      x_test: torch.Tensor, y_test: torch.Tensor, seed: int = 0,
-                      x_pre: torch.Tensor | None = None, y_pre: torch.Tensor | None = None
-                      ) -> PretrainingSweep:
+@boundary(
+    x=INPUTS,
+    y=LABELS,
+    x_test=INPUTS,
+    y_test=LABELS,
+    seed=EXPERIMENT_SEED,
+    x_pre=Tensor("float", 2, optional=True),
+    y_pre=Tensor("int", 1, optional=True),
+)
+def pretraining_sweep(
+    cfg: ConnectivityConfig,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    x_test: torch.Tensor,
+    y_test: torch.Tensor,
+    seed: int = 0,
+    x_pre: torch.Tensor | None = None,
+    y_pre: torch.Tensor | None = None,
+) -> PretrainingSweep:
     """Budget-matched arms for cross-task linearity and averaging (Zhou et al. 2024, Sec. 6).
 
     One pretraining run (``cfg.spawn_recipe`` on ``(x_pre, y_pre)``, the initialization and
@@ -957,62 +1339,156 @@ def pretraining_sweep(cfg: ConnectivityConfig, x: torch.Tensor, y: torch.Tensor,
     per_epoch = -(-len(x_pre) // rec.batch_size)
     steps = [int(round(e * per_epoch)) for e in cfg.pretrain_epochs]
     if steps[-1] != total:
-        raise ValueError(f"cfg.pretrain_epochs must end at the pretraining run's length "
-                         f"({rec.epochs} epochs), got {cfg.pretrain_epochs}")
-    pre = BatchedMLP.init(_seeds(seed, 40, 1) + _seeds(seed, 60, 1) + _seeds(seed, 65, 1), d,
-                          cfg.ctl_width, cfg.depth, k_pre, device=x.device)
+        raise ValueError(
+            f"cfg.pretrain_epochs must end at the pretraining run's length "
+            f"({rec.epochs} epochs), got {cfg.pretrain_epochs}"
+        )
+    pre = BatchedMLP.init(
+        _seeds(seed, 40, 1) + _seeds(seed, 60, 1) + _seeds(seed, 65, 1),
+        d,
+        cfg.ctl_width,
+        cfg.depth,
+        k_pre,
+        device=x.device,
+    )
     g = torch.Generator().manual_seed(_seeds(seed, 66, 1)[0])
     y_shuf = y_pre[torch.randperm(len(y_pre), generator=g).to(y_pre.device)]
-    snaps = fit(pre, x_pre, torch.stack([y_pre, y_pre, y_shuf]), rec,
-                 seeds=_seeds(seed, 41, 1) + _seeds(seed, 61, 1) + _seeds(seed, 67, 1),
-                 snapshot_steps=[k for k in steps if k < total])
+    snaps = fit(
+        pre,
+        x_pre,
+        torch.stack([y_pre, y_pre, y_shuf]),
+        rec,
+        seeds=_seeds(seed, 41, 1) + _seeds(seed, 61, 1) + _seeds(seed, 67, 1),
+        snapshot_steps=[k for k in steps if k < total],
+    )
     full = members(pre)
     L = len(steps)
     bodies = [snaps[k][0] if k < total else full[0] for k in steps]
-    bodies += [make_mlp(_seeds(seed, 62, 1)[0], d, cfg.ctl_width, cfg.depth, k_pre).to(x.device),
-               full[1], full[2]]  # L: second random init; L + 1: second pretrained model;
+    bodies += [
+        make_mlp(_seeds(seed, 62, 1)[0], d, cfg.ctl_width, cfg.depth, k_pre).to(
+            x.device
+        ),
+        full[1],
+        full[2],
+    ]  # L: second random init; L + 1: second pretrained model;
     # L + 2: pretrained on shuffled labels (the same budget, nothing to learn from the labels)
-    heads = [make_mlp(s, d, cfg.ctl_width, cfg.depth, 5).to(x.device) for s in _seeds(seed, 42, 2)]
+    heads = [
+        make_mlp(s, d, cfg.ctl_width, cfg.depth, 5).to(x.device)
+        for s in _seeds(seed, 42, 2)
+    ]
     labels = torch.stack([task_labels(y, t) for t in (0, 1)])
-    probes = stack([with_head(b, h.layers[-1].weight, h.layers[-1].bias)
-                    for b in bodies for h in heads])
-    fit(probes, x, labels.repeat(len(bodies), 1), cfg.probe_recipe,
-         seeds=_seeds(seed, 43, 2 * len(bodies)), only_last_layer=True)
+    probes = stack(
+        [
+            with_head(b, h.layers[-1].weight, h.layers[-1].bias)
+            for b in bodies
+            for h in heads
+        ]
+    )
+    fit(
+        probes,
+        x,
+        labels.repeat(len(bodies), 1),
+        cfg.probe_recipe,
+        seeds=_seeds(seed, 43, 2 * len(bodies)),
+        only_last_layer=True,
+    )
     probes = members(probes)
     ft = stack([p for p in probes for _ in range(R)])
-    fit(ft, x, labels.repeat_interleave(R, 0).repeat(len(bodies), 1), cfg.ft_recipe,
-         seeds=_seeds(seed, 64, 2 * R * len(bodies)), freeze_last_layer=True)
+    fit(
+        ft,
+        x,
+        labels.repeat_interleave(R, 0).repeat(len(bodies), 1),
+        cfg.ft_recipe,
+        seeds=_seeds(seed, 64, 2 * R * len(bodies)),
+        freeze_last_layer=True,
+    )
     ft = members(ft)
     net = lambda b, t, r: ft[(2 * b + t) * R + r]  # noqa: E731
     te = [task_labels(y_test, t) for t in (0, 1)]
 
     def ctl_of(b):
-        c = [llfc_dissimilarity(net(b, 0, r), net(b, 1, r), x_test)[:-1] for r in range(R)]
-        e = [endpoint_dissimilarity(net(b, 0, r), net(b, 1, r), x_test)[:-1] for r in range(R)]
+        c = [
+            llfc_dissimilarity(net(b, 0, r), net(b, 1, r), x_test)[:-1]
+            for r in range(R)
+        ]
+        e = [
+            endpoint_dissimilarity(net(b, 0, r), net(b, 1, r), x_test)[:-1]
+            for r in range(R)
+        ]
         return np.array(c), np.array(e)
 
     ctl = [ctl_of(b) for b in range(L + 1)] + [ctl_of(L + 2)]
-    disp = np.array([[[_displacement(probes[2 * b + t], net(b, t, r)) for r in range(R)]
-                      for t in (0, 1)] for b in list(range(L)) + [L + 2]])
-    acc = np.array([[[accuracy(net(b, t, r), x_test, te[t]) for r in range(R)] for t in (0, 1)]
-                    for b in list(range(L)) + [L + 2]])
-    acc_probe = np.array([[accuracy(probes[2 * b + t], x_test, te[t]) for t in (0, 1)]
-                          for b in range(L)])
+    disp = np.array(
+        [
+            [
+                [_displacement(probes[2 * b + t], net(b, t, r)) for r in range(R)]
+                for t in (0, 1)
+            ]
+            for b in list(range(L)) + [L + 2]
+        ]
+    )
+    acc = np.array(
+        [
+            [
+                [accuracy(net(b, t, r), x_test, te[t]) for r in range(R)]
+                for t in (0, 1)
+            ]
+            for b in list(range(L)) + [L + 2]
+        ]
+    )
+    acc_probe = np.array(
+        [
+            [accuracy(probes[2 * b + t], x_test, te[t]) for t in (0, 1)]
+            for b in range(L)
+        ]
+    )
     top = L - 1
-    dis = np.array([[[disagreement_ratio(net(b, t, i), net(b, t, j), x_test)
-                      for i in range(R) for j in range(i + 1, R)] for t in (0, 1)]
-                    for b in list(range(L)) + [L + 2]])
-    uns = np.array([[disagreement_ratio(net(top, t, r), net(L + 1, t, r), x_test)
-                     for r in range(R)] for t in (0, 1)])
-    return PretrainingSweep([float(e) for e in cfg.pretrain_epochs],
-                            np.array([c for c, _ in ctl[:L]]), np.array([e for _, e in ctl[:L]]),
-                            ctl[L][0], ctl[L][1], disp[:L], acc[:L], acc_probe, dis[:L], uns,
-                            full[0],
-                            [probes[2 * top + t] for t in (0, 1)],
-                            [[net(top, t, r) for r in range(R)] for t in (0, 1)],
-                            bodies[0], [[net(0, t, r) for r in range(R)] for t in (0, 1)],
-                            ctl[L + 1][0], ctl[L + 1][1], dis[L], disp[L], acc[L], full[2],
-                            [[net(L + 2, t, r) for r in range(R)] for t in (0, 1)])
+    dis = np.array(
+        [
+            [
+                [
+                    disagreement_ratio(net(b, t, i), net(b, t, j), x_test)
+                    for i in range(R)
+                    for j in range(i + 1, R)
+                ]
+                for t in (0, 1)
+            ]
+            for b in list(range(L)) + [L + 2]
+        ]
+    )
+    uns = np.array(
+        [
+            [
+                disagreement_ratio(net(top, t, r), net(L + 1, t, r), x_test)
+                for r in range(R)
+            ]
+            for t in (0, 1)
+        ]
+    )
+    return PretrainingSweep(
+        [float(e) for e in cfg.pretrain_epochs],
+        np.array([c for c, _ in ctl[:L]]),
+        np.array([e for _, e in ctl[:L]]),
+        ctl[L][0],
+        ctl[L][1],
+        disp[:L],
+        acc[:L],
+        acc_probe,
+        dis[:L],
+        uns,
+        full[0],
+        [probes[2 * top + t] for t in (0, 1)],
+        [[net(top, t, r) for r in range(R)] for t in (0, 1)],
+        bodies[0],
+        [[net(0, t, r) for r in range(R)] for t in (0, 1)],
+        ctl[L + 1][0],
+        ctl[L + 1][1],
+        dis[L],
+        disp[L],
+        acc[L],
+        full[2],
+        [[net(L + 2, t, r) for r in range(R)] for t in (0, 1)],
+    )
 
 
 @boundary(scale=nonnegative(), seed=SEED)
@@ -1030,8 +1506,11 @@ def add_noise(model: MLP, scale: float, seed: int = 0) -> MLP:
         z = torch.randn(t.shape, generator=gen).to(t.device)
         return t + scale * float(t.std()) * z
 
-    return from_params([noisy(w) for w in ws], None if bs is None else [noisy(v) for v in bs],
-                       model.act_name)
+    return from_params(
+        [noisy(w) for w in ws],
+        None if bs is None else [noisy(v) for v in bs],
+        model.act_name,
+    )
 
 
 @boundary(model=InstanceOf(MLP), distance=nonnegative(), seed=SEED)
@@ -1068,11 +1547,22 @@ def perturb(model: MLP, distance: float, seed: int = 0) -> MLP:
     return lerp(model, noisy, distance / d) if d > 0 else copy.deepcopy(model)
 
 
-@boundary(x=INPUTS, y=LABELS, seed=Interval(int, 0, 2**63 - 2), max_iter=count(),
-          noise=nonnegative())
+@boundary(
+    x=INPUTS,
+    y=LABELS,
+    seed=Interval(int, 0, 2**63 - 2),
+    max_iter=count(),
+    noise=nonnegative(),
+)
 @torch.no_grad()
-def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed: int = 0,
-                              max_iter: int = 100, noise: float = 0.0) -> dict:
+def planted_permutation_check(
+    model: MLP,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    seed: int = 0,
+    max_iter: int = 100,
+    noise: float = 0.0,
+) -> dict:
     """Permute ``model``'s hidden units at random, perturb the copy, then weight-match it back.
 
     Returns the largest logit change caused by the permutation alone (should be ~0: the symmetry;
@@ -1109,8 +1599,11 @@ def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed
     planted = random_perms(model, seed)
     shuffled = permute(model, planted)
     x64 = x.double()
-    logit_diff = float((copy.deepcopy(shuffled).double()(x64)
-                        - copy.deepcopy(model).double()(x64)).abs().max())
+    logit_diff = float(
+        (copy.deepcopy(shuffled).double()(x64) - copy.deepcopy(model).double()(x64))
+        .abs()
+        .max()
+    )
     if noise > 0:
         shuffled = add_noise(shuffled, noise, seed + 1)
     found = weight_matching(model, shuffled, max_iter=max_iter, seed=seed)
@@ -1118,14 +1611,21 @@ def planted_permutation_check(model: MLP, x: torch.Tensor, y: torch.Tensor, seed
     path = evaluate_path(model, aligned, x, y, 11)
     unaligned = evaluate_path(model, shuffled, x, y, 11)
     ident = [np.arange(len(p)) for p in planted]
-    return {"max_logit_diff": logit_diff, "recovered": perm_recovery(found, planted),
-            "recovered_identity": perm_recovery(ident, planted),
-            "barrier": float(path.loss_barrier), "unaligned_barrier": float(unaligned.loss_barrier),
-            "path": path, "unaligned_path": unaligned}
+    return {
+        "max_logit_diff": logit_diff,
+        "recovered": perm_recovery(found, planted),
+        "recovered_identity": perm_recovery(ident, planted),
+        "barrier": float(path.loss_barrier),
+        "unaligned_barrier": float(unaligned.loss_barrier),
+        "path": path,
+        "unaligned_path": unaligned,
+    }
 
 
 @boundary(x=INPUTS, alphas=_Numbers(0, 1))
-def llfc_profile(a: MLP, b: MLP, x: torch.Tensor, alphas: Sequence[float]) -> np.ndarray:
+def llfc_profile(
+    a: MLP, b: MLP, x: torch.Tensor, alphas: Sequence[float]
+) -> np.ndarray:
     """LLFC dissimilarity of every hidden layer (columns) at every ``alpha`` (rows).
 
     Parameters

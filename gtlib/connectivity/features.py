@@ -1,4 +1,5 @@
 """Mode connectivity: feature-level metrics (LLFC, weak additivity, commutativity)."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -7,13 +8,24 @@ import torch
 
 from ..checks import boundary, fraction
 from ..models import MLP
-from .common import _check_data, _check_inputs, _check_same_shape, GRID, INPUTS, LABELS
+from .common import (
+    _check_data,
+    _check_inputs,
+    _check_same_shape,
+    GRID,
+    INPUTS,
+    LABELS,
+)
 from .training import params
 from .paths import _alpha_grid, lerp, path_stack
 
 __all__ = [
-    "commutativity_bound_ratio", "commutativity_residual", "endpoint_dissimilarity",
-    "llfc_dissimilarity", "logit_interpolation", "weak_additivity",
+    "commutativity_bound_ratio",
+    "commutativity_residual",
+    "endpoint_dissimilarity",
+    "llfc_dissimilarity",
+    "logit_interpolation",
+    "weak_additivity",
 ]
 
 
@@ -21,8 +33,10 @@ __all__ = [
 def cosine_dissimilarity(u: torch.Tensor, v: torch.Tensor) -> float:
     """Mean over rows of ``1 - cos(u_i, v_i)`` (0 for identical rows, including two zero rows)."""
     if u.shape != v.shape or u.ndim != 2:
-        raise ValueError(f"u and v must be 2-D of the same shape, got {tuple(u.shape)}, "
-                         f"{tuple(v.shape)}")
+        raise ValueError(
+            f"u and v must be 2-D of the same shape, got {tuple(u.shape)}, "
+            f"{tuple(v.shape)}"
+        )
     nu, nv = u.norm(dim=1), v.norm(dim=1)
     cos = (u * v).sum(1) / (nu * nv).clamp_min(1e-12)
     both_zero = (nu < 1e-12) & (nv < 1e-12)
@@ -32,7 +46,9 @@ def cosine_dissimilarity(u: torch.Tensor, v: torch.Tensor) -> float:
 
 @boundary(x=INPUTS, alpha=fraction())
 @torch.no_grad()
-def llfc_dissimilarity(a: MLP, b: MLP, x: torch.Tensor, alpha: float = 0.5) -> list[float]:
+def llfc_dissimilarity(
+    a: MLP, b: MLP, x: torch.Tensor, alpha: float = 0.5
+) -> list[float]:
     """Per-layer LLFC dissimilarity (Zhou et al. 2023: their definition and metric).
 
     For every hidden layer and the logits, ``mean_x [1 - cos(f_l(theta(alpha); x),
@@ -66,7 +82,10 @@ def llfc_dissimilarity(a: MLP, b: MLP, x: torch.Tensor, alpha: float = 0.5) -> l
     _check_same_shape(a, b)
     _check_inputs("x", x, a)
     fa, fb, fm = a.features(x), b.features(x), lerp(a, b, alpha).features(x)
-    return [cosine_dissimilarity(m, (1 - alpha) * u + alpha * v) for u, v, m in zip(fa, fb, fm)]
+    return [
+        cosine_dissimilarity(m, (1 - alpha) * u + alpha * v)
+        for u, v, m in zip(fa, fb, fm)
+    ]
 
 
 def _hidden_layers(a: MLP, b: MLP, x: torch.Tensor):
@@ -147,14 +166,21 @@ def commutativity_bound_ratio(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     for ha, hb, A, B in _hidden_layers(a, b, x):
         dw, dh = A - B, ha - hb
         bound = torch.linalg.matrix_norm(dw, ord=2) * dh.norm()
-        out.append(float((dh @ dw.T).norm() / bound) if float(bound) > 1e-12 else 0.0)
+        out.append(
+            float((dh @ dw.T).norm() / bound) if float(bound) > 1e-12 else 0.0
+        )
     return out
 
 
 @boundary(x=INPUTS, y=LABELS, alphas=GRID)
 @torch.no_grad()
-def logit_interpolation(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
-                        alphas: Sequence[float] | int = 25) -> dict:
+def logit_interpolation(
+    a: MLP,
+    b: MLP,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    alphas: Sequence[float] | int = 25,
+) -> dict:
     """The lemma "LLFC implies LMC" of Zhou et al. (2023), measured on ``(x, y)``.
 
     If the interpolated network's logits were the interpolated logits, ``f_alpha = (1 - alpha)
@@ -200,10 +226,14 @@ def logit_interpolation(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
     mix = ((1 - al) * la + al * lb).argmax(-1) != y
     wa, wb = la.argmax(-1) != y, lb.argmax(-1) != y
     ea, eb = float(wa.float().mean()), float(wb.float().mean())
-    return {"path_error": float(net.float().mean(1).max()),
-            "lerp_error": float(mix.float().mean(1).max()),
-            "either_wrong": float((wa | wb).float().mean()),
-            "bound": ea + eb, "err_a": ea, "err_b": eb}
+    return {
+        "path_error": float(net.float().mean(1).max()),
+        "lerp_error": float(mix.float().mean(1).max()),
+        "either_wrong": float((wa | wb).float().mean()),
+        "bound": ea + eb,
+        "err_a": ea,
+        "err_b": eb,
+    }
 
 
 @boundary(x=INPUTS)
@@ -283,5 +313,7 @@ def weak_additivity(a: MLP, b: MLP, x: torch.Tensor) -> list[float]:
     _check_same_shape(a, b)
     _check_inputs("x", x, a)
     act = a.act
-    return [cosine_dissimilarity(act(u) + act(v), act(u + v))
-            for u, v in zip(preactivations(a, x), preactivations(b, x))]
+    return [
+        cosine_dissimilarity(act(u) + act(v), act(u + v))
+        for u, v in zip(preactivations(a, x), preactivations(b, x))
+    ]

@@ -1,4 +1,5 @@
 """Mode connectivity: fine-tuning, weight averaging and task vectors."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -20,8 +21,13 @@ def average(models: Sequence[MLP]) -> MLP:
         _check_same_shape(models[0], m, names=("models[0]", f"models[{i}]"))
     ps = [params(m) for m in models]
     ws = [torch.stack([p[0][l] for p in ps]).mean(0) for l in range(len(ps[0][0]))]
-    bs = None if ps[0][1] is None else [torch.stack([p[1][l] for p in ps]).mean(0)
-                                        for l in range(len(ps[0][1]))]
+    bs = (
+        None
+        if ps[0][1] is None
+        else [
+            torch.stack([p[1][l] for p in ps]).mean(0) for l in range(len(ps[0][1]))
+        ]
+    )
     return from_params(ws, bs, models[0].act_name)
 
 
@@ -47,8 +53,14 @@ def weight_distance(a: MLP, b: MLP) -> float:
     Paradigm" (they relate linearity to how far apart the weights are).
     """
     _check_same_shape(a, b)
-    return float(torch.sqrt(sum(((p - q).detach() ** 2).sum()
-                                for p, q in zip(a.parameters(), b.parameters()))))
+    return float(
+        torch.sqrt(
+            sum(
+                ((p - q).detach() ** 2).sum()
+                for p, q in zip(a.parameters(), b.parameters())
+            )
+        )
+    )
 
 
 @boundary()
@@ -74,7 +86,9 @@ def task_vector(pretrained: MLP, finetuned: MLP) -> list[torch.Tensor]:
     ----------
     Ilharco et al. (2023), "Editing Models with Task Arithmetic".
     """
-    _check_same_shape(pretrained, finetuned, body_only=True, names=("pretrained", "finetuned"))
+    _check_same_shape(
+        pretrained, finetuned, body_only=True, names=("pretrained", "finetuned")
+    )
     out = []
     for lp, lf in zip(pretrained.layers[:-1], finetuned.layers[:-1]):
         out.append((lf.weight - lp.weight).detach())
@@ -84,8 +98,12 @@ def task_vector(pretrained: MLP, finetuned: MLP) -> list[torch.Tensor]:
 
 
 @boundary()
-def apply_task_vectors(pretrained: MLP, vectors: Sequence[Sequence[torch.Tensor]], scale: float,
-                       head: MLP) -> MLP:
+def apply_task_vectors(
+    pretrained: MLP,
+    vectors: Sequence[Sequence[torch.Tensor]],
+    scale: float,
+    head: MLP,
+) -> MLP:
     """``theta_pre + scale * sum_t tau_t`` on the hidden layers, with the output layer of ``head``.
 
     Parameters
@@ -113,12 +131,18 @@ def apply_task_vectors(pretrained: MLP, vectors: Sequence[Sequence[torch.Tensor]
     ws, bs = params(pretrained)
     ws, bs = [w.clone() for w in ws], None if bs is None else [b.clone() for b in bs]
     per = 2 if bs is not None else 1
-    want = [p.shape for l in range(len(ws) - 1) for p in ([ws[l]] + ([bs[l]] if bs else []))]
+    want = [
+        p.shape
+        for l in range(len(ws) - 1)
+        for p in ([ws[l]] + ([bs[l]] if bs else []))
+    ]
     for i, tau in enumerate(vectors):
         got = [t.shape for t in tau]
         if got != want:
-            raise ValueError(f"vectors[{i}] must match pretrained's hidden layers (shapes "
-                             f"{[tuple(w) for w in want]}), got {[tuple(g) for g in got]}")
+            raise ValueError(
+                f"vectors[{i}] must match pretrained's hidden layers (shapes "
+                f"{[tuple(w) for w in want]}), got {[tuple(g) for g in got]}"
+            )
     for tau in vectors:
         for l in range(len(ws) - 1):
             ws[l] += scale * tau[per * l]
@@ -131,22 +155,36 @@ def apply_task_vectors(pretrained: MLP, vectors: Sequence[Sequence[torch.Tensor]
     return from_params(ws, bs, pretrained.act_name)
 
 
-@boundary(head_weight=Tensor("float", 2), head_bias=Tensor("float", 1, optional=True))
-def with_head(body: MLP, head_weight: torch.Tensor, head_bias: torch.Tensor | None) -> MLP:
+@boundary(
+    head_weight=Tensor("float", 2), head_bias=Tensor("float", 1, optional=True)
+)
+def with_head(
+    body: MLP, head_weight: torch.Tensor, head_bias: torch.Tensor | None
+) -> MLP:
     """A copy of ``body`` whose output layer is replaced (its size may change)."""
     width = body.layers[-1].in_features
     if head_weight.shape[1] != width:
-        raise ValueError(f"head_weight must have shape (classes, {width}), got "
-                         f"{tuple(head_weight.shape)}")
+        raise ValueError(
+            f"head_weight must have shape (classes, {width}), got "
+            f"{tuple(head_weight.shape)}"
+        )
     if (head_bias is None) != (body.layers[0].bias is None):
-        raise ValueError("head_bias must be given exactly when body has biases, got "
-                         + ("None" if head_bias is None else "a tensor for a body without biases"))
+        raise ValueError(
+            "head_bias must be given exactly when body has biases, got "
+            + ("None" if head_bias is None else "a tensor for a body without biases")
+        )
     if head_bias is not None and head_bias.shape != head_weight.shape[:1]:
-        raise ValueError(f"head_bias must have shape ({head_weight.shape[0]},), got "
-                         f"{tuple(head_bias.shape)}")
+        raise ValueError(
+            f"head_bias must have shape ({head_weight.shape[0]},), got "
+            f"{tuple(head_bias.shape)}"
+        )
     ws, bs = params(body)
     ws = [w.clone() for w in ws[:-1]] + [head_weight.detach().clone()]
-    bs = None if bs is None else [b.clone() for b in bs[:-1]] + [head_bias.detach().clone()]
+    bs = (
+        None
+        if bs is None
+        else [b.clone() for b in bs[:-1]] + [head_bias.detach().clone()]
+    )
     return from_params(ws, bs, body.act_name)
 
 

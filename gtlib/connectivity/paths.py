@@ -1,4 +1,5 @@
 """Mode connectivity: interpolation paths between two networks, and their barriers."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,7 +24,9 @@ def lerp(a: MLP, b: MLP, alpha: float) -> MLP:
     alpha = float(alpha)
     (wa, ba), (wb, bb) = params(a), params(b)
     ws = [(1 - alpha) * u + alpha * v for u, v in zip(wa, wb)]
-    bs = None if ba is None else [(1 - alpha) * u + alpha * v for u, v in zip(ba, bb)]
+    bs = (
+        None if ba is None else [(1 - alpha) * u + alpha * v for u, v in zip(ba, bb)]
+    )
     return from_params(ws, bs, a.act_name)
 
 
@@ -31,13 +34,20 @@ def lerp(a: MLP, b: MLP, alpha: float) -> MLP:
 def path_stack(a: MLP, b: MLP, alphas: Sequence[float]) -> BatchedMLP:
     """All networks on the segment from ``a`` to ``b`` at ``alphas``, as one stack."""
     _check_same_shape(a, b)
-    al = torch.as_tensor(np.asarray(alphas, dtype=np.float32)).to(a.layers[0].weight.device)
+    al = torch.as_tensor(np.asarray(alphas, dtype=np.float32)).to(
+        a.layers[0].weight.device
+    )
     if al.ndim != 1 or len(al) == 0 or not bool(torch.isfinite(al).all()):
         raise ValueError("alphas must be a non-empty 1-D sequence of finite numbers")
     (wa, ba), (wb, bb) = params(a), params(b)
-    ws = [(1 - al).view(-1, 1, 1) * u + al.view(-1, 1, 1) * v for u, v in zip(wa, wb)]
-    bs = None if ba is None else [(1 - al).view(-1, 1) * u + al.view(-1, 1) * v
-                                  for u, v in zip(ba, bb)]
+    ws = [
+        (1 - al).view(-1, 1, 1) * u + al.view(-1, 1, 1) * v for u, v in zip(wa, wb)
+    ]
+    bs = (
+        None
+        if ba is None
+        else [(1 - al).view(-1, 1) * u + al.view(-1, 1) * v for u, v in zip(ba, bb)]
+    )
     return BatchedMLP(ws, bs, act=a.act_name)
 
 
@@ -55,8 +65,10 @@ class Path:
             _Numbers().check(f"Path.{name}", value)
             setattr(self, name, np.asarray(value))
         if not len(self.alphas) == len(self.loss) == len(self.acc):
-            raise ValueError(f"Path.alphas, loss and acc must have the same length, got "
-                             f"{len(self.alphas)}, {len(self.loss)} and {len(self.acc)}")
+            raise ValueError(
+                f"Path.alphas, loss and acc must have the same length, got "
+                f"{len(self.alphas)}, {len(self.loss)} and {len(self.acc)}"
+            )
 
     @property
     def loss_barrier(self) -> float:
@@ -88,9 +100,13 @@ def _curve(alphas, values) -> tuple[np.ndarray, np.ndarray]:
     a = np.asarray(alphas, dtype=float)
     v = np.asarray(values, dtype=float)
     if a.ndim != 1 or v.shape != a.shape or len(a) < 2:
-        raise ValueError(f"alphas and values must be 1-D of the same length >= 2, got "
-                         f"{len(a)} and {len(v)}")
-    if not (np.isclose(a[0], 0.0) and np.isclose(a[-1], 1.0)) or np.any(np.diff(a) <= 0):
+        raise ValueError(
+            f"alphas and values must be 1-D of the same length >= 2, got "
+            f"{len(a)} and {len(v)}"
+        )
+    if not (np.isclose(a[0], 0.0) and np.isclose(a[-1], 1.0)) or np.any(
+        np.diff(a) <= 0
+    ):
         raise ValueError("alphas must increase from 0 to 1")
     return a, v
 
@@ -146,8 +162,13 @@ def barrier_mean(alphas: Sequence[float], values: Sequence[float]) -> float:
 
 @boundary(x=INPUTS, y=LABELS, alphas=GRID)
 @torch.no_grad()
-def evaluate_path(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
-                  alphas: Sequence[float] | int = 25) -> Path:
+def evaluate_path(
+    a: MLP,
+    b: MLP,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    alphas: Sequence[float] | int = 25,
+) -> Path:
     """Cross-entropy loss and accuracy of the interpolated networks on ``(x, y)``.
 
     ``alphas`` is a sequence from 0 to 1 or a number of evenly spaced points (Git Re-Basin uses 25).
@@ -181,27 +202,39 @@ def evaluate_path(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
 def _alpha_grid(alphas) -> np.ndarray:
     if isinstance(alphas, (int, np.integer)) and not isinstance(alphas, bool):
         return np.linspace(0, 1, int(alphas))
-    return np.asarray(alphas.detach().cpu() if isinstance(alphas, torch.Tensor) else alphas,
-                      dtype=float)
+    return np.asarray(
+        alphas.detach().cpu() if isinstance(alphas, torch.Tensor) else alphas,
+        dtype=float,
+    )
 
 
 @boundary(alphas=_Numbers(), x=INPUTS, y=LABELS)
 @torch.no_grad()
-def evaluate_stack(model: BatchedMLP, alphas: Sequence[float], x: torch.Tensor,
-                   y: torch.Tensor) -> Path:
+def evaluate_stack(
+    model: BatchedMLP, alphas: Sequence[float], x: torch.Tensor, y: torch.Tensor
+) -> Path:
     """Loss and accuracy of the members of a stack of networks along a path (one per alpha)."""
     alphas = np.asarray(alphas, dtype=float)
     if model.size != len(alphas):
-        raise ValueError(f"alphas must have one entry per member of the stack ({model.size}), "
-                         f"got {len(alphas)}")
+        raise ValueError(
+            f"alphas must have one entry per member of the stack ({model.size}), "
+            f"got {len(alphas)}"
+        )
     _check_data(model, x, y)
     return _path_from_logits(model(x), alphas, y)
 
 
-def _path_from_logits(logits: torch.Tensor, alphas: np.ndarray, y: torch.Tensor) -> Path:
+def _path_from_logits(
+    logits: torch.Tensor, alphas: np.ndarray, y: torch.Tensor
+) -> Path:
     """Loss and accuracy at every point of a path from its logits, ``(len(alphas), n, C)``."""
     C = logits.shape[-1]
-    loss = F.cross_entropy(logits.reshape(-1, C), y.repeat(len(alphas)),
-                           reduction="none").view(len(alphas), -1).mean(1)
+    loss = (
+        F.cross_entropy(
+            logits.reshape(-1, C), y.repeat(len(alphas)), reduction="none"
+        )
+        .view(len(alphas), -1)
+        .mean(1)
+    )
     acc = (logits.argmax(-1) == y).float().mean(1)
     return Path(alphas, loss.cpu().numpy(), acc.cpu().numpy())

@@ -1,4 +1,5 @@
 """Mode connectivity: permuting hidden units, and weight and activation matching."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -15,32 +16,48 @@ from .training import from_params, params
 __all__ = ["activation_matching", "permute", "random_perms", "weight_matching"]
 
 
-def _check_perm_list(name: str, perms, widths: list[int] | None = None) -> list[np.ndarray]:
+def _check_perm_list(
+    name: str, perms, widths: list[int] | None = None
+) -> list[np.ndarray]:
     """A list with one permutation (1-D integer array) per hidden layer (of ``widths`` if given)."""
     if isinstance(perms, (str, bytes)) or not isinstance(perms, (list, tuple)):
-        raise TypeError(f"{name} must be a list of permutations (one integer array per hidden "
-                        f"layer), got {type(perms).__name__}")
+        raise TypeError(
+            f"{name} must be a list of permutations (one integer array per hidden "
+            f"layer), got {type(perms).__name__}"
+        )
     if widths is not None and len(perms) != len(widths):
-        raise ValueError(f"{name} must be a list of {len(widths)} permutations (one per hidden "
-                         f"layer), got {len(perms)}")
+        raise ValueError(
+            f"{name} must be a list of {len(widths)} permutations (one per hidden "
+            f"layer), got {len(perms)}"
+        )
     if not perms:
         raise ValueError(f"{name} must hold at least one permutation, got []")
     out = []
     for l, p in enumerate(perms):
         p = np.asarray(p.detach().cpu() if isinstance(p, torch.Tensor) else p)
         if p.dtype.kind not in "iu":
-            raise TypeError(f"{name}[{l}] must be an integer array (a permutation), got dtype "
-                            f"{p.dtype}")
+            raise TypeError(
+                f"{name}[{l}] must be an integer array (a permutation), got dtype "
+                f"{p.dtype}"
+            )
         w = len(p) if widths is None or p.ndim != 1 else widths[l]
-        if p.ndim != 1 or p.shape != (w,) or not np.array_equal(np.sort(p), np.arange(w)):
-            raise ValueError(f"{name}[{l}] must be a permutation of range({w}), got shape "
-                             f"{p.shape}")
+        if (
+            p.ndim != 1
+            or p.shape != (w,)
+            or not np.array_equal(np.sort(p), np.arange(w))
+        ):
+            raise ValueError(
+                f"{name}[{l}] must be a permutation of range({w}), got shape "
+                f"{p.shape}"
+            )
         out.append(p.astype(np.int64))
     return out
 
 
 def _check_perms(model: MLP, perms) -> list[np.ndarray]:
-    return _check_perm_list("perms", perms, [l.weight.shape[0] for l in model.layers[:-1]])
+    return _check_perm_list(
+        "perms", perms, [l.weight.shape[0] for l in model.layers[:-1]]
+    )
 
 
 @boundary(perms=None)  # checked against the model's widths below
@@ -103,8 +120,9 @@ def _check_finite_weights(name: str, model: MLP) -> None:
 
 
 @boundary(max_iter=count(), seed=SEED)
-def weight_matching(a: MLP, b: MLP, max_iter: int = 100,
-                    seed: int = 0) -> list[np.ndarray]:
+def weight_matching(
+    a: MLP, b: MLP, max_iter: int = 100, seed: int = 0
+) -> list[np.ndarray]:
     """Permutations aligning ``b`` to ``a`` by weight matching (Git Re-Basin Alg. 1).
 
     Maximizes ``sum_l <W_l^A, P_l W_l^B P_{l-1}^T> + <b_l^A, P_l b_l^B>`` over one
@@ -168,7 +186,9 @@ def weight_matching(a: MLP, b: MLP, max_iter: int = 100,
 
 @boundary(x=INPUTS, method=Options(("cross", "pearson")))
 @torch.no_grad()
-def activation_matching(a: MLP, b: MLP, x: torch.Tensor, method: str = "cross") -> list[np.ndarray]:
+def activation_matching(
+    a: MLP, b: MLP, x: torch.Tensor, method: str = "cross"
+) -> list[np.ndarray]:
     """Permutations that align ``b`` to ``a`` by matching hidden activations on inputs ``x``.
 
     For each hidden layer, solves one linear assignment problem that maximizes the summed
@@ -215,7 +235,9 @@ def activation_matching(a: MLP, b: MLP, x: torch.Tensor, method: str = "cross") 
 
 
 @boundary(found=None, planted=None)  # checked below (lists or arrays)
-def perm_recovery(found: Sequence[np.ndarray], planted: Sequence[np.ndarray]) -> list[float]:
+def perm_recovery(
+    found: Sequence[np.ndarray], planted: Sequence[np.ndarray]
+) -> list[float]:
     """Fraction of units per layer for which matching undid a planted permutation.
 
     If ``b = permute(a, planted)`` then aligning ``b`` back to ``a`` needs ``found[l] =
@@ -223,5 +245,7 @@ def perm_recovery(found: Sequence[np.ndarray], planted: Sequence[np.ndarray]) ->
     """
     found = _check_perm_list("found", found)
     planted = _check_perm_list("planted", planted, [len(p) for p in found])
-    return [float(np.mean(np.asarray(f) == np.argsort(np.asarray(p))))
-            for f, p in zip(found, planted)]
+    return [
+        float(np.mean(np.asarray(f) == np.argsort(np.asarray(p))))
+        for f, p in zip(found, planted)
+    ]

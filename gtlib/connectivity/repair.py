@@ -1,4 +1,5 @@
 """Mode connectivity: repairing the interpolated network (REPAIR), and curved paths."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -11,9 +12,24 @@ from ..checks import SEED, InstanceOf, Options, boundary, count, positive
 from .. import engine
 from ..engine import EpochBatches, StackedOptimizer
 from ..models import BatchedMLP, MLP
-from .common import _check_data, _check_inputs, _check_same_shape, _Numbers, GRID, INPUTS, LABELS
+from .common import (
+    _check_data,
+    _check_inputs,
+    _check_same_shape,
+    _Numbers,
+    GRID,
+    INPUTS,
+    LABELS,
+)
 from .training import from_params, params, Recipe
-from .paths import _alpha_grid, evaluate_stack, _path_from_logits, lerp, Path, path_stack
+from .paths import (
+    _alpha_grid,
+    evaluate_stack,
+    _path_from_logits,
+    lerp,
+    Path,
+    path_stack,
+)
 from .features import preactivations
 
 __all__ = ["evaluate_bezier", "fit_bezier", "repair_path"]
@@ -22,12 +38,23 @@ __all__ = ["evaluate_bezier", "fit_bezier", "repair_path"]
 REPAIR_MODES = ("full", "mean", "layer", "norm")
 
 
-@boundary(alphas=_Numbers(), x=INPUTS, eps=positive(),
-          stats_b=InstanceOf(MLP, optional=True), mode=Options(REPAIR_MODES))
+@boundary(
+    alphas=_Numbers(),
+    x=INPUTS,
+    eps=positive(),
+    stats_b=InstanceOf(MLP, optional=True),
+    mode=Options(REPAIR_MODES),
+)
 @torch.no_grad()
-def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
-                 eps: float = 1e-6, stats_b: MLP | None = None,
-                 mode: str = "full") -> BatchedMLP:
+def repair_stack(
+    a: MLP,
+    b: MLP,
+    alphas: Sequence[float],
+    x: torch.Tensor,
+    eps: float = 1e-6,
+    stats_b: MLP | None = None,
+    mode: str = "full",
+) -> BatchedMLP:
     """REPAIR (Jordan et al., ICLR 2023): interpolated nets with renormalized units.
 
     For every ``alpha`` and every hidden layer, in order from the input, each unit's
@@ -91,8 +118,15 @@ def repair_stack(a: MLP, b: MLP, alphas: Sequence[float], x: torch.Tensor,
 
 
 @torch.no_grad()
-def _repair(a: MLP, b: MLP, alphas: np.ndarray, x: torch.Tensor, eps: float,
-            stats_b: MLP | None, mode: str) -> tuple[BatchedMLP, torch.Tensor]:
+def _repair(
+    a: MLP,
+    b: MLP,
+    alphas: np.ndarray,
+    x: torch.Tensor,
+    eps: float,
+    stats_b: MLP | None,
+    mode: str,
+) -> tuple[BatchedMLP, torch.Tensor]:
     """The REPAIRed stack and its last hidden features on ``x`` (reused by ``repair_path``)."""
     al = torch.as_tensor(np.asarray(alphas, dtype=np.float32))
     al = al.to(x.device).view(-1, 1)
@@ -108,7 +142,9 @@ def _repair(a: MLP, b: MLP, alphas: np.ndarray, x: torch.Tensor, eps: float,
         for l in range(len(ws) - 1):
             tgt = (1 - al) * rows(wa[l], ba[l]) + al * rows(wb[l], bb[l])
             cur = rows(ws[l], bs[l])
-            scale = torch.where(cur > eps, tgt / cur.clamp_min(eps), torch.ones_like(cur))
+            scale = torch.where(
+                cur > eps, tgt / cur.clamp_min(eps), torch.ones_like(cur)
+            )
             ws[l], bs[l] = ws[l] * scale.unsqueeze(2), bs[l] * scale
         stk = BatchedMLP(ws, bs, act=a.act_name)
         h = x.unsqueeze(0)
@@ -137,11 +173,24 @@ def _repair(a: MLP, b: MLP, alphas: np.ndarray, x: torch.Tensor, eps: float,
     return BatchedMLP(ws, bs, act=a.act_name), h
 
 
-@boundary(x_stats=INPUTS, x=INPUTS, y=LABELS, alphas=GRID,
-          stats_b=InstanceOf(MLP, optional=True), mode=Options(REPAIR_MODES))
-def repair_path(a: MLP, b: MLP, x_stats: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
-                alphas: Sequence[float] | int = 25, stats_b: MLP | None = None,
-                mode: str = "full") -> Path:
+@boundary(
+    x_stats=INPUTS,
+    x=INPUTS,
+    y=LABELS,
+    alphas=GRID,
+    stats_b=InstanceOf(MLP, optional=True),
+    mode=Options(REPAIR_MODES),
+)
+def repair_path(
+    a: MLP,
+    b: MLP,
+    x_stats: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    alphas: Sequence[float] | int = 25,
+    stats_b: MLP | None = None,
+    mode: str = "full",
+) -> Path:
     """Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations.
 
     Loss and accuracy on ``(x, y)`` of the REPAIRed interpolations (statistics on ``x_stats``;
@@ -187,12 +236,16 @@ def repair_path(a: MLP, b: MLP, x_stats: torch.Tensor, x: torch.Tensor, y: torch
         return evaluate_stack(stk, alphas, x, y)
     # statistics on the evaluation inputs: the repair's own forward pass gives the features
     with torch.no_grad():
-        logits = torch.matmul(h, stk.weights[-1].transpose(1, 2)) + stk.biases[-1].unsqueeze(1)
+        logits = torch.matmul(h, stk.weights[-1].transpose(1, 2)) + stk.biases[
+            -1
+        ].unsqueeze(1)
         return _path_from_logits(logits, alphas, y)
 
 
 @boundary(ts=_Numbers())
-def bezier_stack(a: MLP, m: MLP, b: MLP, ts: Sequence[float] | torch.Tensor) -> BatchedMLP:
+def bezier_stack(
+    a: MLP, m: MLP, b: MLP, ts: Sequence[float] | torch.Tensor
+) -> BatchedMLP:
     """Networks on the quadratic Bezier curve ``(1-t)^2 theta_A + 2t(1-t) theta_M + t^2 theta_B``.
 
     Garipov et al. (2018), Section 3.2: the curve starts at A, ends at B and bends towards the
@@ -200,22 +253,42 @@ def bezier_stack(a: MLP, m: MLP, b: MLP, ts: Sequence[float] | torch.Tensor) -> 
     """
     _check_same_shape(a, m, names=("a", "m"))
     _check_same_shape(a, b)
-    t = torch.as_tensor(_alpha_grid(ts), dtype=torch.float32).to(a.layers[0].weight.device).view(-1)
+    t = (
+        torch.as_tensor(_alpha_grid(ts), dtype=torch.float32)
+        .to(a.layers[0].weight.device)
+        .view(-1)
+    )
     ws, bs = _bezier_params([params(n) for n in (a, m, b)], t)
     return BatchedMLP(ws, bs, act=a.act_name)
 
 
 def _bezier_params(pts, t):
-    c = [(1 - t) ** 2, 2 * t * (1 - t), t ** 2]
-    ws = [sum(ci.view(-1, 1, 1) * p[0][l] for ci, p in zip(c, pts)) for l in range(len(pts[0][0]))]
-    bs = None if pts[0][1] is None else [sum(ci.view(-1, 1) * p[1][l] for ci, p in zip(c, pts))
-                                         for l in range(len(pts[0][1]))]
+    c = [(1 - t) ** 2, 2 * t * (1 - t), t**2]
+    ws = [
+        sum(ci.view(-1, 1, 1) * p[0][l] for ci, p in zip(c, pts))
+        for l in range(len(pts[0][0]))
+    ]
+    bs = (
+        None
+        if pts[0][1] is None
+        else [
+            sum(ci.view(-1, 1) * p[1][l] for ci, p in zip(c, pts))
+            for l in range(len(pts[0][1]))
+        ]
+    )
     return ws, bs
 
 
 @boundary(x=INPUTS, y=LABELS, seed=SEED, samples=count())
-def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe, seed: int = 0,
-               samples: int = 4) -> MLP:
+def fit_bezier(
+    a: MLP,
+    b: MLP,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    recipe: Recipe,
+    seed: int = 0,
+    samples: int = 4,
+) -> MLP:
     r"""Train the control point of a quadratic Bezier curve from ``a`` to ``b``.
 
     Train the control point of a quadratic Bezier curve from ``a`` to ``b`` (Garipov et al. 2018).
@@ -266,10 +339,19 @@ def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     mid = lerp(a, b, 0.5)
     pa, pb = params(a), params(b)
     wm = [w.clone().requires_grad_(True) for w in params(mid)[0]]
-    bm = None if pa[1] is None else [v.clone().requires_grad_(True) for v in params(mid)[1]]
+    bm = (
+        None
+        if pa[1] is None
+        else [v.clone().requires_grad_(True) for v in params(mid)[1]]
+    )
     trainable = wm + (bm or [])
-    opt = StackedOptimizer(trainable, "sgd", lr=recipe.lr, momentum=recipe.momentum,
-                           weight_decay=recipe.weight_decay)
+    opt = StackedOptimizer(
+        trainable,
+        "sgd",
+        lr=recipe.lr,
+        momentum=recipe.momentum,
+        weight_decay=recipe.weight_decay,
+    )
     # one generator draws each epoch's order (in the batches) and each step's t (in the loss),
     # in that order
     gen = torch.Generator().manual_seed(int(seed))
@@ -289,15 +371,29 @@ def fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
                 h = a.act(h)
         return F.cross_entropy(h.reshape(-1, h.shape[-1]), y[idx].repeat(samples))
 
-    engine.fit(loss, opt, total, EpochBatches(n, recipe.batch_size, [gen], device=x.device),
-               schedule=lambda step: recipe._lr_factor(step, total))
-    return from_params([w.detach() for w in wm], None if bm is None else [v.detach() for v in bm],
-                       a.act_name)
+    engine.fit(
+        loss,
+        opt,
+        total,
+        EpochBatches(n, recipe.batch_size, [gen], device=x.device),
+        schedule=lambda step: recipe._lr_factor(step, total),
+    )
+    return from_params(
+        [w.detach() for w in wm],
+        None if bm is None else [v.detach() for v in bm],
+        a.act_name,
+    )
 
 
 @boundary(x=INPUTS, y=LABELS, ts=GRID)
-def evaluate_bezier(a: MLP, m: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor,
-                    ts: Sequence[float] | int = 25) -> Path:
+def evaluate_bezier(
+    a: MLP,
+    m: MLP,
+    b: MLP,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    ts: Sequence[float] | int = 25,
+) -> Path:
     """Loss and accuracy along the Bezier curve with control point ``m`` (``alphas`` = ``t``).
 
     Parameters

@@ -1,4 +1,5 @@
 """Mode connectivity: stacks of networks and their training (compositions of gtlib.engine)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,8 +8,18 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from ..checks import (Options, Tensor, boundary, check_labels, check_seeds, count, fraction,
-                      nonnegative, positive, tuple_of)
+from ..checks import (
+    Options,
+    Tensor,
+    boundary,
+    check_labels,
+    check_seeds,
+    count,
+    fraction,
+    nonnegative,
+    positive,
+    tuple_of,
+)
 from ..config import Config, param
 from .. import engine
 from ..engine import EpochBatches, StackedOptimizer, _member_batch
@@ -22,37 +33,60 @@ __all__ = ["train_nets"]
 def params(model: MLP) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
     """The weights ``[W_1, ..., W_{L+1}]`` and biases (or None) of an MLP, detached."""
     ws = [l.weight.detach() for l in model.layers]
-    bs = None if model.layers[0].bias is None else [l.bias.detach() for l in model.layers]
+    bs = (
+        None
+        if model.layers[0].bias is None
+        else [l.bias.detach() for l in model.layers]
+    )
     return ws, bs
 
 
-@boundary(weights=tuple_of(Tensor("float", 2), min_len=2),
-          biases=None,  # checked below, layer by layer
-          act=Options(tuple(ACTIVATIONS)))
-def from_params(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor] | None,
-                act: str = "relu") -> MLP:
+@boundary(
+    weights=tuple_of(Tensor("float", 2), min_len=2),
+    biases=None,  # checked below, layer by layer
+    act=Options(tuple(ACTIVATIONS)),
+)
+def from_params(
+    weights: Sequence[torch.Tensor],
+    biases: Sequence[torch.Tensor] | None,
+    act: str = "relu",
+) -> MLP:
     """An :class:`MLP` with the given weights (``(out, in)`` each) and biases."""
     width = weights[0].shape[0]
     if any(w.shape[0] != width for w in weights[:-1]):
         raise ValueError("weights: every hidden layer must have the same width")
     for l in range(1, len(weights)):
         if weights[l].shape[1] != weights[l - 1].shape[0]:
-            raise ValueError(f"weights[{l}] must have {weights[l - 1].shape[0]} columns (the "
-                             f"previous layer's outputs), got shape {tuple(weights[l].shape)}")
+            raise ValueError(
+                f"weights[{l}] must have {weights[l - 1].shape[0]} columns (the "
+                f"previous layer's outputs), got shape {tuple(weights[l].shape)}"
+            )
     if biases is not None:
         if isinstance(biases, (str, bytes)) or not isinstance(biases, (list, tuple)):
-            raise TypeError(f"biases must be a list of tensors (one per layer) or None, got "
-                            f"{type(biases).__name__}")
+            raise TypeError(
+                f"biases must be a list of tensors (one per layer) or None, got "
+                f"{type(biases).__name__}"
+            )
         if len(biases) != len(weights):
-            raise ValueError(f"biases must hold one tensor per layer ({len(weights)}), got "
-                             f"{len(biases)}")
+            raise ValueError(
+                f"biases must hold one tensor per layer ({len(weights)}), got "
+                f"{len(biases)}"
+            )
         for l, (b, w) in enumerate(zip(biases, weights)):
             Tensor("float", 1).check(f"biases[{l}]", b)
             if b.shape[0] != w.shape[0]:
-                raise ValueError(f"biases[{l}] must have shape ({w.shape[0]},), got "
-                                 f"{tuple(b.shape)}")
-    m = MLP(weights[0].shape[1], width, len(weights) - 1, weights[-1].shape[0],
-            bias=biases is not None, activation=act).to(weights[0].device)
+                raise ValueError(
+                    f"biases[{l}] must have shape ({w.shape[0]},), got "
+                    f"{tuple(b.shape)}"
+                )
+    m = MLP(
+        weights[0].shape[1],
+        width,
+        len(weights) - 1,
+        weights[-1].shape[0],
+        bias=biases is not None,
+        activation=act,
+    ).to(weights[0].device)
     with torch.no_grad():
         for l, layer in enumerate(m.layers):
             layer.weight.copy_(weights[l])
@@ -124,12 +158,24 @@ def _check_step(step: int, total: int) -> None:
         raise ValueError(f"step must lie in [0, total] = [0, {total}], got {step}")
 
 
-@boundary(x=Tensor("float", (2, 3), empty=True), y=Tensor("int", (1, 2), empty=True),
-          stop_step=count(0, optional=True), snapshot_steps=tuple_of(count(0), min_len=0))
-def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
-        seeds: Sequence[int], start_steps: Sequence[int] | None = None,
-        stop_step: int | None = None, only_last_layer: bool = False, freeze_last_layer: bool = False,
-        snapshot_steps: Sequence[int] = ()) -> dict[int, list[MLP]]:
+@boundary(
+    x=Tensor("float", (2, 3), empty=True),
+    y=Tensor("int", (1, 2), empty=True),
+    stop_step=count(0, optional=True),
+    snapshot_steps=tuple_of(count(0), min_len=0),
+)
+def fit(
+    model: BatchedMLP,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    recipe: Recipe,
+    seeds: Sequence[int],
+    start_steps: Sequence[int] | None = None,
+    stop_step: int | None = None,
+    only_last_layer: bool = False,
+    freeze_last_layer: bool = False,
+    snapshot_steps: Sequence[int] = (),
+) -> dict[int, list[MLP]]:
     """Train every member of a stack in place with its own minibatch order (its SGD noise).
 
     Parameters
@@ -177,14 +223,20 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     E = model.size
     seeds = check_seeds("seeds", seeds)
     if len(seeds) != E:
-        raise ValueError(f"seeds must have one entry per member ({E}), got {len(seeds)}")
+        raise ValueError(
+            f"seeds must have one entry per member ({E}), got {len(seeds)}"
+        )
     if x.ndim == 3 and x.shape[0] != E:
-        raise ValueError(f"x must have shape (n, d) or ({E}, n, d), got {tuple(x.shape)}")
+        raise ValueError(
+            f"x must have shape (n, d) or ({E}, n, d), got {tuple(x.shape)}"
+        )
     n = x.shape[-2]
     if n == 0:
         raise ValueError("x must hold at least one training signal, got n = 0")
     if x.ndim == 2 and y.shape not in ((n,), (E, n)):
-        raise ValueError(f"y must have shape ({n},) or ({E}, {n}), got {tuple(y.shape)}")
+        raise ValueError(
+            f"y must have shape ({n},) or ({E}, {n}), got {tuple(y.shape)}"
+        )
     if x.ndim == 3 and y.shape != (E, n):
         raise ValueError(f"y must have shape ({E}, {n}), got {tuple(y.shape)}")
     _check_inputs("x", x, model)
@@ -196,19 +248,27 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     if start_steps is None:
         start = torch.zeros(E, dtype=torch.long)
     else:
-        if isinstance(start_steps, (str, bytes)) or not isinstance(start_steps, (list, tuple)):
-            raise TypeError(f"start_steps must be a list of {E} ints or None, got "
-                            f"{type(start_steps).__name__}")
+        if isinstance(start_steps, (str, bytes)) or not isinstance(
+            start_steps, (list, tuple)
+        ):
+            raise TypeError(
+                f"start_steps must be a list of {E} ints or None, got "
+                f"{type(start_steps).__name__}"
+            )
         if len(start_steps) != E:
-            raise ValueError(f"start_steps must hold {E} ints (one per member), got "
-                             f"{len(start_steps)}")
+            raise ValueError(
+                f"start_steps must hold {E} ints (one per member), got "
+                f"{len(start_steps)}"
+            )
         for i, k in enumerate(start_steps):
             count(0).check(f"start_steps[{i}]", k)
         start = torch.as_tensor([int(k) for k in start_steps], dtype=torch.long)
     snaps = {int(k) for k in snapshot_steps}
     if snaps and max(snaps) > total:
-        raise ValueError(f"snapshot_steps must lie in [0, {total}] (the recipe's steps), got "
-                         f"{max(snaps)}")
+        raise ValueError(
+            f"snapshot_steps must lie in [0, {total}] (the recipe's steps), got "
+            f"{max(snaps)}"
+        )
     if only_last_layer and freeze_last_layer:
         raise ValueError("only_last_layer and freeze_last_layer exclude each other")
     head = [model.weights[-1]] + ([model.biases[-1]] if model.has_bias else [])
@@ -219,32 +279,66 @@ def fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     else:
         trainable = list(model.parameters())
     # the engine leaves a member that has not started yet untouched (no step, no weight decay)
-    opt = StackedOptimizer(trainable, "sgd", lr=recipe.lr, momentum=recipe.momentum,
-                           weight_decay=recipe.weight_decay, members=E)
+    opt = StackedOptimizer(
+        trainable,
+        "sgd",
+        lr=recipe.lr,
+        momentum=recipe.momentum,
+        weight_decay=recipe.weight_decay,
+        members=E,
+    )
     batches = EpochBatches(n, recipe.batch_size, seeds, device=x.device)
 
     def loss(step: int, idx: torch.Tensor) -> torch.Tensor:
         xb, yb = _member_batch(x, y, idx)
         logits = model(xb)
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.reshape(-1),
-                               reduction="none").view(E, -1).mean(1)
+        return (
+            F.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]),
+                yb.reshape(-1),
+                reduction="none",
+            )
+            .view(E, -1)
+            .mean(1)
+        )
 
     out: dict[int, list[MLP]] = {}
 
     def snapshot(step: int, due: torch.Tensor) -> None:
-        if step in snaps:  # ``step`` updates made: the members before update number ``step``
+        if (
+            step in snaps
+        ):  # ``step`` updates made: the members before update number ``step``
             out[step] = members(model)
 
-    engine.fit(loss, opt, last, batches, check=snapshot if snaps else None, every=1,
-               start=start.tolist(), schedule=lambda step: recipe._lr_factor(step, total))
+    engine.fit(
+        loss,
+        opt,
+        last,
+        batches,
+        check=snapshot if snaps else None,
+        every=1,
+        start=start.tolist(),
+        schedule=lambda step: recipe._lr_factor(step, total),
+    )
     return out
 
 
-
-@boundary(x=Tensor("float", (2, 3)), y=Tensor("int", (1, 2)), width=count(), depth=count(0),
-          num_classes=count())
-def train_nets(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, width: int, depth: int,
-               num_classes: int, recipe: Recipe) -> list[MLP]:
+@boundary(
+    x=Tensor("float", (2, 3)),
+    y=Tensor("int", (1, 2)),
+    width=count(),
+    depth=count(0),
+    num_classes=count(),
+)
+def train_nets(
+    seeds: Sequence[int],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    width: int,
+    depth: int,
+    num_classes: int,
+    recipe: Recipe,
+) -> list[MLP]:
     """Train one MLP per seed (its initialization and its SGD noise), all in one stack.
 
     Parameters
@@ -272,7 +366,8 @@ def train_nets(seeds: Sequence[int], x: torch.Tensor, y: torch.Tensor, width: in
     """
     seeds = check_seeds("seeds", seeds)
     check_labels("y", y, num_classes, n=x.shape[-2])
-    model = BatchedMLP.init(seeds, x.shape[-1], width, depth, num_classes,
-                            device=x.device)
+    model = BatchedMLP.init(
+        seeds, x.shape[-1], width, depth, num_classes, device=x.device
+    )
     fit(model, x, y, recipe, seeds=[10_000 + int(s) for s in seeds])
     return members(model)

@@ -51,11 +51,28 @@ The package follows those sections: ``common`` (shared names and argument checks
 # ``__all__``, the results and networks its functions return, and the building blocks they call.
 from .claims import CLAIMS
 from .common import BINARY_LOSSES, KINDS, OPTIMIZERS
-from .data import (Embedding, label_correlations, off_subspace_direction, orthogonal_shifts,
-                   random_embedding, sample_core, sample_toy, shift_background, ToyConfig, ToyData)
+from .data import (
+    Embedding,
+    label_correlations,
+    off_subspace_direction,
+    orthogonal_shifts,
+    random_embedding,
+    sample_core,
+    sample_toy,
+    shift_background,
+    ToyConfig,
+    ToyData,
+)
 from .networks import init_two_layer, NetSpec, TwoLayerNets
-from .metrics import (activation_asymmetry, bias_equivalence, binary_accuracy,
-                      mean_direction_components, projection_norms, relative_error, signed_asymmetry)
+from .metrics import (
+    activation_asymmetry,
+    bias_equivalence,
+    binary_accuracy,
+    mean_direction_components,
+    projection_norms,
+    relative_error,
+    signed_asymmetry,
+)
 from .training import linear_probe, shift_sweep, ToyHistory, train_two_layer
 from .theory import run_theory, theory_specs, TheoryConfig, ToyResult, VARIANTS
 from .default import ACT_LABELS, DefaultConfig, run_default
@@ -66,11 +83,26 @@ __all__ = [
     # the chapter's claims table
     "CLAIMS",
     # configs and results
-    "DefaultConfig", "DistillConfig", "Mnist1dConfig", "TheoryConfig",
+    "DefaultConfig",
+    "DistillConfig",
+    "Mnist1dConfig",
+    "TheoryConfig",
     # functions
-    "activation_asymmetry", "bias_equivalence", "binary_accuracy", "init_two_layer",
-    "label_correlations", "mean_direction_components", "off_subspace_direction",
-    "orthogonal_shifts", "run_default",
-    "run_distillation", "run_mnist1d", "run_theory", "shift_background", "shift_sweep",
-    "signed_asymmetry", "theory_specs", "train_two_layer",
+    "activation_asymmetry",
+    "bias_equivalence",
+    "binary_accuracy",
+    "init_two_layer",
+    "label_correlations",
+    "mean_direction_components",
+    "off_subspace_direction",
+    "orthogonal_shifts",
+    "run_default",
+    "run_distillation",
+    "run_mnist1d",
+    "run_theory",
+    "shift_background",
+    "shift_sweep",
+    "signed_asymmetry",
+    "theory_specs",
+    "train_two_layer",
 ]

@@ -1,4 +1,5 @@
 """Feature contamination: the names the sections share and their argument checks."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,13 +34,17 @@ class _Signs(Tensor):
             return value
         if not bool(((value == 1) | (value == -1)).all()):
             bad = value[(value != 1) & (value != -1)]
-            raise ValueError(f"{name} must hold the labels -1.0 and +1.0 only, got "
-                             f"{float(bad[0])!r} among its values")
+            raise ValueError(
+                f"{name} must hold the labels -1.0 and +1.0 only, got "
+                f"{float(bad[0])!r} among its values"
+            )
         return value
 
 
-_X = Tensor("float", (2, 3))        # inputs (n, d), or one sample per member (E, n, d)
-_RUN_SEED = Interval(int, 0, 2**32 - 1)  # an experiment derives its seeds as 1000 * seed + k
+_X = Tensor("float", (2, 3))  # inputs (n, d), or one sample per member (E, n, d)
+_RUN_SEED = Interval(
+    int, 0, 2**32 - 1
+)  # an experiment derives its seeds as 1000 * seed + k
 _ACT = Options(tuple(ACTIVATIONS))
 _ACTS = tuple_of(_ACT)
 _REAL = Interval(float)
@@ -51,14 +56,20 @@ def _tensor(name: str, value, ndim: int | tuple[int, ...]) -> torch.Tensor:
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     dims = (ndim,) if isinstance(ndim, int) else ndim
     if value.ndim not in dims:
-        raise ValueError(f"{name} must have {' or '.join(map(str, dims))} dimensions, "
-                         f"got shape {tuple(value.shape)}")
+        raise ValueError(
+            f"{name} must have {' or '.join(map(str, dims))} dimensions, "
+            f"got shape {tuple(value.shape)}"
+        )
     return value
 
 
-def _same_dtype(name: str, value: torch.Tensor, like: torch.Tensor, what: str) -> None:
+def _same_dtype(
+    name: str, value: torch.Tensor, like: torch.Tensor, what: str
+) -> None:
     if value.dtype != like.dtype:
-        raise TypeError(f"{name} must have the dtype of {what} ({like.dtype}), got {value.dtype}")
+        raise TypeError(
+            f"{name} must have the dtype of {what} ({like.dtype}), got {value.dtype}"
+        )
 
 
 def _check_device(name: str, device) -> torch.device:
@@ -78,11 +89,21 @@ def _device(device) -> torch.device:
 def _reals(name: str, values) -> list[float]:
     """A non-empty list, tuple or 1-D array of finite numbers, as a list of floats."""
     if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__len__"):
-        raise TypeError(f"{name} must be a non-empty sequence of finite numbers, got "
-                        f"{type(values).__name__}")
+        raise TypeError(
+            f"{name} must be a non-empty sequence of finite numbers, got "
+            f"{type(values).__name__}"
+        )
     if isinstance(values, (np.ndarray, torch.Tensor)) and values.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {tuple(values.shape)}")
-    values = values.tolist() if isinstance(values, (np.ndarray, torch.Tensor)) else list(values)
+        raise ValueError(
+            f"{name} must be one-dimensional, got shape {tuple(values.shape)}"
+        )
+    values = (
+        values.tolist()
+        if isinstance(values, (np.ndarray, torch.Tensor))
+        else list(values)
+    )
     if not values:
-        raise ValueError(f"{name} must be a non-empty sequence of finite numbers, got []")
+        raise ValueError(
+            f"{name} must be a non-empty sequence of finite numbers, got []"
+        )
     return [float(_REAL.check(f"{name}[{i}]", v)) for i, v in enumerate(values)]

@@ -1,4 +1,5 @@
 """Feature contamination: the data model (Section 4.1 of the paper) and the toy settings."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,7 +11,12 @@ from ..checks import SEED, Boolean, Options, Tensor, boundary, count, nonnegativ
 from ..config import Config, param
 from .common import _check_device, _REAL, _same_dtype, _Signs, _X, KINDS
 
-__all__ = ["label_correlations", "off_subspace_direction", "orthogonal_shifts", "shift_background"]
+__all__ = [
+    "label_correlations",
+    "off_subspace_direction",
+    "orthogonal_shifts",
+    "shift_background",
+]
 
 
 @dataclass(frozen=True)
@@ -28,20 +34,32 @@ class Embedding:
         for name in ("core", "background"):
             Tensor("float", 2).check(f"Embedding.{name}", getattr(self, name))
         if self.background.shape[0] != self.core.shape[0]:
-            raise ValueError(f"Embedding.background must have as many rows as core "
-                             f"({self.core.shape[0]}), got {self.background.shape[0]}")
+            raise ValueError(
+                f"Embedding.background must have as many rows as core "
+                f"({self.core.shape[0]}), got {self.background.shape[0]}"
+            )
         _same_dtype("Embedding.background", self.background, self.core, "core")
         if self.background.device != self.core.device:
-            raise ValueError(f"Embedding.background must be on core's device "
-                             f"({self.core.device}), got {self.background.device}")
+            raise ValueError(
+                f"Embedding.background must be on core's device "
+                f"({self.core.device}), got {self.background.device}"
+            )
         P = torch.cat([self.core, self.background], 1)
         if P.shape[1] > P.shape[0]:
-            raise ValueError(f"Embedding.core and background must have at most {P.shape[0]} "
-                             f"columns together (orthonormal in R^{P.shape[0]}), got {P.shape[1]}")
-        gap = float((P.T @ P - torch.eye(P.shape[1], dtype=P.dtype, device=P.device)).abs().max())
+            raise ValueError(
+                f"Embedding.core and background must have at most {P.shape[0]} "
+                f"columns together (orthonormal in R^{P.shape[0]}), got {P.shape[1]}"
+            )
+        gap = float(
+            (P.T @ P - torch.eye(P.shape[1], dtype=P.dtype, device=P.device))
+            .abs()
+            .max()
+        )
         if gap > 1e-4:
-            raise ValueError("Embedding.core and background must have orthonormal columns "
-                             f"together (P^T P = I), got max |P^T P - I| = {gap:.3g}")
+            raise ValueError(
+                "Embedding.core and background must have orthonormal columns "
+                f"together (P^T P = I), got max |P^T P - I| = {gap:.3g}"
+            )
 
     @property
     def dim(self) -> int:
@@ -53,22 +71,32 @@ class Embedding:
         return Embedding(core=self.core.to(dev), background=self.background.to(dev))
 
     @boundary(z_core=Tensor("float", 2), z_background=Tensor("float", 2))
-    def embed(self, z_core: torch.Tensor, z_background: torch.Tensor) -> torch.Tensor:
+    def embed(
+        self, z_core: torch.Tensor, z_background: torch.Tensor
+    ) -> torch.Tensor:
         """``x = P_c z_c + P_b z_b`` for row vectors ``z_c`` (n, k_c) and ``z_b`` (n, k_b)."""
         _same_dtype("z_core", z_core, self.core, "the embedding")
         _same_dtype("z_background", z_background, self.core, "the embedding")
-        if z_core.shape[1] != self.core.shape[1] or z_background.shape[1] != self.background.shape[1]:
-            raise ValueError(f"z_core must have {self.core.shape[1]} columns and z_background "
-                             f"{self.background.shape[1]}, got {z_core.shape[1]} and "
-                             f"{z_background.shape[1]}")
+        if (
+            z_core.shape[1] != self.core.shape[1]
+            or z_background.shape[1] != self.background.shape[1]
+        ):
+            raise ValueError(
+                f"z_core must have {self.core.shape[1]} columns and z_background "
+                f"{self.background.shape[1]}, got {z_core.shape[1]} and "
+                f"{z_background.shape[1]}"
+            )
         if z_core.shape[0] != z_background.shape[0]:
-            raise ValueError("z_core and z_background must have the same number of rows")
+            raise ValueError(
+                "z_core and z_background must have the same number of rows"
+            )
         return z_core @ self.core.T + z_background @ self.background.T
 
 
 @boundary(d_core=count(), d_background=count(), dim=count(), seed=SEED)
-def random_embedding(d_core: int = 32, d_background: int = 32, dim: int = 256,
-                     seed: int = 0) -> Embedding:
+def random_embedding(
+    d_core: int = 32, d_background: int = 32, dim: int = 256, seed: int = 0
+) -> Embedding:
     """A random orthonormal embedding of ``d_core + d_background`` coordinates into R^dim.
 
     The columns come from the QR decomposition of a Gaussian matrix (Haar-distributed up to signs),
@@ -80,11 +108,17 @@ def random_embedding(d_core: int = 32, d_background: int = 32, dim: int = 256,
         If a size is not a positive int or ``d_core + d_background > dim``.
     """
     if d_core + d_background > dim:
-        raise ValueError(f"d_core + d_background must be <= dim, got {d_core} + {d_background} > {dim}")
+        raise ValueError(
+            f"d_core + d_background must be <= dim, got {d_core} + {d_background} > {dim}"
+        )
     g = torch.Generator().manual_seed(int(seed))
-    q, _ = torch.linalg.qr(torch.randn(dim, d_core + d_background, generator=g, dtype=torch.float64))
+    q, _ = torch.linalg.qr(
+        torch.randn(dim, d_core + d_background, generator=g, dtype=torch.float64)
+    )
     q = q.float()
-    return Embedding(core=q[:, :d_core].contiguous(), background=q[:, d_core:].contiguous())
+    return Embedding(
+        core=q[:, :d_core].contiguous(), background=q[:, d_core:].contiguous()
+    )
 
 
 @dataclass(frozen=True)
@@ -106,8 +140,10 @@ class ToyData:
             v = getattr(self, name)
             rows = v.shape if name == "y" else v.shape[:-1]
             if rows != self.x.shape[:-1]:
-                raise ValueError(f"ToyData.{name} must have one row per point of x "
-                                 f"{tuple(self.x.shape[:-1])}, got shape {tuple(v.shape)}")
+                raise ValueError(
+                    f"ToyData.{name} must have one row per point of x "
+                    f"{tuple(self.x.shape[:-1])}, got shape {tuple(v.shape)}"
+                )
 
 
 @boundary(n=count(2), kind=Options(KINDS), d_core=count())
@@ -117,7 +153,7 @@ def sample_core(n: int, kind: str, d_core: int, generator: torch.Generator):
     Returns ``(z_core (n, d_core), y (n,))`` with the first half of the rows of class +1.
     """
     y = torch.ones(n)
-    y[n // 2:] = -1.0
+    y[n // 2 :] = -1.0
     if kind == "theory":
         z = torch.rand(n, d_core, generator=generator) * y[:, None]
     else:
@@ -128,8 +164,13 @@ def sample_core(n: int, kind: str, d_core: int, generator: torch.Generator):
 
 
 @boundary(n=count(2), kind=Options(KINDS), seed=SEED)
-def sample_toy(n: int, emb: Embedding, kind: str = "theory", seed: int = 0,
-               centred: bool = False) -> ToyData:
+def sample_toy(
+    n: int,
+    emb: Embedding,
+    kind: str = "theory",
+    seed: int = 0,
+    centred: bool = False,
+) -> ToyData:
     """Draw ``n`` balanced training-distribution points: core by ``kind``, background ``U[0,1]``.
 
     With ``centred`` the background is ``U[-1/2, 1/2]`` instead (the same draw minus 1/2): the
@@ -149,8 +190,9 @@ def sample_toy(n: int, emb: Embedding, kind: str = "theory", seed: int = 0,
 
 
 @boundary(x=_X)
-def shift_background(x: torch.Tensor, emb: Embedding,
-                     magnitude: float = 1.0) -> torch.Tensor:
+def shift_background(
+    x: torch.Tensor, emb: Embedding, magnitude: float = 1.0
+) -> torch.Tensor:
     """The OOD shift: subtract ``magnitude`` from every background coordinate.
 
     ``x - magnitude * P_b 1``. The core coordinates ``P_c^T x`` are unchanged, and at
@@ -205,8 +247,10 @@ def off_subspace_direction(emb: Embedding, seed: int = 0) -> torch.Tensor:
     """
     P = torch.cat([emb.core, emb.background], 1)
     if P.shape[1] >= emb.dim:
-        raise ValueError("emb: the core and background subspaces fill R^d (dim "
-                         f"{emb.dim} = d_core + d_background): no direction is left")
+        raise ValueError(
+            "emb: the core and background subspaces fill R^d (dim "
+            f"{emb.dim} = d_core + d_background): no direction is left"
+        )
     g = torch.Generator().manual_seed(int(seed))
     v = torch.randn(emb.dim, generator=g).to(P)
     v = v - P @ (P.T @ v)
@@ -214,8 +258,9 @@ def off_subspace_direction(emb: Embedding, seed: int = 0) -> torch.Tensor:
 
 
 @boundary(n_background=count(), magnitude=_REAL, count=count(), seed=SEED)
-def orthogonal_shifts(n_background: int, magnitude: float, count: int,
-                      seed: int = 0) -> torch.Tensor:
+def orthogonal_shifts(
+    n_background: int, magnitude: float, count: int, seed: int = 0
+) -> torch.Tensor:
     """Random shifts of the background as large as the shift along its mean, orthogonal to it.
 
     Row ``r`` is ``magnitude * sqrt(k) * u_r`` with ``u_r`` a unit vector of ``R^k``
@@ -241,8 +286,10 @@ def orthogonal_shifts(n_background: int, magnitude: float, count: int,
         The shifts, shape ``(count, n_background)``, float32.
     """
     if n_background < 2:
-        raise ValueError(f"n_background must be >= 2 (a direction orthogonal to 1), "
-                         f"got {n_background}")
+        raise ValueError(
+            f"n_background must be >= 2 (a direction orthogonal to 1), "
+            f"got {n_background}"
+        )
     g = torch.Generator().manual_seed(int(seed))
     r = torch.randn(count, n_background, generator=g)
     r = r - r.mean(1, keepdim=True)
@@ -278,7 +325,9 @@ def label_correlations(features: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     f = features.double() - features.double().mean(0)
     t = y.double() - y.double().mean()
     denom = f.norm(dim=0) * t.norm()
-    corr = (f * t[:, None]).sum(0) / torch.where(denom > 0, denom, torch.ones_like(denom))
+    corr = (f * t[:, None]).sum(0) / torch.where(
+        denom > 0, denom, torch.ones_like(denom)
+    )
     return torch.where(denom > 0, corr, torch.zeros_like(corr)).float()
 
 
@@ -304,4 +353,7 @@ class ToyConfig(Config):
 
     def _check_together(self) -> None:
         if self.d_core + self.d_background > self.dim:
-            self._refuse("dim", f">= d_core + d_background = {self.d_core + self.d_background}")
+            self._refuse(
+                "dim",
+                f">= d_core + d_background = {self.d_core + self.d_background}",
+            )

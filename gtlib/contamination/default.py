@@ -1,4 +1,5 @@
 """Feature contamination, experiment 2: the default configuration."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -68,11 +69,20 @@ class DefaultConfig(ToyConfig):
     lr: float = param(1e-3, positive())
     replicates: int = param(8, count())
     record_every: int = param(20, count())
-    activations: tuple[str, ...] = param(("relu",), tuple_of(Options(tuple(ACTIVATIONS))))
+    activations: tuple[str, ...] = param(
+        ("relu",), tuple_of(Options(tuple(ACTIVATIONS)))
+    )
 
 
-ACT_LABELS = {"relu": "ReLU", "gelu": "GELU", "silu": "SiLU", "leaky_relu": "leaky ReLU",
-              "tanh": "tanh", "sigmoid": "sigmoid", "identity": "linear"}
+ACT_LABELS = {
+    "relu": "ReLU",
+    "gelu": "GELU",
+    "silu": "SiLU",
+    "leaky_relu": "leaky ReLU",
+    "tanh": "tanh",
+    "sigmoid": "sigmoid",
+    "identity": "linear",
+}
 
 
 @boundary(seed=_RUN_SEED)
@@ -114,23 +124,51 @@ def run_default(cfg: DefaultConfig, seed: int = 0, device=None) -> ToyResult:
     emb = random_embedding(cfg.d_core, cfg.d_background, cfg.dim, seed=seed)
 
     def stacked(offset: int) -> ToyData:
-        parts = [sample_toy(cfg.n, emb, "default", seed=1000 * seed + 100 * r + offset,
-                            centred=cfg.centred) for r in range(R)] * len(acts)
-        return ToyData(*(torch.stack([getattr(p, k) for p in parts])
-                         for k in ("x", "y", "core", "background")))
+        parts = [
+            sample_toy(
+                cfg.n,
+                emb,
+                "default",
+                seed=1000 * seed + 100 * r + offset,
+                centred=cfg.centred,
+            )
+            for r in range(R)
+        ] * len(acts)
+        return ToyData(
+            *(
+                torch.stack([getattr(p, k) for p in parts])
+                for k in ("x", "y", "core", "background")
+            )
+        )
 
     train, test = stacked(3), stacked(4)
-    specs = [NetSpec(act=a, loss="logistic", optimizer="adamw", lr=cfg.lr,
-                     weight_decay=cfg.weight_decay, label=f"{ACT_LABELS.get(a, a)} (default)")
-             for a in acts for _ in range(R)]
+    specs = [
+        NetSpec(
+            act=a,
+            loss="logistic",
+            optimizer="adamw",
+            lr=cfg.lr,
+            weight_decay=cfg.weight_decay,
+            label=f"{ACT_LABELS.get(a, a)} (default)",
+        )
+        for a in acts
+        for _ in range(R)
+    ]
     seeds = [1000 * seed + 50 + r for _ in acts for r in range(R)]
-    net = init_two_layer([s.act for s in specs], cfg.dim, cfg.width, seeds,
-                         frozen_output=False, bias=True)
+    net = init_two_layer(
+        [s.act for s in specs],
+        cfg.dim,
+        cfg.width,
+        seeds,
+        frozen_output=False,
+        bias=True,
+    )
     W_init = net.W.detach().clone()
     b_init = None if net.b is None else net.b.detach().clone()
     net.to(dev)
     x, y = train.x.to(dev), train.y.to(dev)
-    hist = train_two_layer(net, specs, x, y, cfg.steps, emb.to(dev), x, y,
-                           record_every=cfg.record_every)
+    hist = train_two_layer(
+        net, specs, x, y, cfg.steps, emb.to(dev), x, y, record_every=cfg.record_every
+    )
     net.to("cpu")
     return ToyResult(cfg, emb, train, test, specs, net, W_init, hist, b_init)

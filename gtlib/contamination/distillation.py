@@ -1,4 +1,5 @@
 """Feature contamination, experiment 3: distillation from a background-blind teacher."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,8 +12,13 @@ from ..engine import fit
 from .common import _device, _int, _RUN_SEED
 from .data import random_embedding, sample_toy, shift_background, ToyConfig, ToyData
 from .networks import init_two_layer, NetSpec, TwoLayerNets
-from .metrics import (_binary_loss, relative_error, binary_accuracy, mean_direction_components,
-                      projection_norms)
+from .metrics import (
+    _binary_loss,
+    relative_error,
+    binary_accuracy,
+    mean_direction_components,
+    projection_norms,
+)
 from .training import _optimizer, linear_probe
 
 __all__ = ["DistillConfig", "run_distillation"]
@@ -123,7 +129,9 @@ class DistillResult(Result):
 
 
 @boundary(seed=_RUN_SEED)
-def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillResult:
+def run_distillation(
+    cfg: DistillConfig, seed: int = 0, device=None
+) -> DistillResult:
     """Train the teacher, distill its representation into the student, probe both.
 
     Train the teacher, distill its representation into the student, probe both (see
@@ -151,33 +159,71 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
     """
     dev = _device(device)
     emb = random_embedding(cfg.d_core, cfg.d_background, cfg.dim, seed=seed)
-    train = sample_toy(cfg.n, emb, "default", seed=1000 * seed + 5, centred=cfg.centred)
-    test = sample_toy(cfg.n_test, emb, "default", seed=1000 * seed + 6, centred=cfg.centred)
-    emb, train, test = emb.to(dev), ToyData(*(t.to(dev) for t in (train.x, train.y, train.core, train.background))), \
-        ToyData(*(t.to(dev) for t in (test.x, test.y, test.core, test.background)))
+    train = sample_toy(
+        cfg.n, emb, "default", seed=1000 * seed + 5, centred=cfg.centred
+    )
+    test = sample_toy(
+        cfg.n_test, emb, "default", seed=1000 * seed + 6, centred=cfg.centred
+    )
+    emb, train, test = (
+        emb.to(dev),
+        ToyData(
+            *(t.to(dev) for t in (train.x, train.y, train.core, train.background))
+        ),
+        ToyData(*(t.to(dev) for t in (test.x, test.y, test.core, test.background))),
+    )
     x_ood = shift_background(test.x, emb, 1.0)
 
     # teacher: trained on the core coordinates, then embedded (first layer inside the core subspace)
-    tspec = NetSpec(act="relu", loss="logistic", optimizer="adamw", lr=cfg.lr,
-                    weight_decay=cfg.weight_decay)
-    core_net = init_two_layer(["relu"], cfg.d_core, cfg.width, [1000 * seed + 70],
-                              frozen_output=False, bias=True).to(dev)
-    fit(lambda step, batch: _binary_loss("logistic", core_net._forward(train.core), train.y),
-        _optimizer(core_net.parameters(), [tspec]), _int("teacher_steps", cfg.teacher_steps))
-    teacher = TwoLayerNets(core_net.W.detach() @ emb.core.T, ["relu"], core_net.a.detach(),
-                           b=core_net.b.detach(), c=core_net.c.detach()).to(dev)
+    tspec = NetSpec(
+        act="relu",
+        loss="logistic",
+        optimizer="adamw",
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+    )
+    core_net = init_two_layer(
+        ["relu"],
+        cfg.d_core,
+        cfg.width,
+        [1000 * seed + 70],
+        frozen_output=False,
+        bias=True,
+    ).to(dev)
+    fit(
+        lambda step, batch: _binary_loss(
+            "logistic", core_net._forward(train.core), train.y
+        ),
+        _optimizer(core_net.parameters(), [tspec]),
+        _int("teacher_steps", cfg.teacher_steps),
+    )
+    teacher = TwoLayerNets(
+        core_net.W.detach() @ emb.core.T,
+        ["relu"],
+        core_net.a.detach(),
+        b=core_net.b.detach(),
+        c=core_net.c.detach(),
+    ).to(dev)
 
     # student: same architecture, fits the teacher's representation on ID inputs by MSE
-    student = init_two_layer(["relu"], cfg.dim, cfg.width, [1000 * seed + 71], frozen_output=False,
-                             bias=True).to(dev)
+    student = init_two_layer(
+        ["relu"],
+        cfg.dim,
+        cfg.width,
+        [1000 * seed + 71],
+        frozen_output=False,
+        bias=True,
+    ).to(dev)
     sspec = NetSpec(act="relu", optimizer="adamw", lr=cfg.lr, weight_decay=0.0)
     with torch.no_grad():
-        target, t_test, t_ood = (teacher._hidden(z)[0] for z in (train.x, test.x, x_ood))
-        scale = (target ** 2).sum(-1).mean()
+        target, t_test, t_ood = (
+            teacher._hidden(z)[0] for z in (train.x, test.x, x_ood)
+        )
+        scale = (target**2).sum(-1).mean()
         if cfg.target == "preactivation":
             t_pre = teacher._preactivations(train.x)[0]
-            scale_pre = (t_pre ** 2).sum(-1).mean()
-    with torch.no_grad():                # the never-distilled student, probed as the others
+            scale_pre = (t_pre**2).sum(-1).mean()
+    with torch.no_grad():  # the never-distilled student, probed as the others
         s0 = [student._hidden(z)[0] for z in (train.x, test.x, x_ood)]
     p0 = linear_probe(s0[0], train.y, [(s0[1], test.y), (s0[2], test.y)])
     bg0 = float(projection_norms(student.W.detach(), emb)[1].mean())
@@ -193,51 +239,99 @@ def run_distillation(cfg: DistillConfig, seed: int = 0, device=None) -> DistillR
 
     # the student's output layer is not trained: only W and b go to the optimizer
     def loss_of(net):
-        if cfg.target == "preactivation":  # gate-free: a linear regression on pre-activations
-            return lambda step, batch: ((net._preactivations(train.x) - t_pre) ** 2).sum(
-                -1).mean(-1) / scale_pre
-        return lambda step, batch: ((net._hidden(train.x) - target) ** 2).sum(
-            -1).mean(-1) / scale
+        if (
+            cfg.target == "preactivation"
+        ):  # gate-free: a linear regression on pre-activations
+            return lambda step, batch: (
+                ((net._preactivations(train.x) - t_pre) ** 2).sum(-1).mean(-1)
+                / scale_pre
+            )
+        return lambda step, batch: (
+            ((net._hidden(train.x) - target) ** 2).sum(-1).mean(-1) / scale
+        )
 
     loss = loss_of(student)
     opt = _optimizer([student.W, student.b], [sspec])
-    fit(loss, opt, _int("student_steps", cfg.student_steps), check=record, every=cfg.record_every)
+    fit(
+        loss,
+        opt,
+        _int("student_steps", cfg.student_steps),
+        check=record,
+        every=cfg.record_every,
+    )
     with torch.no_grad():
-        s_train, s_test, s_ood = (student.hidden(z)[0] for z in (train.x, test.x, x_ood))
-        t_acc = {k: float(binary_accuracy(teacher(z)[0], test.y)) for k, z in (("ID", test.x), ("OOD", x_ood))}
+        s_train, s_test, s_ood = (
+            student.hidden(z)[0] for z in (train.x, test.x, x_ood)
+        )
+        t_acc = {
+            k: float(binary_accuracy(teacher(z)[0], test.y))
+            for k, z in (("ID", test.x), ("OOD", x_ood))
+        }
     pt = linear_probe(target, train.y, [(t_test, test.y), (t_ood, test.y)])
     ps = linear_probe(s_train, train.y, [(s_test, test.y), (s_ood, test.y)])
     bg1 = float(projection_norms(student.W.detach(), emb)[1].mean())
     mean1 = float(mean_direction_components(student.W.detach(), emb)[0].abs().mean())
     longer = {}
-    if _int("longer_steps", cfg.longer_steps, minimum=0):   # the same run, continued
+    if _int("longer_steps", cfg.longer_steps, minimum=0):  # the same run, continued
         fit(loss, opt, cfg.longer_steps)
         with torch.no_grad():
-            l_train, l_test, l_ood = (student.hidden(z)[0] for z in (train.x, test.x, x_ood))
+            l_train, l_test, l_ood = (
+                student.hidden(z)[0] for z in (train.x, test.x, x_ood)
+            )
             pl = linear_probe(l_train, train.y, [(l_test, test.y), (l_ood, test.y)])
-            longer = {"steps": cfg.student_steps + cfg.longer_steps,
-                      "error_id": rel(l_test, t_test), "probe_ID": pl[0], "probe_OOD": pl[1],
-                      "background_mean": float(
-                          mean_direction_components(student.W.detach(), emb)[0].abs().mean())}
+            longer = {
+                "steps": cfg.student_steps + cfg.longer_steps,
+                "error_id": rel(l_test, t_test),
+                "probe_ID": pl[0],
+                "probe_OOD": pl[1],
+                "background_mean": float(
+                    mean_direction_components(student.W.detach(), emb)[0]
+                    .abs()
+                    .mean()
+                ),
+            }
     zeroed = {}
-    if cfg.zeroed_student:          # the intervention: no weight along e at initialization
-        z = init_two_layer(["relu"], cfg.dim, cfg.width, [1000 * seed + 71],
-                           frozen_output=False, bias=True).to(dev)
-        u = emb.background.sum(1) / cfg.d_background ** 0.5       # P_b e, a unit vector
+    if cfg.zeroed_student:  # the intervention: no weight along e at initialization
+        z = init_two_layer(
+            ["relu"],
+            cfg.dim,
+            cfg.width,
+            [1000 * seed + 71],
+            frozen_output=False,
+            bias=True,
+        ).to(dev)
+        u = emb.background.sum(1) / cfg.d_background**0.5  # P_b e, a unit vector
         with torch.no_grad():
             z.W -= (z.W @ u)[..., None] * u
             z0 = [z._hidden(v)[0] for v in (train.x, test.x, x_ood)]
         pz0 = linear_probe(z0[0], train.y, [(z0[1], test.y), (z0[2], test.y)])
         fit(loss_of(z), _optimizer([z.W, z.b], [sspec]), cfg.student_steps)
         with torch.no_grad():
-            z_train, z_test, z_ood = (z.hidden(v)[0] for v in (train.x, test.x, x_ood))
+            z_train, z_test, z_ood = (
+                z.hidden(v)[0] for v in (train.x, test.x, x_ood)
+            )
         pz = linear_probe(z_train, train.y, [(z_test, test.y), (z_ood, test.y)])
-        zeroed = {"probe_initial_OOD": pz0[1], "error_id": rel(z_test, t_test),
-                  "probe_ID": pz[0], "probe_OOD": pz[1], "background_mean": float(
-                      mean_direction_components(z.W.detach(), emb)[0].abs().mean())}
-    return DistillResult(teacher_acc=t_acc, probe_teacher={"ID": pt[0], "OOD": pt[1]},
-                         probe_student={"ID": ps[0], "OOD": ps[1]},
-                         probe_initial={"ID": p0[0], "OOD": p0[1]}, error_id=cid[-1],
-                         error_ood=cood[-1], curve_step=steps, curve_id=cid, curve_ood=cood,
-                         student_background_norm=(bg0, bg1), student_background_mean=(mean0, mean1),
-                         longer=longer, zeroed=zeroed)
+        zeroed = {
+            "probe_initial_OOD": pz0[1],
+            "error_id": rel(z_test, t_test),
+            "probe_ID": pz[0],
+            "probe_OOD": pz[1],
+            "background_mean": float(
+                mean_direction_components(z.W.detach(), emb)[0].abs().mean()
+            ),
+        }
+    return DistillResult(
+        teacher_acc=t_acc,
+        probe_teacher={"ID": pt[0], "OOD": pt[1]},
+        probe_student={"ID": ps[0], "OOD": ps[1]},
+        probe_initial={"ID": p0[0], "OOD": p0[1]},
+        error_id=cid[-1],
+        error_ood=cood[-1],
+        curve_step=steps,
+        curve_id=cid,
+        curve_ood=cood,
+        student_background_norm=(bg0, bg1),
+        student_background_mean=(mean0, mean1),
+        longer=longer,
+        zeroed=zeroed,
+    )

@@ -1,4 +1,5 @@
 """Feature contamination: losses and metrics (projections, asymmetries, errors)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,16 +12,21 @@ from .common import _ACT, _same_dtype, _Signs, BINARY_LOSSES
 from .data import Embedding
 
 __all__ = [
-    "activation_asymmetry", "bias_equivalence", "binary_accuracy", "mean_direction_components",
+    "activation_asymmetry",
+    "bias_equivalence",
+    "binary_accuracy",
+    "mean_direction_components",
     "signed_asymmetry",
 ]
 
 
 def _check_outputs(f: torch.Tensor, y: torch.Tensor) -> None:
     """Outputs ``f`` and labels ``y`` that pair up over the last axis (``y`` broadcasts)."""
-    if y.ndim > f.ndim or f.shape[f.ndim - y.ndim:] != y.shape:
-        raise ValueError(f"y must have the shape of f {tuple(f.shape)} or of its last axes, "
-                         f"got {tuple(y.shape)}")
+    if y.ndim > f.ndim or f.shape[f.ndim - y.ndim :] != y.shape:
+        raise ValueError(
+            f"y must have the shape of f {tuple(f.shape)} or of its last axes, "
+            f"got {tuple(y.shape)}"
+        )
 
 
 def _binary_loss(name: str, f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -66,7 +72,9 @@ def _check_weights(W: torch.Tensor, emb: Embedding) -> None:
 
 
 @boundary(W=Tensor("float", (2, 3)))
-def projection_norms(W: torch.Tensor, emb: Embedding) -> tuple[torch.Tensor, torch.Tensor]:
+def projection_norms(
+    W: torch.Tensor, emb: Embedding
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-neuron norms of the first-layer weights projected on the core and background subspaces.
 
     ``||P_c^T w_j||`` and ``||P_b^T w_j||`` for the rows ``w_j`` of ``W`` ((h, d) or (E, h, d)):
@@ -77,8 +85,9 @@ def projection_norms(W: torch.Tensor, emb: Embedding) -> tuple[torch.Tensor, tor
 
 
 @boundary(W=Tensor("float", (2, 3)))
-def mean_direction_components(W: torch.Tensor,
-                              emb: Embedding) -> tuple[torch.Tensor, torch.Tensor]:
+def mean_direction_components(
+    W: torch.Tensor, emb: Embedding
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Split each neuron's background weights ``P_b^T w_j`` along the mean direction.
 
     With ``e = 1 / sqrt(k_b)`` (the unit vector along all ``k_b`` background
@@ -107,17 +116,28 @@ def mean_direction_components(W: torch.Tensor,
     Learn Uncorrelated Features and Fail to Generalize".
     """
     _check_weights(W, emb)
-    v = W @ emb.background                       # P_b^T w_j, (..., h, k_b)
+    v = W @ emb.background  # P_b^T w_j, (..., h, k_b)
     k = v.shape[-1]
-    along = v.sum(-1) / np.sqrt(k)               # e . P_b^T w_j
+    along = v.sum(-1) / np.sqrt(k)  # e . P_b^T w_j
     orth = (v - along[..., None] / np.sqrt(k)).norm(dim=-1)
     return along, orth
 
 
-@boundary(W0=Tensor("float", 2), W1=Tensor("float", 2), b0=Tensor("float", 1),
-          b1=Tensor("float", 1), decay=nonnegative())
-def bias_equivalence(W0: torch.Tensor, W1: torch.Tensor, b0: torch.Tensor, b1: torch.Tensor,
-                     emb: Embedding, decay: float = 1.0) -> dict[str, float]:
+@boundary(
+    W0=Tensor("float", 2),
+    W1=Tensor("float", 2),
+    b0=Tensor("float", 1),
+    b1=Tensor("float", 1),
+    decay=nonnegative(),
+)
+def bias_equivalence(
+    W0: torch.Tensor,
+    W1: torch.Tensor,
+    b0: torch.Tensor,
+    b1: torch.Tensor,
+    emb: Embedding,
+    decay: float = 1.0,
+) -> dict[str, float]:
     """How closely each neuron's weight change along the background mean tracks its bias change.
 
     The gradient of a loss with respect to ``w_j``, projected on the background mean direction
@@ -148,25 +168,41 @@ def bias_equivalence(W0: torch.Tensor, W1: torch.Tensor, b0: torch.Tensor, b1: t
         and ``weight_change`` (the mean ``|d_e|``).
     """
     if W0.shape != W1.shape:
-        raise ValueError(f"W0 and W1 must have the same shape, got {tuple(W0.shape)} and "
-                         f"{tuple(W1.shape)}")
+        raise ValueError(
+            f"W0 and W1 must have the same shape, got {tuple(W0.shape)} and "
+            f"{tuple(W1.shape)}"
+        )
     for name, b in (("b0", b0), ("b1", b1)):
         if b.shape[0] != W0.shape[0]:
-            raise ValueError(f"{name} must have one entry per neuron ({W0.shape[0]}), "
-                             f"got {b.shape[0]}")
+            raise ValueError(
+                f"{name} must have one entry per neuron ({W0.shape[0]}), "
+                f"got {b.shape[0]}"
+            )
     if W0.shape[0] < 2:
-        raise ValueError(f"W0 must have at least two neurons (rows), got {W0.shape[0]}")
+        raise ValueError(
+            f"W0 must have at least two neurons (rows), got {W0.shape[0]}"
+        )
     a0, _ = mean_direction_components(W0, emb)
     a1, _ = mean_direction_components(W1, emb)
     de = (a1 - decay * a0).double()
     db = (b1 - decay * b0).double()
-    if float(db.abs().max()) == 0.0 or float(db.std()) == 0.0 or float(de.std()) == 0.0:
-        raise ValueError("b1: the corrected bias changes (and the weight changes along e) must "
-                         "vary across neurons to define a slope and a correlation")
+    if (
+        float(db.abs().max()) == 0.0
+        or float(db.std()) == 0.0
+        or float(de.std()) == 0.0
+    ):
+        raise ValueError(
+            "b1: the corrected bias changes (and the weight changes along e) must "
+            "vary across neurons to define a slope and a correlation"
+        )
     corr = float(torch.corrcoef(torch.stack([de, db]))[0, 1])
-    return {"slope": float((de * db).sum() / (db * db).sum()), "corr": corr,
-            "bias_change": float((b1 - b0).abs().mean()), "bias_move": float(db.abs().mean()),
-            "weight_change": float(de.abs().mean())}
+    return {
+        "slope": float((de * db).sum() / (db * db).sum()),
+        "corr": corr,
+        "bias_change": float((b1 - b0).abs().mean()),
+        "bias_move": float(db.abs().mean()),
+        "weight_change": float(de.abs().mean()),
+    }
 
 
 @boundary(pre=Tensor("float", (2, 3)), y=_Signs())
@@ -198,7 +234,9 @@ def activation_asymmetry(pre: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     Uncorrelated Features and Fail to Generalize".
     """
     if pre.shape[-2] != y.shape[0]:
-        raise ValueError(f"pre must have one row per label ({y.shape[0]}), got {pre.shape[-2]}")
+        raise ValueError(
+            f"pre must have one row per label ({y.shape[0]}), got {pre.shape[-2]}"
+        )
     pos, neg = y > 0, y < 0
     if not pos.any() or not neg.any():
         raise ValueError("y must contain both classes -1 and +1")
@@ -206,10 +244,12 @@ def activation_asymmetry(pre: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return (active[..., pos, :].mean(-2) - active[..., neg, :].mean(-2)).abs()
 
 
-@boundary(pre=Tensor("float", (2, 3)), y=_Signs(), a=Tensor("float", (1, 2)),
-          act=_ACT)
-def signed_asymmetry(pre: torch.Tensor, y: torch.Tensor, a: torch.Tensor,
-                     act: str = "relu") -> torch.Tensor:
+@boundary(
+    pre=Tensor("float", (2, 3)), y=_Signs(), a=Tensor("float", (1, 2)), act=_ACT
+)
+def signed_asymmetry(
+    pre: torch.Tensor, y: torch.Tensor, a: torch.Tensor, act: str = "relu"
+) -> torch.Tensor:
     """Per-neuron ``sign(a_j) (E[act'(pre_j) | y=+1] - E[act'(pre_j) | y=-1])``.
 
     For ReLU, ``act'`` is 1 on active units and 0 elsewhere, so this is
@@ -241,11 +281,13 @@ def signed_asymmetry(pre: torch.Tensor, y: torch.Tensor, a: torch.Tensor,
         The signed asymmetry of every neuron.
     """
     if a.shape[-1] != pre.shape[-1]:
-        raise ValueError(f"a must have one entry per neuron ({pre.shape[-1]}), "
-                         f"got {a.shape[-1]}")
+        raise ValueError(
+            f"a must have one entry per neuron ({pre.shape[-1]}), got {a.shape[-1]}"
+        )
     if pre.shape[-2] != y.shape[0]:
-        raise ValueError(f"pre must have one row per label ({y.shape[0]}), "
-                         f"got {pre.shape[-2]}")
+        raise ValueError(
+            f"pre must have one row per label ({y.shape[0]}), got {pre.shape[-2]}"
+        )
     pos, neg = y > 0, y < 0
     if not pos.any() or not neg.any():
         raise ValueError("y must contain both classes -1 and +1")
@@ -262,10 +304,11 @@ def signed_asymmetry(pre: torch.Tensor, y: torch.Tensor, a: torch.Tensor,
 def relative_error(h: torch.Tensor, target: torch.Tensor) -> float:
     """``sum ||h - target||^2 / sum ||target||^2``: the relative error of a representation fit."""
     if h.shape != target.shape:
-        raise ValueError(f"h and target must have the same shape, got {tuple(h.shape)} and "
-                         f"{tuple(target.shape)}")
-    denom = float((target ** 2).sum())
+        raise ValueError(
+            f"h and target must have the same shape, got {tuple(h.shape)} and "
+            f"{tuple(target.shape)}"
+        )
+    denom = float((target**2).sum())
     if denom == 0:
         raise ValueError("target must not be identically zero")
     return float(((h - target) ** 2).sum()) / denom
-

@@ -1,11 +1,21 @@
 """Feature contamination, experiment 4: MNIST-1D with background coordinates."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
 
-from ..checks import Boolean, Interval, Tensor, boundary, count, nonnegative, positive, tuple_of
+from ..checks import (
+    Boolean,
+    Interval,
+    Tensor,
+    boundary,
+    count,
+    nonnegative,
+    positive,
+    tuple_of,
+)
 from ..config import Config, param
 from .common import _device, _int, _RUN_SEED
 from .data import orthogonal_shifts
@@ -79,7 +89,9 @@ class Mnist1dConfig(Config):
     batch_size: int = param(128, count())
     lr: float = param(1e-3, positive())
     weight_decay: float = param(1e-2, nonnegative())
-    magnitudes: tuple[float, ...] = param((0.0, 0.25, 0.5, 0.75, 1.0), tuple_of(Interval(float)))
+    magnitudes: tuple[float, ...] = param(
+        (0.0, 0.25, 0.5, 0.75, 1.0), tuple_of(Interval(float))
+    )
     centred_mlp: bool = param(False, Boolean())
     centred_linear: bool = param(False, Boolean())
     constant: bool = param(False, Boolean())
@@ -89,9 +101,13 @@ class Mnist1dConfig(Config):
 
 
 @boundary(x=Tensor("float", 2), n_background=count())
-def append_background(x: torch.Tensor, n_background: int, generator: torch.Generator) -> torch.Tensor:
+def append_background(
+    x: torch.Tensor, n_background: int, generator: torch.Generator
+) -> torch.Tensor:
     """``x`` with ``n_background`` extra ``U[0,1]`` columns drawn independently of everything else."""
-    return torch.cat([x, torch.rand(x.shape[0], n_background, generator=generator)], 1)
+    return torch.cat(
+        [x, torch.rand(x.shape[0], n_background, generator=generator)], 1
+    )
 
 
 @boundary(x=Tensor("float", 2), n_background=count())
@@ -152,17 +168,26 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
 
     dev = _device(device)
     if 0.0 not in cfg.magnitudes or 1.0 not in cfg.magnitudes:
-        raise ValueError(f"cfg.magnitudes must contain 0.0 and 1.0, got {cfg.magnitudes}")
+        raise ValueError(
+            f"cfg.magnitudes must contain 0.0 and 1.0, got {cfg.magnitudes}"
+        )
     ds = mnist1d(cfg.n_train, cfg.n_test, device="cpu")
     g = torch.Generator().manual_seed(1000 * seed + 8)
     x_tr = append_background(ds.x, cfg.n_background, g)
     x_te = append_background(ds.x_test, cfg.n_background, g)
 
-    x_tr, x_te, y_tr, y_te = x_tr.to(dev), x_te.to(dev), ds.y.to(dev), ds.y_test.to(dev)
+    x_tr, x_te, y_tr, y_te = (
+        x_tr.to(dev),
+        x_te.to(dev),
+        ds.y.to(dev),
+        ds.y_test.to(dev),
+    )
     k = cfg.n_background
-    models = {"ReLU MLP": (cfg.depth, cfg.width, slice(None), 0, 0.0),
-              "linear": (0, 1, slice(None), 1, 0.0),
-              "background only": (0, 1, slice(x_tr.shape[1] - k, None), 2, 0.0)}
+    models = {
+        "ReLU MLP": (cfg.depth, cfg.width, slice(None), 0, 0.0),
+        "linear": (0, 1, slice(None), 1, 0.0),
+        "background only": (0, 1, slice(x_tr.shape[1] - k, None), 2, 0.0),
+    }
     if cfg.centred_mlp:
         models["ReLU MLP, centred"] = (cfg.depth, cfg.width, slice(None), 0, 0.5)
     if cfg.centred_linear:
@@ -173,7 +198,7 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
     out = {"magnitudes": list(cfg.magnitudes), "chance": 1.0 / ds.num_classes}
 
     def one(depth, width, cols, offset, init_seed, batch_seed):
-        if offset is None:                   # constant padding: every background coordinate 1/2
+        if offset is None:  # constant padding: every background coordinate 1/2
             xtr, xte = x_tr.clone(), x_te.clone()
             xtr[:, -k:], xte[:, -k:] = 0.5, 0.5
         else:
@@ -181,37 +206,59 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(init_seed)
             model = MLP(xtr[:, cols].shape[1], width, depth, ds.num_classes).to(dev)
-        tcfg = TrainConfig(optimizer="adamw", lr=cfg.lr, weight_decay=cfg.weight_decay,
-                           batch_size=cfg.batch_size, epochs=cfg.epochs, seed=batch_seed,
-                           check_every=10 ** 9)
+        tcfg = TrainConfig(
+            optimizer="adamw",
+            lr=cfg.lr,
+            weight_decay=cfg.weight_decay,
+            batch_size=cfg.batch_size,
+            epochs=cfg.epochs,
+            seed=batch_seed,
+            check_every=10**9,
+        )
         train(model, xtr[:, cols], y_tr, tcfg)
         with torch.no_grad():
-            res = {"train": accuracy(model(xtr[:, cols]), y_tr),
-                   "shift": [accuracy(model(shift_last(xte, k, m)[:, cols]), y_te)
-                             for m in cfg.magnitudes]}
+            res = {
+                "train": accuracy(model(xtr[:, cols]), y_tr),
+                "shift": [
+                    accuracy(model(shift_last(xte, k, m)[:, cols]), y_te)
+                    for m in cfg.magnitudes
+                ],
+            }
             neg = xte.clone()
-            neg[:, -k:] = -neg[:, -k:]          # the background negated: z_b -> -z_b
+            neg[:, -k:] = -neg[:, -k:]  # the background negated: z_b -> -z_b
             res["negated"] = accuracy(model(neg[:, cols]), y_te)
         res["ID"] = res["shift"][list(cfg.magnitudes).index(0.0)]
         res["OOD"] = res["shift"][list(cfg.magnitudes).index(1.0)]
         return res
 
     for name, (depth, width, cols, i, offset) in models.items():
-        out[name] = one(depth, width, cols, offset, 1000 * seed + 80 + i, 1000 * seed + 90 + i)
+        out[name] = one(
+            depth, width, cols, offset, 1000 * seed + 80 + i, 1000 * seed + 90 + i
+        )
     reps = []
     for j in range(_int("null_replicates", cfg.null_replicates, minimum=0)):
-        gj = torch.Generator().manual_seed(1000 * seed + 400 + j)    # a fresh background draw
+        gj = torch.Generator().manual_seed(
+            1000 * seed + 400 + j
+        )  # a fresh background draw
         x_tr = append_background(ds.x, k, gj).to(dev)
         x_te = append_background(ds.x_test, k, gj).to(dev)
         init, batches = 1000 * seed + 200 + j, 1000 * seed + 300 + j
-        reps.append({"uniform": one(0, 1, slice(None), 0.0, init, batches),
-                     "centred": one(0, 1, slice(None), 0.5, init, batches),
-                     "centred, again": one(0, 1, slice(None), 0.5, init + 400, batches + 400)})
+        reps.append(
+            {
+                "uniform": one(0, 1, slice(None), 0.0, init, batches),
+                "centred": one(0, 1, slice(None), 0.5, init, batches),
+                "centred, again": one(
+                    0, 1, slice(None), 0.5, init + 400, batches + 400
+                ),
+            }
+        )
     if reps:
         out["linear replicates"] = reps
     mlps, m = [], cfg.direction_magnitude
     for j in range(_int("mlp_replicates", cfg.mlp_replicates, minimum=0)):
-        gj = torch.Generator().manual_seed(1000 * seed + 500 + j)    # a fresh background draw
+        gj = torch.Generator().manual_seed(
+            1000 * seed + 500 + j
+        )  # a fresh background draw
         x_tr = append_background(ds.x, k, gj).to(dev)
         x_te = append_background(ds.x_test, k, gj).to(dev)
         dirs = orthogonal_shifts(k, m, 5, seed=1000 * seed + 450 + j).to(x_te)
@@ -221,18 +268,29 @@ def run_mnist1d(cfg: Mnist1dConfig, seed: int = 0, device=None) -> dict:
 
         rep = {}
         for name, depth, width in (("MLP", cfg.depth, cfg.width), ("linear", 0, 1)):
-            with torch.random.fork_rng(devices=[]):      # same seeds: the linear classifier
+            with torch.random.fork_rng(
+                devices=[]
+            ):  # same seeds: the linear classifier
                 torch.manual_seed(1000 * seed + 800 + j)  # sees the MLP's batches
                 model = MLP(x_tr.shape[1], width, depth, ds.num_classes).to(dev)
-            tcfg = TrainConfig(optimizer="adamw", lr=cfg.lr, weight_decay=cfg.weight_decay,
-                               batch_size=cfg.batch_size, epochs=cfg.epochs,
-                               seed=1000 * seed + 900 + j, check_every=10 ** 9)
+            tcfg = TrainConfig(
+                optimizer="adamw",
+                lr=cfg.lr,
+                weight_decay=cfg.weight_decay,
+                batch_size=cfg.batch_size,
+                epochs=cfg.epochs,
+                seed=1000 * seed + 900 + j,
+                check_every=10**9,
+            )
             train(model, x_tr, y_tr, tcfg)
             with torch.no_grad():
-                rep[name] = {"ID": accuracy(model(x_te), y_te),
-                             "along": accuracy(model(shift_last(x_te, k, m)), y_te),
-                             "orthogonal": [accuracy(model(x_te - pad(v)), y_te)
-                                            for v in dirs]}
+                rep[name] = {
+                    "ID": accuracy(model(x_te), y_te),
+                    "along": accuracy(model(shift_last(x_te, k, m)), y_te),
+                    "orthogonal": [
+                        accuracy(model(x_te - pad(v)), y_te) for v in dirs
+                    ],
+                }
         mlps.append({**rep["MLP"], "linear": rep["linear"]})
     if mlps:
         out["MLP replicates"] = mlps

@@ -1,4 +1,5 @@
 """Feature contamination: two-layer networks, E of them at once."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,8 +8,18 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..checks import (SEED, InstanceOf, Options, Tensor, boundary, count, fraction, nonnegative,
-                      positive, tuple_of)
+from ..checks import (
+    SEED,
+    InstanceOf,
+    Options,
+    Tensor,
+    boundary,
+    count,
+    fraction,
+    nonnegative,
+    positive,
+    tuple_of,
+)
 from ..config import Config, param
 from ..models import ACTIVATIONS, activation
 from .common import _ACTS, _same_dtype, _X, BINARY_LOSSES, OPTIMIZERS
@@ -58,23 +69,40 @@ class TwoLayerNets(torch.nn.Module):
         If False, ``a`` (and ``c``) are frozen buffers, as in the paper's theory configuration.
     """
 
-    @boundary(W=Tensor("float", 3), acts=_ACTS, a=Tensor("float", 2),
-              b=Tensor("float", 2, optional=True), c=Tensor("float", 1, optional=True))
-    def __init__(self, W: torch.Tensor, acts: Sequence[str], a: torch.Tensor,
-                 b: torch.Tensor | None = None, c: torch.Tensor | None = None,
-                 train_output: bool = False):
+    @boundary(
+        W=Tensor("float", 3),
+        acts=_ACTS,
+        a=Tensor("float", 2),
+        b=Tensor("float", 2, optional=True),
+        c=Tensor("float", 1, optional=True),
+    )
+    def __init__(
+        self,
+        W: torch.Tensor,
+        acts: Sequence[str],
+        a: torch.Tensor,
+        b: torch.Tensor | None = None,
+        c: torch.Tensor | None = None,
+        train_output: bool = False,
+    ):
         super().__init__()
         E, h, _ = W.shape
         if len(acts) != E:
-            raise ValueError(f"acts must have one entry per member ({E}), got {len(acts)}")
+            raise ValueError(
+                f"acts must have one entry per member ({E}), got {len(acts)}"
+            )
         for name, v, shape in (("a", a, (E, h)), ("b", b, (E, h)), ("c", c, (E,))):
             if v is None:
                 continue
             if tuple(v.shape) != shape:
-                raise ValueError(f"{name} must have shape {shape}, got {tuple(v.shape)}")
+                raise ValueError(
+                    f"{name} must have shape {shape}, got {tuple(v.shape)}"
+                )
             _same_dtype(name, v, W, "W")
             if v.device != W.device:
-                raise ValueError(f"{name} must be on W's device ({W.device}), got {v.device}")
+                raise ValueError(
+                    f"{name} must be on W's device ({W.device}), got {v.device}"
+                )
         self.acts = list(acts)
         self.W = torch.nn.Parameter(W.detach().clone())
         self.b = None if b is None else torch.nn.Parameter(b.detach().clone())
@@ -106,10 +134,14 @@ class TwoLayerNets(torch.nn.Module):
         of the weights' dtype (else an error naming ``name``)."""
         _X.check(name, x)
         if x.shape[-1] != self.W.shape[2]:
-            raise ValueError(f"{name} must have {self.W.shape[2]} columns, got {x.shape[-1]}")
+            raise ValueError(
+                f"{name} must have {self.W.shape[2]} columns, got {x.shape[-1]}"
+            )
         if x.ndim == 3 and x.shape[0] != self.W.shape[0]:
-            raise ValueError(f"{name} (E, n, d) must have one sample per member "
-                             f"({self.W.shape[0]}), got {x.shape[0]}")
+            raise ValueError(
+                f"{name} (E, n, d) must have one sample per member "
+                f"({self.W.shape[0]}), got {x.shape[0]}"
+            )
         _same_dtype(name, x, self.W, "the weights")
         return x
 
@@ -134,8 +166,10 @@ class TwoLayerNets(torch.nn.Module):
         pre = self._preactivations(x)
         if len(self._groups) == 1:
             return activation(self._groups[0][0])(pre)
-        parts = [activation(name)(pre[getattr(self, f"_group{k}")])
-                 for k, (name, _) in enumerate(self._groups)]
+        parts = [
+            activation(name)(pre[getattr(self, f"_group{k}")])
+            for k, (name, _) in enumerate(self._groups)
+        ]
         return torch.cat(parts)[self._inverse]
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -144,8 +178,14 @@ class TwoLayerNets(torch.nn.Module):
 
 
 @boundary(acts=_ACTS, dim=count(), width=count(), seeds=tuple_of(SEED))
-def init_two_layer(acts: Sequence[str], dim: int, width: int, seeds: Sequence[int],
-                   frozen_output: bool = True, bias: bool = False) -> TwoLayerNets:
+def init_two_layer(
+    acts: Sequence[str],
+    dim: int,
+    width: int,
+    seeds: Sequence[int],
+    frozen_output: bool = True,
+    bias: bool = False,
+) -> TwoLayerNets:
     """E freshly initialized two-layer networks, member ``e`` seeded by ``seeds[e]``.
 
     First-layer weights (and biases) use PyTorch's ``nn.Linear`` default, ``U(-1/sqrt(d), 1/sqrt(d))``.
@@ -182,10 +222,14 @@ def init_two_layer(acts: Sequence[str], dim: int, width: int, seeds: Sequence[in
         ``width`` with ``frozen_output``.
     """
     if len(acts) != len(seeds):
-        raise ValueError(f"acts and seeds must have equal lengths, got {len(acts)} "
-                         f"and {len(seeds)}")
+        raise ValueError(
+            f"acts and seeds must have equal lengths, got {len(acts)} "
+            f"and {len(seeds)}"
+        )
     if frozen_output and width % 2:
-        raise ValueError(f"width must be even with a frozen output layer, got {width}")
+        raise ValueError(
+            f"width must be even with a frozen output layer, got {width}"
+        )
     Ws, bs, as_, cs = [], [], [], []
     for s in seeds:
         g = torch.Generator().manual_seed(int(s))
@@ -193,13 +237,23 @@ def init_two_layer(acts: Sequence[str], dim: int, width: int, seeds: Sequence[in
         Ws.append((torch.rand(width, dim, generator=g) * 2 - 1) * lim)
         bs.append((torch.rand(width, generator=g) * 2 - 1) * lim)
         if frozen_output:
-            as_.append(torch.cat([torch.full((width // 2,), 1.0 / width),
-                                  torch.full((width // 2,), -1.0 / width)]))
+            as_.append(
+                torch.cat(
+                    [
+                        torch.full((width // 2,), 1.0 / width),
+                        torch.full((width // 2,), -1.0 / width),
+                    ]
+                )
+            )
         else:
             lim2 = 1.0 / np.sqrt(width)
             as_.append((torch.rand(width, generator=g) * 2 - 1) * lim2)
             cs.append((torch.rand((), generator=g) * 2 - 1) * lim2)
-    return TwoLayerNets(torch.stack(Ws), acts, torch.stack(as_),
-                        b=torch.stack(bs) if bias else None,
-                        c=torch.stack(cs) if (bias and not frozen_output) else None,
-                        train_output=not frozen_output)
+    return TwoLayerNets(
+        torch.stack(Ws),
+        acts,
+        torch.stack(as_),
+        b=torch.stack(bs) if bias else None,
+        c=torch.stack(cs) if (bias and not frozen_output) else None,
+        train_output=not frozen_output,
+    )

@@ -1,11 +1,21 @@
 """Feature contamination, experiment 1: the theory configuration and its variants."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
 import torch
 
-from ..checks import Boolean, InstanceOf, Tensor, boundary, count, fraction, positive, tuple_of
+from ..checks import (
+    Boolean,
+    InstanceOf,
+    Tensor,
+    boundary,
+    count,
+    fraction,
+    positive,
+    tuple_of,
+)
 from ..config import Result, param
 from .common import _device, _int, _RUN_SEED
 from .data import Embedding, random_embedding, sample_toy, ToyConfig, ToyData
@@ -15,7 +25,15 @@ from .training import ToyHistory, train_two_layer
 __all__ = ["TheoryConfig", "run_theory", "theory_specs"]
 
 
-VARIANTS = ("GELU", "SiLU", "leaky ReLU", "tanh", "sigmoid", "AdamW", "logistic loss")
+VARIANTS = (
+    "GELU",
+    "SiLU",
+    "leaky ReLU",
+    "tanh",
+    "sigmoid",
+    "AdamW",
+    "logistic loss",
+)
 
 
 @dataclass
@@ -74,7 +92,9 @@ class TheoryConfig(ToyConfig):
     Uncorrelated Features and Fail to Generalize".
     """
 
-    FULL = dict(steps=20_000, lr=1e-3, adamw_lr=1e-3, seeds_per_variant=3, record_every=200)
+    FULL = dict(
+        steps=20_000, lr=1e-3, adamw_lr=1e-3, seeds_per_variant=3, record_every=200
+    )
 
     n_test: int = param(1000, count())
     steps: int = param(400, count())
@@ -84,7 +104,9 @@ class TheoryConfig(ToyConfig):
     bias: bool = param(True, Boolean())
     seeds_per_variant: int = param(1, count())
     record_every: int = param(10, count())
-    variants: tuple[str, ...] = param(VARIANTS, tuple_of(InstanceOf(str), min_len=0, distinct=True))
+    variants: tuple[str, ...] = param(
+        VARIANTS, tuple_of(InstanceOf(str), min_len=0, distinct=True)
+    )
 
 
 @boundary()
@@ -101,8 +123,15 @@ def theory_specs(cfg: TheoryConfig) -> list[NetSpec]:
     list[NetSpec]
         One spec per network.
     """
-    base = NetSpec(act="relu", loss="hinge", optimizer="sgd", lr=cfg.lr, momentum=cfg.momentum,
-                   weight_decay=cfg.weight_decay, label="ReLU")
+    base = NetSpec(
+        act="relu",
+        loss="hinge",
+        optimizer="sgd",
+        lr=cfg.lr,
+        momentum=cfg.momentum,
+        weight_decay=cfg.weight_decay,
+        label="ReLU",
+    )
     table = {
         "linear": replace(base, act="identity", label="linear"),
         "GELU": replace(base, act="gelu", label="GELU"),
@@ -115,7 +144,9 @@ def theory_specs(cfg: TheoryConfig) -> list[NetSpec]:
     }
     unknown = [v for v in cfg.variants if v not in table or v == "linear"]
     if unknown:
-        raise ValueError(f"variants must be among {sorted(set(table) - {'linear'})}, got {unknown}")
+        raise ValueError(
+            f"variants must be among {sorted(set(table) - {'linear'})}, got {unknown}"
+        )
     return [base, table["linear"]] + [table[v] for v in cfg.variants]
 
 
@@ -134,7 +165,9 @@ class ToyResult(Result):
     b_init: torch.Tensor | None = None
 
     @boundary(x=Tensor("float", 2))
-    def preactivations(self, x: torch.Tensor, label: str, initial: bool = False) -> torch.Tensor:
+    def preactivations(
+        self, x: torch.Tensor, label: str, initial: bool = False
+    ) -> torch.Tensor:
         """Pre-activations ``(n, h)`` of the first member called ``label`` for inputs ``x``
         ``(n, d)``, trained or at initialization."""
         i = self.members(label)[0]
@@ -150,8 +183,10 @@ class ToyResult(Result):
         """Indices of the members whose spec is called ``label``."""
         idx = [i for i, s in enumerate(self.specs) if s.name == label]
         if not idx:
-            raise ValueError(f"label must name a member, one of "
-                             f"{sorted({s.name for s in self.specs})}, got {label!r}")
+            raise ValueError(
+                f"label must name a member, one of "
+                f"{sorted({s.name for s in self.specs})}, got {label!r}"
+            )
         return idx
 
     @boundary()
@@ -195,16 +230,38 @@ def run_theory(cfg: TheoryConfig, seed: int = 0, device=None) -> ToyResult:
     """
     dev = _device(device)
     emb = random_embedding(cfg.d_core, cfg.d_background, cfg.dim, seed=seed)
-    train = sample_toy(cfg.n, emb, "theory", seed=1000 * seed + 1, centred=cfg.centred)
-    test = sample_toy(cfg.n_test, emb, "theory", seed=1000 * seed + 2, centred=cfg.centred)
-    specs = [s for s in theory_specs(cfg) for _ in range(_int("seeds_per_variant", cfg.seeds_per_variant))]
-    net = init_two_layer([s.act for s in specs], cfg.dim, cfg.width,
-                         [1000 * seed + 10 + i for i in range(len(specs))], frozen_output=True,
-                         bias=cfg.bias)
+    train = sample_toy(
+        cfg.n, emb, "theory", seed=1000 * seed + 1, centred=cfg.centred
+    )
+    test = sample_toy(
+        cfg.n_test, emb, "theory", seed=1000 * seed + 2, centred=cfg.centred
+    )
+    specs = [
+        s
+        for s in theory_specs(cfg)
+        for _ in range(_int("seeds_per_variant", cfg.seeds_per_variant))
+    ]
+    net = init_two_layer(
+        [s.act for s in specs],
+        cfg.dim,
+        cfg.width,
+        [1000 * seed + 10 + i for i in range(len(specs))],
+        frozen_output=True,
+        bias=cfg.bias,
+    )
     W_init = net.W.detach().clone()
     b_init = None if net.b is None else net.b.detach().clone()
     net.to(dev)
-    hist = train_two_layer(net, specs, train.x.to(dev), train.y.to(dev), cfg.steps, emb.to(dev),
-                           test.x.to(dev), test.y.to(dev), record_every=cfg.record_every)
+    hist = train_two_layer(
+        net,
+        specs,
+        train.x.to(dev),
+        train.y.to(dev),
+        cfg.steps,
+        emb.to(dev),
+        test.x.to(dev),
+        test.y.to(dev),
+        record_every=cfg.record_every,
+    )
     net.to("cpu")
     return ToyResult(cfg, emb, train, test, specs, net, W_init, hist, b_init)

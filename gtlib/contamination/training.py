@@ -1,4 +1,5 @@
 """Feature contamination: training with gtlib.engine's loop, full batch, E members."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,7 +14,12 @@ from ..engine import StackedOptimizer, fit
 from .common import _reals, _same_dtype, _Signs, _X
 from .data import Embedding, shift_background
 from .networks import NetSpec, TwoLayerNets
-from .metrics import _binary_accuracy, _binary_loss, projection_norms, mean_direction_components
+from .metrics import (
+    _binary_accuracy,
+    _binary_loss,
+    projection_norms,
+    mean_direction_components,
+)
 
 __all__ = ["shift_sweep", "train_two_layer"]
 
@@ -27,10 +33,14 @@ def _optimizer(params, specs: Sequence[NetSpec]) -> StackedOptimizer:
     ``params`` carry the member axis first; those that do not require grad (a frozen output
     layer) are left out.
     """
-    return StackedOptimizer([p for p in params if p.requires_grad],
-                            optimizer=[s.optimizer for s in specs], lr=[s.lr for s in specs],
-                            momentum=[s.momentum for s in specs],
-                            weight_decay=[s.weight_decay for s in specs], members=len(specs))
+    return StackedOptimizer(
+        [p for p in params if p.requires_grad],
+        optimizer=[s.optimizer for s in specs],
+        lr=[s.lr for s in specs],
+        momentum=[s.momentum for s in specs],
+        weight_decay=[s.weight_decay for s in specs],
+        members=len(specs),
+    )
 
 
 @dataclass
@@ -52,50 +62,83 @@ class ToyHistory(Result):
         """A recorded curve as a ``(records, E)`` array."""
         Options(_CURVES).check("name", name)
         if not getattr(self, name):
-            raise ValueError(f"name: the curve {name!r} was not recorded (the ID and OOD curves "
-                             "need a test set)")
+            raise ValueError(
+                f"name: the curve {name!r} was not recorded (the ID and OOD curves "
+                "need a test set)"
+            )
         return torch.stack(getattr(self, name)).cpu().numpy()
 
 
 _CURVES = tuple(f for f in ToyHistory.__dataclass_fields__ if f != "step")
 
 
-def _member_losses(specs: Sequence[NetSpec], f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def _member_losses(
+    specs: Sequence[NetSpec], f: torch.Tensor, y: torch.Tensor
+) -> torch.Tensor:
     hinge = torch.tensor([s.loss == "hinge" for s in specs], device=f.device)
     if hinge.all():
         return _binary_loss("hinge", f, y)
     if not hinge.any():
         return _binary_loss("logistic", f, y)
-    return torch.where(hinge, _binary_loss("hinge", f, y), _binary_loss("logistic", f, y))
+    return torch.where(
+        hinge, _binary_loss("hinge", f, y), _binary_loss("logistic", f, y)
+    )
 
 
 def _check_specs(specs: Sequence[NetSpec], net: TwoLayerNets) -> None:
     if len(specs) != net.size:
-        raise ValueError(f"specs must have one entry per member ({net.size}), got {len(specs)}")
+        raise ValueError(
+            f"specs must have one entry per member ({net.size}), got {len(specs)}"
+        )
     for e, s in enumerate(specs):
         if s.act != net.acts[e]:
-            raise ValueError(f"specs[{e}].act is {s.act!r} but the net's member {e} uses "
-                             f"{net.acts[e]!r}")
+            raise ValueError(
+                f"specs[{e}].act is {s.act!r} but the net's member {e} uses "
+                f"{net.acts[e]!r}"
+            )
 
 
-def _check_sample(net: TwoLayerNets, emb: Embedding, x: torch.Tensor, y: torch.Tensor,
-                  names: tuple[str, str] = ("x", "y")) -> None:
+def _check_sample(
+    net: TwoLayerNets,
+    emb: Embedding,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    names: tuple[str, str] = ("x", "y"),
+) -> None:
     """Inputs the members read and their labels, in the embedding's space."""
     net._check_input(x, names[0])
     if x.shape[:-1] != y.shape:
-        raise ValueError(f"{names[0]} (n, d) or (E, n, d) and {names[1]} (n,) or (E, n) must "
-                         f"match, got {tuple(x.shape)} and {tuple(y.shape)}")
+        raise ValueError(
+            f"{names[0]} (n, d) or (E, n, d) and {names[1]} (n,) or (E, n) must "
+            f"match, got {tuple(x.shape)} and {tuple(y.shape)}"
+        )
     if emb.dim != x.shape[-1]:
-        raise ValueError(f"emb must embed into the inputs' R^{x.shape[-1]}, got R^{emb.dim}")
+        raise ValueError(
+            f"emb must embed into the inputs' R^{x.shape[-1]}, got R^{emb.dim}"
+        )
     _same_dtype("emb", emb.core, x, names[0])
 
 
-@boundary(steps=count(0), x=_X, y=_Signs((1, 2)), x_test=Tensor("float", (2, 3), optional=True),
-          y_test=_Signs((1, 2), optional=True), record_every=count())
-def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor, y: torch.Tensor,
-                    steps: int, emb: Embedding, x_test: torch.Tensor | None = None,
-                    y_test: torch.Tensor | None = None, shift: float = 1.0,
-                    record_every: int = 25) -> ToyHistory:
+@boundary(
+    steps=count(0),
+    x=_X,
+    y=_Signs((1, 2)),
+    x_test=Tensor("float", (2, 3), optional=True),
+    y_test=_Signs((1, 2), optional=True),
+    record_every=count(),
+)
+def train_two_layer(
+    net: TwoLayerNets,
+    specs: Sequence[NetSpec],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    steps: int,
+    emb: Embedding,
+    x_test: torch.Tensor | None = None,
+    y_test: torch.Tensor | None = None,
+    shift: float = 1.0,
+    record_every: int = 25,
+) -> ToyHistory:
     """Train every member of ``net`` in place with full-batch steps; record the paper's curves.
 
     ``x`` (n, d) and ``y`` (n,) are shared by all members, or ``(E, n, d)`` and ``(E, n)`` give
@@ -148,8 +191,10 @@ def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor
     _check_specs(specs, net)
     _check_sample(net, emb, x, y)
     if (x_test is None) != (y_test is None):
-        raise ValueError("x_test and y_test must be given together, got "
-                         f"{'x_test' if y_test is None else 'y_test'} alone")
+        raise ValueError(
+            "x_test and y_test must be given together, got "
+            f"{'x_test' if y_test is None else 'y_test'} alone"
+        )
     if x_test is not None:
         _check_sample(net, emb, x_test, y_test, ("x_test", "y_test"))
     x_ood = None if x_test is None else shift_background(x_test, emb, shift)
@@ -175,15 +220,26 @@ def train_two_layer(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor
                 hist.ood_acc.append(_binary_accuracy(f_ood, y_test))
 
     # full batch: no batch order; fit checks (records) at step 0, every record_every steps and last
-    fit(lambda step, batch: _member_losses(specs, net._forward(x), y), opt, steps, check=record,
-        every=record_every)
+    fit(
+        lambda step, batch: _member_losses(specs, net._forward(x), y),
+        opt,
+        steps,
+        check=record,
+        every=record_every,
+    )
     return hist
 
 
 @boundary(x=_X, y=_Signs((1, 2)), magnitudes=None)
 @torch.no_grad()
-def shift_sweep(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor, y: torch.Tensor,
-                emb: Embedding, magnitudes: Sequence[float]) -> dict[str, np.ndarray]:
+def shift_sweep(
+    net: TwoLayerNets,
+    specs: Sequence[NetSpec],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    emb: Embedding,
+    magnitudes: Sequence[float],
+) -> dict[str, np.ndarray]:
     """Loss, accuracy and margins of every member under background shifts.
 
     Loss, accuracy and margins ``y f(x)`` of every member under background shifts of each magnitude.
@@ -223,14 +279,21 @@ def shift_sweep(net: TwoLayerNets, specs: Sequence[NetSpec], x: torch.Tensor, y:
         loss.append(_member_losses(specs, f, y))
         acc.append(_binary_accuracy(f, y))
         marg.append(y * f)
-    return {"magnitude": np.asarray(magnitudes, dtype=float), "loss": torch.stack(loss).cpu().numpy(),
-            "acc": torch.stack(acc).cpu().numpy(), "margins": torch.stack(marg).cpu().numpy()}
+    return {
+        "magnitude": np.asarray(magnitudes, dtype=float),
+        "loss": torch.stack(loss).cpu().numpy(),
+        "acc": torch.stack(acc).cpu().numpy(),
+        "margins": torch.stack(marg).cpu().numpy(),
+    }
 
 
 @boundary(h_train=Tensor("float", 2), y_train=_Signs(), max_iter=count())
-def linear_probe(h_train: torch.Tensor, y_train: torch.Tensor,
-                 evaluations: Sequence[tuple[torch.Tensor, torch.Tensor]], max_iter: int = 3000
-                 ) -> list[float]:
+def linear_probe(
+    h_train: torch.Tensor,
+    y_train: torch.Tensor,
+    evaluations: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    max_iter: int = 3000,
+) -> list[float]:
     """Fit a logistic-regression probe on representations ``h_train`` and score it elsewhere.
 
     Features are standardized with the training statistics. Returns the accuracy on each
@@ -247,18 +310,25 @@ def linear_probe(h_train: torch.Tensor, y_train: torch.Tensor,
     evaluations = list(evaluations)
     for i, pair in enumerate(evaluations):
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-            raise TypeError(f"evaluations[{i}] must be a pair (h, y), got {type(pair).__name__}")
+            raise TypeError(
+                f"evaluations[{i}] must be a pair (h, y), got {type(pair).__name__}"
+            )
         h, y = pair
         Tensor("float", 2).check(f"evaluations[{i}] h", h)
         _Signs().check(f"evaluations[{i}] y", y)
         if h.shape[1] != h_train.shape[1] or h.shape[0] != y.shape[0]:
-            raise ValueError(f"evaluations[{i}] must pair h (m, {h_train.shape[1]}) with y (m,), "
-                             f"got {tuple(h.shape)} and {tuple(y.shape)}")
+            raise ValueError(
+                f"evaluations[{i}] must pair h (m, {h_train.shape[1]}) with y (m,), "
+                f"got {tuple(h.shape)} and {tuple(y.shape)}"
+            )
     scaler = StandardScaler().fit(h_train.cpu().numpy())
     clf = LogisticRegression(max_iter=max_iter).fit(
-        scaler.transform(h_train.cpu().numpy()), y_train.cpu().numpy())
+        scaler.transform(h_train.cpu().numpy()), y_train.cpu().numpy()
+    )
 
     out = []
     for h, y in evaluations:
-        out.append(float(clf.score(scaler.transform(h.cpu().numpy()), y.cpu().numpy())))
+        out.append(
+            float(clf.score(scaler.transform(h.cpu().numpy()), y.cpu().numpy()))
+        )
     return out

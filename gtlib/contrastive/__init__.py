@@ -41,11 +41,26 @@ from .claims import CLAIMS
 from .common import ContrastiveConfig
 from .data import feature_dictionary, feature_frequencies, single_feature_samples
 from .encoder import infonce, infonce_orthogonal_closed_form
-from .alignment import (energy_ratio, feature_summary, learning_margin, masked_energy_share,
-                        strong_specialists)
-from .training import (best_alignment_curves, condition_means, continue_encoders,
-                       EncoderRun, energy_curves, feature_probe_accuracy, MASKS, paired,
-                       representations, ridge_probe, train_encoders)
+from .alignment import (
+    energy_ratio,
+    feature_summary,
+    learning_margin,
+    masked_energy_share,
+    strong_specialists,
+)
+from .training import (
+    best_alignment_curves,
+    condition_means,
+    continue_encoders,
+    EncoderRun,
+    energy_curves,
+    feature_probe_accuracy,
+    MASKS,
+    paired,
+    representations,
+    ridge_probe,
+    train_encoders,
+)
 from .longtail import LongTailConfig, random_encoder_accuracy, train_longtail
 from .summaries import condition_table, stage_curves
 from .figures import draw_alignment
@@ -54,12 +69,27 @@ __all__ = [
     # the chapter's claims table
     "CLAIMS",
     # configs and results
-    "ContrastiveConfig", "LongTailConfig",
+    "ContrastiveConfig",
+    "LongTailConfig",
     # functions
-    "best_alignment_curves", "condition_table", "continue_encoders", "draw_alignment",
+    "best_alignment_curves",
+    "condition_table",
+    "continue_encoders",
+    "draw_alignment",
     "energy_curves",
-    "energy_ratio", "feature_frequencies", "feature_summary", "infonce",
-    "infonce_orthogonal_closed_form", "learning_margin", "masked_energy_share", "paired", "random_encoder_accuracy", "representations",
-    "single_feature_samples", "stage_curves", "strong_specialists", "train_encoders",
+    "energy_ratio",
+    "feature_frequencies",
+    "feature_summary",
+    "infonce",
+    "infonce_orthogonal_closed_form",
+    "learning_margin",
+    "masked_energy_share",
+    "paired",
+    "random_encoder_accuracy",
+    "representations",
+    "single_feature_samples",
+    "stage_curves",
+    "strong_specialists",
+    "train_encoders",
     "train_longtail",
 ]

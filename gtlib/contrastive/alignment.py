@@ -1,4 +1,5 @@
 """Contrastive imbalance: how well neurons align with the dictionary's features."""
+
 from __future__ import annotations
 
 import torch
@@ -8,8 +9,13 @@ from ..checks import Interval, Tensor, boundary, count, fraction
 from .common import _FLOAT2, _WEIGHTS, ContrastiveConfig
 from .encoder import _magnitude_mask
 
-__all__ = ["energy_ratio", "feature_summary", "learning_margin", "masked_energy_share",
-           "strong_specialists"]
+__all__ = [
+    "energy_ratio",
+    "feature_summary",
+    "learning_margin",
+    "masked_energy_share",
+    "strong_specialists",
+]
 
 
 def _alignment(W: torch.Tensor, M: torch.Tensor) -> dict:
@@ -26,8 +32,10 @@ def _alignment(W: torch.Tensor, M: torch.Tensor) -> dict:
     (top / second) and ``purity`` (``top^2 / sum_k proj^2``, 1 for a single-feature neuron).
     """
     if W.shape[-1] != M.shape[0] or W.dtype != M.dtype:
-        raise ValueError(f"W's last dimension ({W.shape[-1]}, {W.dtype}) must equal M's rows "
-                         f"({M.shape[0]}, {M.dtype})")
+        raise ValueError(
+            f"W's last dimension ({W.shape[-1]}, {W.dtype}) must equal M's rows "
+            f"({M.shape[0]}, {M.dtype})"
+        )
     if M.shape[1] < 2:
         raise ValueError("M must hold at least two features")
     coef = W @ M
@@ -36,13 +44,21 @@ def _alignment(W: torch.Tensor, M: torch.Tensor) -> dict:
     top2 = proj.topk(2, dim=-1).values
     top, second = top2[..., 0], top2[..., 1]
     purity = top**2 / (proj**2).sum(-1).clamp_min(1e-30)
-    return dict(proj=proj, noise=noise, dominant=proj.argmax(-1), top=top, second=second,
-                ratio=top / second.clamp_min(1e-30), purity=purity)
+    return dict(
+        proj=proj,
+        noise=noise,
+        dominant=proj.argmax(-1),
+        top=top,
+        second=second,
+        ratio=top / second.clamp_min(1e-30),
+        purity=purity,
+    )
 
 
 @boundary(W=_WEIGHTS, M=_FLOAT2, ratio=Interval(float, 1), floor=fraction())
-def strong_specialists(W: torch.Tensor, M: torch.Tensor, ratio: float = 2.0,
-                       floor: float = 0.25) -> torch.Tensor:
+def strong_specialists(
+    W: torch.Tensor, M: torch.Tensor, ratio: float = 2.0, floor: float = 0.25
+) -> torch.Tensor:
     """Strong single-feature specialists per feature: a ``(..., K)`` count.
 
     Neuron ``r`` is a strong specialist of its dominant feature ``k`` when its top projection
@@ -69,8 +85,9 @@ def strong_specialists(W: torch.Tensor, M: torch.Tensor, ratio: float = 2.0,
     return _strong_specialists(W, M, ratio, floor)
 
 
-def _strong_specialists(W: torch.Tensor, M: torch.Tensor, ratio: float = 2.0,
-                        floor: float = 0.25) -> torch.Tensor:
+def _strong_specialists(
+    W: torch.Tensor, M: torch.Tensor, ratio: float = 2.0, floor: float = 0.25
+) -> torch.Tensor:
     """:func:`strong_specialists` without its boundary checks (for callers whose arguments are
     already checked or built here)."""
     a = _alignment(W, M)
@@ -111,20 +128,27 @@ def energy_ratio(W: torch.Tensor, M: torch.Tensor, n_minority: int) -> torch.Ten
     K = M.shape[1]
     if not 0 < n_minority < K:
         raise ValueError(
-            f"n_minority must lie strictly between 0 and {K}, got {n_minority}")
+            f"n_minority must lie strictly between 0 and {K}, got {n_minority}"
+        )
     if W.shape[-1] != M.shape[0] or W.dtype != M.dtype:
         raise ValueError(
-            f"W's last dimension ({W.shape[-1]}) must equal M's rows, same dtype")
+            f"W's last dimension ({W.shape[-1]}) must equal M's rows, same dtype"
+        )
     e = ((W @ M) ** 2).sum(-2)  # energy per feature, summed over neurons: (..., K)
-    minor = e[..., K - n_minority:].mean(-1)
-    major = e[..., :K - n_minority].mean(-1)
+    minor = e[..., K - n_minority :].mean(-1)
+    major = e[..., : K - n_minority].mean(-1)
     return minor / major.clamp_min(1e-30)
 
 
-@boundary(W=Tensor("float", (2, 3)), M=Tensor("float", 2), n_minority=count(),
-          fraction=fraction())
-def masked_energy_share(W: torch.Tensor, M: torch.Tensor, n_minority: int,
-                        fraction: float) -> torch.Tensor:
+@boundary(
+    W=Tensor("float", (2, 3)),
+    M=Tensor("float", 2),
+    n_minority=count(),
+    fraction=fraction(),
+)
+def masked_energy_share(
+    W: torch.Tensor, M: torch.Tensor, n_minority: int, fraction: float
+) -> torch.Tensor:
     """Share of the minority energy held by the neurons a magnitude mask would hide.
 
     The mask is :func:`magnitude_mask` of ``W`` at ``fraction`` (the smallest neurons by
@@ -153,12 +177,14 @@ def masked_energy_share(W: torch.Tensor, M: torch.Tensor, n_minority: int,
     K = M.shape[1]
     if not 0 < n_minority < K:
         raise ValueError(
-            f"n_minority must lie strictly between 0 and {K}, got {n_minority}")
+            f"n_minority must lie strictly between 0 and {K}, got {n_minority}"
+        )
     if W.shape[-1] != M.shape[0] or W.dtype != M.dtype:
         raise ValueError(
-            f"W's last dimension ({W.shape[-1]}) must equal M's rows, same dtype")
-    hidden = 1 - _magnitude_mask(W, fraction)   # 1 = masked, (m,) or (E, m)
-    e = ((W @ M[:, K - n_minority:]) ** 2).sum(-1)   # minority energy per neuron
+            f"W's last dimension ({W.shape[-1]}) must equal M's rows, same dtype"
+        )
+    hidden = 1 - _magnitude_mask(W, fraction)  # 1 = masked, (m,) or (E, m)
+    e = ((W @ M[:, K - n_minority :]) ** 2).sum(-1)  # minority energy per neuron
     return (e * hidden).sum(-1) / e.sum(-1).clamp_min(1e-30)
 
 
@@ -192,13 +218,23 @@ def learning_margin(cfg: ContrastiveConfig, ratio: float) -> float:
     if not cfg.weight_decay > 0:
         raise ValueError("the margin needs weight_decay > 0")
     p_min = cfg.base_freq / float(ratio)
-    return cfg.n_signal ** 2 * p_min / (cfg.tau * cfg.weight_decay)
+    return cfg.n_signal**2 * p_min / (cfg.tau * cfg.weight_decay)
 
 
-@boundary(W=Tensor("float", 3), M=_FLOAT2, n_minority=count(),
-          specialist_ratio=Interval(float, 1), strong_floor=fraction())
-def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
-                    specialist_ratio: float = 2.0, strong_floor: float = 0.25) -> dict:
+@boundary(
+    W=Tensor("float", 3),
+    M=_FLOAT2,
+    n_minority=count(),
+    specialist_ratio=Interval(float, 1),
+    strong_floor=fraction(),
+)
+def feature_summary(
+    W: torch.Tensor,
+    M: torch.Tensor,
+    n_minority: int,
+    specialist_ratio: float = 2.0,
+    strong_floor: float = 0.25,
+) -> dict:
     """Per-model feature statistics of neurons ``W`` ``(E, m, d)`` (each entry a length-E array).
 
     * ``best_major`` / ``best_minor``: mean over majority/minority features of the feature's best
@@ -238,8 +274,13 @@ def feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
     return _feature_summary(W, M, n_minority, specialist_ratio, strong_floor)
 
 
-def _feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
-                     specialist_ratio: float = 2.0, strong_floor: float = 0.25) -> dict:
+def _feature_summary(
+    W: torch.Tensor,
+    M: torch.Tensor,
+    n_minority: int,
+    specialist_ratio: float = 2.0,
+    strong_floor: float = 0.25,
+) -> dict:
     """:func:`feature_summary` without its boundary checks (for callers whose arguments are
     already checked or built here)."""
     K = M.shape[1]
@@ -249,14 +290,21 @@ def _feature_summary(W: torch.Tensor, M: torch.Tensor, n_minority: int,
     best = a["proj"].max(dim=1).values  # (E, K)
     counts = _strong_specialists(W, M, specialist_ratio, strong_floor)
     big = a["top"] >= strong_floor * a["top"].max(dim=1, keepdim=True).values
-    pure = (big & (a["ratio"] >= specialist_ratio)).float().sum(1) / big.float().sum(1)
+    pure = (big & (a["ratio"] >= specialist_ratio)).float().sum(1) / big.float().sum(
+        1
+    )
     maj = slice(0, K - n_minority)
     mino = slice(K - n_minority, K)
-    out = dict(best_major=best[:, maj].mean(1), best_minor=best[:, mino].mean(1),
-               spec_major=counts[:, maj].mean(1), spec_minor=counts[:, mino].mean(1),
-               energy=energy_ratio(W, M, n_minority),
-               single_fraction=(a["ratio"] >= specialist_ratio).float().mean(1),
-               strong_purity=pure, mean_purity=a["purity"].mean(1),
-               median_ratio=a["ratio"].median(1).values,
-               noise=a["noise"].mean(1))
+    out = dict(
+        best_major=best[:, maj].mean(1),
+        best_minor=best[:, mino].mean(1),
+        spec_major=counts[:, maj].mean(1),
+        spec_minor=counts[:, mino].mean(1),
+        energy=energy_ratio(W, M, n_minority),
+        single_fraction=(a["ratio"] >= specialist_ratio).float().mean(1),
+        strong_purity=pure,
+        mean_purity=a["purity"].mean(1),
+        median_ratio=a["ratio"].median(1).values,
+        noise=a["noise"].mean(1),
+    )
     return {k: v.cpu().numpy() for k, v in out.items()}

@@ -1,4 +1,5 @@
 """Contrastive imbalance: the argument checks the sections share, and the configuration."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,8 +7,18 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..checks import (Constraint, InstanceOf, Interval, Sequence, Tensor, count, fraction,
-                      nonnegative, positive, tuple_of)
+from ..checks import (
+    Constraint,
+    InstanceOf,
+    Interval,
+    Sequence,
+    Tensor,
+    count,
+    fraction,
+    nonnegative,
+    positive,
+    tuple_of,
+)
 from ..config import Config, param
 
 __all__ = ["ContrastiveConfig"]
@@ -66,7 +77,9 @@ _WEIGHTS = Tensor("float", (2, 3))  # neuron weights (m, d) or (E, m, d)
 _RUN_SEED = Interval(int, 0, (2**63 - 1) // 1000 - 1)
 
 
-_PROBE_SEED = Interval(int, 0, 2**63 - 1 - 10_000)  # the probe data is seeded 10_000 + seed
+_PROBE_SEED = Interval(
+    int, 0, 2**63 - 1 - 10_000
+)  # the probe data is seeded 10_000 + seed
 
 
 @dataclass(frozen=True)
@@ -141,24 +154,43 @@ class ContrastiveConfig(Config):
     under Imbalanced Data: From Training Dynamics to a Pruning Solution".
     """
 
-    FULL = dict(dim=128, n_features=32, n_minority=16, base_freq=0.06, n_tokens=8, n_signal=3,
-                neurons=256, batch=512, steps=4000, replicates=6,
-                bias_ramp=2000, probe_samples=4000)
+    FULL = dict(
+        dim=128,
+        n_features=32,
+        n_minority=16,
+        base_freq=0.06,
+        n_tokens=8,
+        n_signal=3,
+        neurons=256,
+        batch=512,
+        steps=4000,
+        replicates=6,
+        bias_ramp=2000,
+        probe_samples=4000,
+    )
 
     dim: int = param(48, count())  #: ambient dimension d
     n_features: int = param(12, count())  #: dictionary size K
-    n_minority: int = param(6, count())  #: the last n_minority features are the minority ones
+    n_minority: int = param(
+        6, count()
+    )  #: the last n_minority features are the minority ones
     #: probability q that a majority feature is active in a sample
     base_freq: float = param(0.15, fraction("neither"))
     n_tokens: int = param(4, count())  #: tokens per sample L
     n_signal: int = param(2, count())  #: tokens that carry the sparse signal M z
-    noise: float = param(1.0, positive())  #: expected norm of each token's Gaussian noise
+    noise: float = param(
+        1.0, positive()
+    )  #: expected norm of each token's Gaussian noise
     neurons: int = param(144, count())  #: MLP neurons m
     init_scale: float = param(0.1, positive())  #: std of the initial neuron weights
     batch: int = param(128, count())  #: fresh samples per step (population training)
     steps: int = param(1200, count())  #: SGD steps
-    lr: float = param(0.1, positive())  #: learning rate of the neurons and the attention matrix
-    weight_decay: float = param(0.02, nonnegative())  #: weight decay on all parameters
+    lr: float = param(
+        0.1, positive()
+    )  #: learning rate of the neurons and the attention matrix
+    weight_decay: float = param(
+        0.02, nonnegative()
+    )  #: weight decay on all parameters
     tau: float = param(3.0, positive())  #: InfoNCE temperature
     #: BReLU threshold, relative to the neuron's weight norm
     bias_max: float = param(0.3, nonnegative())
@@ -179,12 +211,16 @@ class ContrastiveConfig(Config):
     #: ... and a strong one if its top is >= this x the model's largest
     strong_floor: float = param(0.25, fraction())
     log_every: int = param(50, count())  #: how often the neuron metrics are recorded
-    probe_samples: int = param(1200, count())  #: single-feature samples per probe split
+    probe_samples: int = param(
+        1200, count()
+    )  #: single-feature samples per probe split
 
     def _check_together(self) -> None:
         if not self.n_minority < self.n_features:
             self._refuse("n_minority", f"< n_features = {self.n_features}")
         if self.n_features > self.dim:
-            self._refuse("n_features", f"<= dim = {self.dim} (the dictionary is orthonormal)")
+            self._refuse(
+                "n_features", f"<= dim = {self.dim} (the dictionary is orthonormal)"
+            )
         if self.n_signal > self.n_tokens:
             self._refuse("n_signal", f"<= n_tokens = {self.n_tokens}")

@@ -1,4 +1,5 @@
 """Contrastive imbalance: the encoder, the InfoNCE loss, and pruning masks."""
+
 from __future__ import annotations
 
 import math
@@ -34,13 +35,20 @@ def _straight_through_mask(f: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """
     pairs = zip(mask.shape[::-1], f.shape[::-1])
     if mask.ndim > f.ndim or any(a not in (1, b) for a, b in pairs):
-        raise ValueError(f"mask of shape {tuple(mask.shape)} must broadcast to "
-                         f"f's shape {tuple(f.shape)}")
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} must broadcast to "
+            f"f's shape {tuple(f.shape)}"
+        )
     return f * mask + (f - f.detach()) * (1 - mask)
 
 
-def _encode(X: torch.Tensor, W: torch.Tensor, A: torch.Tensor, beta: float,
-            mask: torch.Tensor | None = None) -> torch.Tensor:
+def _encode(
+    X: torch.Tensor,
+    W: torch.Tensor,
+    A: torch.Tensor,
+    beta: float,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
     """The attention + BReLU encoder, batched over E independent models.
 
     Parameters
@@ -59,11 +67,17 @@ def _encode(X: torch.Tensor, W: torch.Tensor, A: torch.Tensor, beta: float,
     ``h_l = sum_j softmax_j(x_l^T A x_j) x_j``.
     """
     E, d = X.shape[0], X.shape[-1]
-    if X.ndim != 4 or W.shape[::2] != (E, d) or A.shape != (E, d, d) or \
-            (mask is not None and mask.shape != W.shape[:2]):
-        raise ValueError(f"X must be (E, n, L, d), W (E, m, d), A (E, d, d) and mask (E, m), got "
-                         f"X {tuple(X.shape)}, W {tuple(W.shape)}, A {tuple(A.shape)}"
-                         + ("" if mask is None else f", mask {tuple(mask.shape)}"))
+    if (
+        X.ndim != 4
+        or W.shape[::2] != (E, d)
+        or A.shape != (E, d, d)
+        or (mask is not None and mask.shape != W.shape[:2])
+    ):
+        raise ValueError(
+            f"X must be (E, n, L, d), W (E, m, d), A (E, d, d) and mask (E, m), got "
+            f"X {tuple(X.shape)}, W {tuple(W.shape)}, A {tuple(A.shape)}"
+            + ("" if mask is None else f", mask {tuple(mask.shape)}")
+        )
     scores = torch.einsum("enld,edf,enkf->enlk", X, A, X)
     H = torch.softmax(scores, dim=-1) @ X
     S = torch.einsum("enld,emd->enlm", H, W)
@@ -74,7 +88,9 @@ def _encode(X: torch.Tensor, W: torch.Tensor, A: torch.Tensor, beta: float,
     return f
 
 
-@boundary(f=Tensor("float", (2, 3)), f_target=Tensor("float", (2, 3)), tau=positive())
+@boundary(
+    f=Tensor("float", (2, 3)), f_target=Tensor("float", (2, 3)), tau=positive()
+)
 def infonce(f: torch.Tensor, f_target: torch.Tensor, tau: float) -> torch.Tensor:
     r"""InfoNCE with the second branch under stop-gradient, averaged over the batch.
 
@@ -120,12 +136,20 @@ def infonce(f: torch.Tensor, f_target: torch.Tensor, tau: float) -> torch.Tensor
 def _infonce(f: torch.Tensor, f_target: torch.Tensor, tau: float) -> torch.Tensor:
     """:func:`infonce` without its boundary checks (for callers whose arguments are
     already checked or built here)."""
-    if f.shape != f_target.shape or f.ndim not in (2, 3) or f.dtype != f_target.dtype:
-        raise ValueError(f"f and f_target must have the same shape (n, m) or (E, n, m) and dtype, "
-                         f"got {tuple(f.shape)} {f.dtype} and {tuple(f_target.shape)} "
-                         f"{f_target.dtype}")
+    if (
+        f.shape != f_target.shape
+        or f.ndim not in (2, 3)
+        or f.dtype != f_target.dtype
+    ):
+        raise ValueError(
+            f"f and f_target must have the same shape (n, m) or (E, n, m) and dtype, "
+            f"got {tuple(f.shape)} {f.dtype} and {tuple(f_target.shape)} "
+            f"{f_target.dtype}"
+        )
     logits = f @ f_target.detach().transpose(-1, -2) / tau
-    return (torch.logsumexp(logits, -1) - torch.diagonal(logits, dim1=-2, dim2=-1)).mean(-1)
+    return (
+        torch.logsumexp(logits, -1) - torch.diagonal(logits, dim1=-2, dim2=-1)
+    ).mean(-1)
 
 
 @boundary(sq_norm=nonnegative(), n=count(), tau=positive())
@@ -169,7 +193,8 @@ def _magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
     fr = [fraction] * E if np.ndim(fraction) == 0 else list(fraction)
     if len(fr) != E:
         raise ValueError(
-            f"fraction must be a number or have one entry per model ({E})")
+            f"fraction must be a number or have one entry per model ({E})"
+        )
     fr = [check_fraction("fraction", f) for f in fr]
     norms = W.detach().norm(dim=-1)
     order = norms.argsort(dim=-1, stable=True)
@@ -180,7 +205,9 @@ def _magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
     return mask[0] if squeeze else mask
 
 
-def _random_mask(W: torch.Tensor, fraction, generator: torch.Generator) -> torch.Tensor:
+def _random_mask(
+    W: torch.Tensor, fraction, generator: torch.Generator
+) -> torch.Tensor:
     """The control of :func:`_magnitude_mask`: the same count of neurons, chosen at random.
 
     A 0/1 ``(E, m)`` mask (``(m,)`` for ``W`` of shape ``(m, d)``) zeroing ``round(fraction * m)``
@@ -195,7 +222,8 @@ def _random_mask(W: torch.Tensor, fraction, generator: torch.Generator) -> torch
     fr = [fraction] * E if np.ndim(fraction) == 0 else list(fraction)
     if len(fr) != E:
         raise ValueError(
-            f"fraction must be a number or have one entry per model ({E})")
+            f"fraction must be a number or have one entry per model ({E})"
+        )
     fr = [check_fraction("fraction", f) for f in fr]
     mask = torch.ones(E, m, dtype=W.dtype, device=W.device)
     for e in range(E):

@@ -1,4 +1,5 @@
 """Contrastive imbalance: the chapter's figures."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,9 +11,15 @@ from .common import _Axes
 __all__ = ["draw_alignment"]
 
 
-@boundary(ax=_Axes(), proj=Tensor("float", 2, numpy=True), n_minority=count(0),
-          vmax=positive(optional=True))
-def draw_alignment(ax, proj, n_minority: int, title: str | None = None, vmax: float | None = None):
+@boundary(
+    ax=_Axes(),
+    proj=Tensor("float", 2, numpy=True),
+    n_minority=count(0),
+    vmax=positive(optional=True),
+)
+def draw_alignment(
+    ax, proj, n_minority: int, title: str | None = None, vmax: float | None = None
+):
     """Heatmap of ``|<w_r, M_k>|`` (neurons x features), neurons sorted by dominant feature.
 
     Minority features (the last ``n_minority`` columns) sit right of a dashed line.
@@ -38,11 +45,19 @@ def draw_alignment(ax, proj, n_minority: int, title: str | None = None, vmax: fl
     """
     proj = proj.detach().cpu().numpy() if isinstance(proj, torch.Tensor) else proj
     if n_minority >= proj.shape[1]:
-        raise ValueError(f"n_minority must be < the number of features ({proj.shape[1]}), got "
-                         f"{n_minority}")
+        raise ValueError(
+            f"n_minority must be < the number of features ({proj.shape[1]}), got "
+            f"{n_minority}"
+        )
     order = np.lexsort((-proj.max(1), proj.argmax(1)))
-    im = ax.imshow(proj[order], aspect="auto", cmap="viridis", vmin=0,
-                   vmax=vmax if vmax is not None else proj.max(), interpolation="nearest")
+    im = ax.imshow(
+        proj[order],
+        aspect="auto",
+        cmap="viridis",
+        vmin=0,
+        vmax=vmax if vmax is not None else proj.max(),
+        interpolation="nearest",
+    )
     from matplotlib.ticker import MaxNLocator
 
     K = proj.shape[1]

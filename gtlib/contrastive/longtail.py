@@ -1,4 +1,5 @@
 """Contrastive imbalance: the real data, a long-tailed MNIST-1D."""
+
 from __future__ import annotations
 
 import math
@@ -8,7 +9,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..checks import SEED, InstanceOf, Interval, boundary, count, fraction, nonnegative, positive
+from ..checks import (
+    SEED,
+    InstanceOf,
+    Interval,
+    boundary,
+    count,
+    fraction,
+    nonnegative,
+    positive,
+)
 from ..config import Config, param
 from ..data import long_tailed, mnist1d
 from ..engine import ReplacementBatches, StackedOptimizer, fit
@@ -63,13 +73,17 @@ class LongTailConfig(Config):
         Classes counted as the tail; an int >= 1.
     """
 
-    FULL = dict(n_train=10000, n_test=4000, width=1024, out_dim=128, steps=8000, batch=512)
+    FULL = dict(
+        n_train=10000, n_test=4000, width=1024, out_dim=128, steps=8000, batch=512
+    )
 
     n_train: int = param(4000, count())
     n_test: int = param(1000, count())
     #: long-tail ratio (class 0 head, class 9 tail)
     imbalance: float = param(20.0, Interval(float, 1))
-    width: int = param(256, count())  #: hidden neurons of the MLP encoder (the representation)
+    width: int = param(
+        256, count()
+    )  #: hidden neurons of the MLP encoder (the representation)
     out_dim: int = param(64, count())  #: projection dimension fed to InfoNCE
     batch: int = param(256, count(2))
     steps: int = param(4000, count())
@@ -81,19 +95,31 @@ class LongTailConfig(Config):
     prune_every: int = param(50, count())
     #: augmentation: random circular shift of up to +-shift samples
     shift: int = param(8, count(0))
-    scale: float = param(0.15, fraction("left"))  #: augmentation: amplitude scaled by 1 +- scale
-    jitter: float = param(0.2, nonnegative())  #: augmentation: added Gaussian noise std
+    scale: float = param(
+        0.15, fraction("left")
+    )  #: augmentation: amplitude scaled by 1 +- scale
+    jitter: float = param(
+        0.2, nonnegative()
+    )  #: augmentation: added Gaussian noise std
     head_classes: int = param(3, count())
     tail_classes: int = param(3, count())
 
     def _check_together(self) -> None:
         if self.head_classes + self.tail_classes > 10:
-            self._refuse("tail_classes", f"<= 10 - head_classes = {10 - self.head_classes} "
-                         "(MNIST-1D has 10 classes)")
+            self._refuse(
+                "tail_classes",
+                f"<= 10 - head_classes = {10 - self.head_classes} "
+                "(MNIST-1D has 10 classes)",
+            )
 
 
-def _augment_1d(x: torch.Tensor, generator: torch.Generator, shift: int, scale: float,
-                jitter: float) -> torch.Tensor:
+def _augment_1d(
+    x: torch.Tensor,
+    generator: torch.Generator,
+    shift: int,
+    scale: float,
+    jitter: float,
+) -> torch.Tensor:
     """MNIST-1D-style augmentation: random circular shift, amplitude scaling and Gaussian noise.
 
     ``x`` is ``(n, length)``; ``scale`` in [0, 1) keeps the amplitude factor ``1 +- scale``
@@ -112,14 +138,17 @@ def _encoder_init(cfg: LongTailConfig, dim: int, seed: int, E: int):
     goes on to draw the minibatches and augmentations)."""
     h, o = cfg.width, cfg.out_dim
     g = torch.Generator().manual_seed(seed)
-    W1 = (torch.randn(h, dim, generator=g) / math.sqrt(dim)).expand(E, h, dim).clone()
+    W1 = (
+        (torch.randn(h, dim, generator=g) / math.sqrt(dim)).expand(E, h, dim).clone()
+    )
     W2 = (torch.randn(o, h, generator=g) / math.sqrt(h)).expand(E, o, h).clone()
     return g, W1, W2
 
 
 @boundary(seed=SEED, bias_scale=Interval(float, 0))
-def random_encoder_accuracy(cfg: LongTailConfig, seed: int = 0,
-                            bias_scale: float = 0.0) -> np.ndarray:
+def random_encoder_accuracy(
+    cfg: LongTailConfig, seed: int = 0, bias_scale: float = 0.0
+) -> np.ndarray:
     """Per-class linear-probe test accuracy of an untrained encoder of :func:`train_longtail`.
 
     The encoder is the one :func:`train_longtail` starts from with the same ``seed``
@@ -159,8 +188,13 @@ def random_encoder_accuracy(cfg: LongTailConfig, seed: int = 0,
 
 
 @boundary(prune_fractions=_Numbers(fraction()), seed=SEED, balanced=InstanceOf(bool))
-def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 0,
-                   balanced: bool = False, masks=None) -> dict:
+def train_longtail(
+    cfg: LongTailConfig,
+    prune_fractions=(0.0, 0.5),
+    seed: int = 0,
+    balanced: bool = False,
+    masks=None,
+) -> dict:
     """Contrastive pretraining on long-tailed MNIST-1D, then per-class linear probes.
 
     Contrastive pretraining of MLP encoders (one per pruning fraction, batched, same init and
@@ -210,8 +244,10 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     """
     kinds = ["magnitude"] * len(prune_fractions) if masks is None else list(masks)
     if len(kinds) != len(prune_fractions) or any(k not in MASKS for k in kinds):
-        raise ValueError(f"masks must hold one of {MASKS} per pruning fraction "
-                         f"({len(prune_fractions)}), got {masks!r}")
+        raise ValueError(
+            f"masks must hold one of {MASKS} per pruning fraction "
+            f"({len(prune_fractions)}), got {masks!r}"
+        )
     ds = mnist1d(cfg.n_train, cfg.n_test, device="cpu")
     lt = long_tailed(ds, cfg.imbalance, seed=seed)
     if balanced:
@@ -219,20 +255,34 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
         per = lt.n // ds.num_classes
         idx = [torch.nonzero(ds.y == k).flatten() for k in range(ds.num_classes)]
         if min(len(i) for i in idx) < per:
-            raise ValueError(f"balanced=True needs {per} training points of every class")
-        lt = ds.subset(torch.cat([i[torch.randperm(len(i), generator=gb)[:per]] for i in idx]))
+            raise ValueError(
+                f"balanced=True needs {per} training points of every class"
+            )
+        lt = ds.subset(
+            torch.cat([i[torch.randperm(len(i), generator=gb)[:per]] for i in idx])
+        )
     fr = [float(f) for f in prune_fractions]
     E, h = len(fr), cfg.width
     g, W1, W2 = _encoder_init(cfg, ds.dim, seed, E)
-    params = [W1.requires_grad_(), torch.zeros(E, h, requires_grad=True), W2.requires_grad_()]
-    opt = StackedOptimizer(params, "sgd", cfg.lr, cfg.momentum, cfg.weight_decay, members=E)
+    params = [
+        W1.requires_grad_(),
+        torch.zeros(E, h, requires_grad=True),
+        W2.requires_grad_(),
+    ]
+    opt = StackedOptimizer(
+        params, "sgd", cfg.lr, cfg.momentum, cfg.weight_decay, members=E
+    )
 
     def hidden(x, mask=None):
-        hid = F.relu(torch.einsum("end,ehd->enh", x, params[0]) + params[1][:, None, :])
+        hid = F.relu(
+            torch.einsum("end,ehd->enh", x, params[0]) + params[1][:, None, :]
+        )
         return hid if mask is None else _straight_through_mask(hid, mask[:, None, :])
 
     with torch.no_grad():
-        acc_random = _probe_per_class(hidden(ds.x[None]), hidden(ds.x_test[None]), ds)[0]
+        acc_random = _probe_per_class(
+            hidden(ds.x[None]), hidden(ds.x_test[None]), ds
+        )[0]
     mask = None
     rand = [e for e, k in enumerate(kinds) if k == "random" and fr[e] > 0]
     g_mask = torch.Generator().manual_seed(seed * 1000 + 998)
@@ -243,13 +293,21 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
     def loss(step: int, idx: torch.Tensor) -> torch.Tensor:
         """Each encoder's InfoNCE on two augmented views of this step's minibatch."""
         nonlocal mask
-        if step % cfg.prune_every == 0:  # per-step calls go to the unchecked building blocks
+        if (
+            step % cfg.prune_every == 0
+        ):  # per-step calls go to the unchecked building blocks
             mask = _magnitude_mask(params[0], fr)
             if rand:
-                mask[rand] = _random_mask(params[0][rand], [fr[e] for e in rand], g_mask)
+                mask[rand] = _random_mask(
+                    params[0][rand], [fr[e] for e in rand], g_mask
+                )
         xb = lt.x[idx[0]]
-        x1 = _augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
-        x2 = _augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
+        x1 = _augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(
+            E, -1, -1
+        )
+        x2 = _augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(
+            E, -1, -1
+        )
         z1 = F.normalize(hidden(x1, mask) @ params[2].transpose(1, 2), dim=-1)
         with torch.no_grad():
             z2 = F.normalize(hidden(x2) @ params[2].transpose(1, 2), dim=-1)
@@ -262,13 +320,24 @@ def train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 
         ftr = hidden(ds.x[None].expand(E, -1, -1))
         fte = hidden(ds.x_test[None].expand(E, -1, -1))
     acc = _probe_per_class(ftr, fte, ds)
-    return {"acc": acc, "acc_random": acc_random,
-            "counts": torch.bincount(lt.y, minlength=ds.num_classes).numpy(), "fractions": fr,
-            "masks": kinds}
+    return {
+        "acc": acc,
+        "acc_random": acc_random,
+        "counts": torch.bincount(lt.y, minlength=ds.num_classes).numpy(),
+        "fractions": fr,
+        "masks": kinds,
+    }
 
 
 def _probe_per_class(ftr: torch.Tensor, fte: torch.Tensor, ds) -> np.ndarray:
     """Per-class test accuracy ``(E, classes)`` of the ridge probe on features ``(E, n, h)``."""
     pred = ridge_probe(ftr, ds.y, fte, ds.num_classes)
-    return np.stack([[(pred[e, ds.y_test == k] == k).float().mean().item()
-                      for k in range(ds.num_classes)] for e in range(pred.shape[0])])
+    return np.stack(
+        [
+            [
+                (pred[e, ds.y_test == k] == k).float().mean().item()
+                for k in range(ds.num_classes)
+            ]
+            for e in range(pred.shape[0])
+        ]
+    )

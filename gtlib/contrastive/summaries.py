@@ -1,4 +1,5 @@
 """Contrastive imbalance: the summaries the chapter's claims read."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +7,12 @@ import numpy as np
 from ..checks import boundary, fraction
 from .common import _PROBE_SEED
 from .alignment import _feature_summary
-from .training import _condition_keys, _stage_boundaries, EncoderRun, feature_probe_accuracy
+from .training import (
+    _condition_keys,
+    _stage_boundaries,
+    EncoderRun,
+    feature_probe_accuracy,
+)
 
 __all__ = ["condition_table", "stage_curves"]
 
@@ -32,12 +38,13 @@ def condition_table(run: EncoderRun, seed: int = 0) -> dict:
         ``{(ratio, fraction): {name: value}}``.
     """
     cfg = run.config
-    summ = _feature_summary(run.W, run.M, cfg.n_minority, cfg.specialist_ratio,
-                                       cfg.strong_floor)
+    summ = _feature_summary(
+        run.W, run.M, cfg.n_minority, cfg.specialist_ratio, cfg.strong_floor
+    )
     acc = feature_probe_accuracy(run, seed)
     K, n_min = cfg.n_features, cfg.n_minority
-    summ["probe_major"] = acc[:, :K - n_min].mean(1)
-    summ["probe_minor"] = acc[:, K - n_min:].mean(1)
+    summ["probe_major"] = acc[:, : K - n_min].mean(1)
+    summ["probe_minor"] = acc[:, K - n_min :].mean(1)
     table = {}
     for key in _condition_keys(run):
         idx = run.select(*key)
@@ -79,7 +86,11 @@ def stage_curves(run: EncoderRun, fraction: float = 0.0) -> dict:
     c["step"] = h["step"]
     t1, t2 = _stage_boundaries(h["step"], c["top"], c["ratio"])
     i1 = int(np.searchsorted(h["step"], t1))
-    c.update(t1=t1, t2=t2, noise_at_t1_rel=float(c["noise"][i1] / c["noise"][0]),
-             ratio_init_max=float(h["ratio"][0, idx].max()),
-             ratio_final_min=float(h["ratio"][-1, idx].min()))
+    c.update(
+        t1=t1,
+        t2=t2,
+        noise_at_t1_rel=float(c["noise"][i1] / c["noise"][0]),
+        ratio_init_max=float(h["ratio"][0, idx].max()),
+        ratio_final_min=float(h["ratio"][-1, idx].min()),
+    )
     return c

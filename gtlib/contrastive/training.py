@@ -1,4 +1,5 @@
 """Contrastive imbalance: training encoders on the synthetic data."""
+
 from __future__ import annotations
 
 import math
@@ -8,17 +9,35 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..checks import InstanceOf, Interval, Tensor, boundary, check_labels, count, fraction, positive
+from ..checks import (
+    InstanceOf,
+    Interval,
+    Tensor,
+    boundary,
+    check_labels,
+    count,
+    fraction,
+    positive,
+)
 from ..config import Result
 from ..engine import StackedOptimizer, fit
 from .common import _Numbers, _PROBE_SEED, _RUN_SEED, ContrastiveConfig
-from .data import (_make_views, _sample_codes, feature_dictionary, feature_frequencies,
-                   single_feature_samples)
+from .data import (
+    _make_views,
+    _sample_codes,
+    feature_dictionary,
+    feature_frequencies,
+    single_feature_samples,
+)
 from .encoder import _encode, _infonce, _magnitude_mask, _random_mask
 from .alignment import _alignment
 
 __all__ = [
-    "best_alignment_curves", "continue_encoders", "energy_curves", "paired", "representations",
+    "best_alignment_curves",
+    "continue_encoders",
+    "energy_curves",
+    "paired",
+    "representations",
     "train_encoders",
 ]
 
@@ -44,17 +63,24 @@ class EncoderRun(Result):
     fractions: list
     seeds: list
     history: dict = field(default_factory=dict)
-    masks: list = field(default_factory=list)  #: each model's mask kind, "magnitude" or "random"
+    masks: list = field(
+        default_factory=list
+    )  #: each model's mask kind, "magnitude" or "random"
 
     @boundary(ratio=Interval(float, 1), fraction=fraction(), mask=InstanceOf(str))
-    def select(self, ratio: float, fraction: float, mask: str = "magnitude") -> list[int]:
+    def select(
+        self, ratio: float, fraction: float, mask: str = "magnitude"
+    ) -> list[int]:
         """Indices of the models with this imbalance ratio and pruning fraction; for a fraction
         above zero, only those pruned with this ``mask`` kind ("magnitude" or "random")."""
         if mask not in MASKS:
             raise ValueError(f"mask must be one of {MASKS}, got {mask!r}")
         kinds = self.masks or ["magnitude"] * len(self.ratios)
-        return [i for i, (r, f, k) in enumerate(zip(self.ratios, self.fractions, kinds))
-                if r == ratio and f == fraction and (f == 0 or k == mask)]
+        return [
+            i
+            for i, (r, f, k) in enumerate(zip(self.ratios, self.fractions, kinds))
+            if r == ratio and f == fraction and (f == 0 or k == mask)
+        ]
 
 
 def _bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
@@ -65,13 +91,27 @@ def _bias_schedule(step: int, cfg: ContrastiveConfig) -> float:
     return cfg.bias_max * min(1.0, step / cfg.bias_ramp)
 
 
-@boundary(ratios=_Numbers(Interval(float, 1)), fractions=_Numbers(fraction()), seed=_RUN_SEED,
-          replicates=Interval(int, 1, 999, optional=True), stream=Interval(int, 0, 99),
-          independent=InstanceOf(bool), quiet_minority=InstanceOf(bool))
-def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
-                   replicates: int | None = None, hard_mask: bool = False,
-                   masks=None, stream: int = 0, independent: bool = False,
-                   quiet_minority: bool = False) -> EncoderRun:
+@boundary(
+    ratios=_Numbers(Interval(float, 1)),
+    fractions=_Numbers(fraction()),
+    seed=_RUN_SEED,
+    replicates=Interval(int, 1, 999, optional=True),
+    stream=Interval(int, 0, 99),
+    independent=InstanceOf(bool),
+    quiet_minority=InstanceOf(bool),
+)
+def train_encoders(
+    cfg: ContrastiveConfig,
+    ratios,
+    fractions,
+    seed: int = 0,
+    replicates: int | None = None,
+    hard_mask: bool = False,
+    masks=None,
+    stream: int = 0,
+    independent: bool = False,
+    quiet_minority: bool = False,
+) -> EncoderRun:
     """Train one encoder per (ratio, fraction) pair and replicate, all at once (batched).
 
     Each model sees fresh population samples every step (common random numbers across models);
@@ -146,24 +186,34 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     cfg.validate()
     ratios, fractions = list(ratios), list(fractions)
     if len(ratios) != len(fractions):
-        raise ValueError(f"ratios and fractions must be of equal length, got {len(ratios)} and "
-                         f"{len(fractions)}")
+        raise ValueError(
+            f"ratios and fractions must be of equal length, got {len(ratios)} and "
+            f"{len(fractions)}"
+        )
     kinds = ["magnitude"] * len(ratios) if masks is None else list(masks)
     if len(kinds) != len(ratios) or any(k not in MASKS for k in kinds):
-        raise ValueError(f"masks must hold one of {MASKS} per condition ({len(ratios)}), got "
-                         f"{masks!r}")
+        raise ValueError(
+            f"masks must hold one of {MASKS} per condition ({len(ratios)}), got "
+            f"{masks!r}"
+        )
     R = cfg.replicates if replicates is None else int(replicates)
     if (stream + 1) * R > 998 - 2 * stream:
-        raise ValueError(f"stream {stream} with {R} replicates runs out of seeds: need "
-                         f"(stream + 1) * replicates <= 998 - 2 * stream")
+        raise ValueError(
+            f"stream {stream} with {R} replicates runs out of seeds: need "
+            f"(stream + 1) * replicates <= 998 - 2 * stream"
+        )
     first = seed * 1000 + stream * R  # seed of this stream's replicate 0
     conds = [(r, f, j) for j in range(R) for r, f in zip(ratios, fractions)]
     kinds = kinds * R
     E = len(conds)
     d, K, m = cfg.dim, cfg.n_features, cfg.neurons
     M = feature_dictionary(d, K, seed=seed)
-    freqs = torch.stack([feature_frequencies(K, cfg.n_minority, cfg.base_freq, r)
-                         for r, _, _ in conds])
+    freqs = torch.stack(
+        [
+            feature_frequencies(K, cfg.n_minority, cfg.base_freq, r)
+            for r, _, _ in conds
+        ]
+    )
     inits = []
     for j in range(R):
         g0 = torch.Generator().manual_seed(first + j)
@@ -174,16 +224,52 @@ def train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     g_mask = torch.Generator().manual_seed(seed * 1000 + 998 - 2 * stream)
     fr = [f for _, f, _ in conds]
     rep = [c[2] for c in conds] if independent else None
-    quiet = M[:, K - cfg.n_minority:] if quiet_minority else None
-    W, A, history = _train(cfg, M, W, A, freqs, fr, kinds, g, g_mask, hard_mask, rep, 0,
-                           cfg.steps, quiet)
-    return EncoderRun(config=cfg, M=M, W=W, A=A, ratios=[c[0] for c in conds],
-                      fractions=fr, seeds=[first + c[2] for c in conds], history=history,
-                      masks=kinds)
+    quiet = M[:, K - cfg.n_minority :] if quiet_minority else None
+    W, A, history = _train(
+        cfg,
+        M,
+        W,
+        A,
+        freqs,
+        fr,
+        kinds,
+        g,
+        g_mask,
+        hard_mask,
+        rep,
+        0,
+        cfg.steps,
+        quiet,
+    )
+    return EncoderRun(
+        config=cfg,
+        M=M,
+        W=W,
+        A=A,
+        ratios=[c[0] for c in conds],
+        fractions=fr,
+        seeds=[first + c[2] for c in conds],
+        history=history,
+        masks=kinds,
+    )
 
 
-def _train(cfg, M, W, A, freqs, fr, kinds, g, g_mask, hard_mask, rep, offset, steps,
-           quiet=None):
+def _train(
+    cfg,
+    M,
+    W,
+    A,
+    freqs,
+    fr,
+    kinds,
+    g,
+    g_mask,
+    hard_mask,
+    rep,
+    offset,
+    steps,
+    quiet=None,
+):
     """The training loop of :func:`train_encoders` and :func:`continue_encoders`: ``steps``
     updates of the stacked models ``W``, ``A`` starting after ``offset`` updates (the threshold
     schedule and the pruning period count from the start of training). ``rep`` (one replicate
@@ -193,8 +279,13 @@ def _train(cfg, M, W, A, freqs, fr, kinds, g, g_mask, hard_mask, rep, offset, st
     E = W.shape[0]
     rand = [e for e, k in enumerate(kinds) if k == "random" and fr[e] > 0]
     rep_idx = None if rep is None else torch.tensor(rep)
-    hist = {k: [] for k in ("step", "noise", "top", "second", "ratio", "proj", "neuron_noise")}
-    opt = StackedOptimizer([W, A], "sgd", cfg.lr, weight_decay=cfg.weight_decay, members=E)
+    hist = {
+        k: []
+        for k in ("step", "noise", "top", "second", "ratio", "proj", "neuron_noise")
+    }
+    opt = StackedOptimizer(
+        [W, A], "sgd", cfg.lr, weight_decay=cfg.weight_decay, members=E
+    )
     mask = None
 
     def loss(step: int, _batch) -> torch.Tensor:
@@ -214,8 +305,12 @@ def _train(cfg, M, W, A, freqs, fr, kinds, g, g_mask, hard_mask, rep, offset, st
             X2 = _make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
         else:
             z = _sample_codes_per_replicate(freqs, rep_idx, cfg.batch, g)
-            X1, X2 = (_views_per_replicate(M, z, rep_idx, cfg.n_tokens, cfg.n_signal,
-                                           cfg.noise, g) for _ in range(2))
+            X1, X2 = (
+                _views_per_replicate(
+                    M, z, rep_idx, cfg.n_tokens, cfg.n_signal, cfg.noise, g
+                )
+                for _ in range(2)
+            )
         if quiet is not None:
             X1, X2 = (X - (X @ quiet) @ quiet.T for X in (X1, X2))
         if hard_mask and mask is not None:
@@ -247,8 +342,9 @@ def _train(cfg, M, W, A, freqs, fr, kinds, g, g_mask, hard_mask, rep, offset, st
     return W.detach(), A.detach(), {k: np.array(v) for k, v in hist.items()}
 
 
-def _sample_codes_per_replicate(freqs: torch.Tensor, rep: torch.Tensor, n: int,
-                                generator: torch.Generator) -> torch.Tensor:
+def _sample_codes_per_replicate(
+    freqs: torch.Tensor, rep: torch.Tensor, n: int, generator: torch.Generator
+) -> torch.Tensor:
     """Codes ``(E, n, K)`` for the E profiles ``freqs``: model ``e`` uses the uniform numbers
     and signs of its replicate ``rep[e]``, so the models of one replicate share their codes and
     different replicates draw independent ones."""
@@ -258,21 +354,33 @@ def _sample_codes_per_replicate(freqs: torch.Tensor, rep: torch.Tensor, n: int,
     return ((u[rep] < freqs[:, None, :]) * sign[rep]).float()
 
 
-def _views_per_replicate(M: torch.Tensor, z: torch.Tensor, rep: torch.Tensor, n_tokens: int,
-                         n_signal: int, noise: float, generator: torch.Generator) -> torch.Tensor:
+def _views_per_replicate(
+    M: torch.Tensor,
+    z: torch.Tensor,
+    rep: torch.Tensor,
+    n_tokens: int,
+    n_signal: int,
+    noise: float,
+    generator: torch.Generator,
+) -> torch.Tensor:
     """One view ``(E, n, L, d)`` of the codes ``z`` ``(E, n, K)``, as :func:`_make_views`, except
     that the models of one replicate (``rep[e]``) share their token positions and noise: the
     conditions of a replicate differ only in their codes, and each replicate draws its own."""
     R, n, d = int(rep.max()) + 1, z.shape[1], M.shape[0]
     order = torch.rand(R, n, n_tokens, generator=generator).argsort(-1)
-    carries = (order < n_signal).to(z.dtype)[rep]  # exactly n_signal tokens per sample
-    eps = (torch.randn(R, n, n_tokens, d, generator=generator) * (noise / math.sqrt(d)))[rep]
+    carries = (order < n_signal).to(z.dtype)[
+        rep
+    ]  # exactly n_signal tokens per sample
+    eps = (
+        torch.randn(R, n, n_tokens, d, generator=generator) * (noise / math.sqrt(d))
+    )[rep]
     return carries[..., None] * (z @ M.T)[..., None, :] + eps
 
 
 @boundary(steps=count(), seed=_RUN_SEED, stream=Interval(int, 0, 99))
-def continue_encoders(run: EncoderRun, models, steps: int, seed: int = 0,
-                      stream: int = 0) -> EncoderRun:
+def continue_encoders(
+    run: EncoderRun, models, steps: int, seed: int = 0, stream: int = 0
+) -> EncoderRun:
     """Continue some models of a run for ``steps`` more updates, on samples of their own.
 
     The models keep their weights, attention, ratio, pruning fraction and mask kind, and the
@@ -308,28 +416,67 @@ def continue_encoders(run: EncoderRun, models, steps: int, seed: int = 0,
     if not isinstance(run, EncoderRun):
         raise TypeError(f"run must be an EncoderRun, got {type(run).__name__}")
     idx = list(models) if isinstance(models, (list, tuple, range)) else None
-    if not idx or any(isinstance(i, bool) or not isinstance(i, (int, np.integer))
-                      or not 0 <= i < len(run.ratios) for i in idx) or len(set(idx)) < len(idx):
-        raise ValueError(f"models must be a list of distinct model indices in [0, "
-                         f"{len(run.ratios)}), got {models!r}")
+    if (
+        not idx
+        or any(
+            isinstance(i, bool)
+            or not isinstance(i, (int, np.integer))
+            or not 0 <= i < len(run.ratios)
+            for i in idx
+        )
+        or len(set(idx)) < len(idx)
+    ):
+        raise ValueError(
+            f"models must be a list of distinct model indices in [0, "
+            f"{len(run.ratios)}), got {models!r}"
+        )
     cfg, done = run.config, int(run.history["step"][-1])
     K = cfg.n_features
-    freqs = torch.stack([feature_frequencies(K, cfg.n_minority, cfg.base_freq, run.ratios[i])
-                         for i in idx])
+    freqs = torch.stack(
+        [
+            feature_frequencies(K, cfg.n_minority, cfg.base_freq, run.ratios[i])
+            for i in idx
+        ]
+    )
     kinds = [(run.masks or ["magnitude"] * len(run.ratios))[i] for i in idx]
     fr = [run.fractions[i] for i in idx]
     seeds = [run.seeds[i] for i in idx]
     rep = [sorted(set(seeds)).index(s) for s in seeds]
-    g = torch.Generator().manual_seed(seed * 1000 + 799 - 2 * stream)  # not a training stream's
+    g = torch.Generator().manual_seed(
+        seed * 1000 + 799 - 2 * stream
+    )  # not a training stream's
     g_mask = torch.Generator().manual_seed(seed * 1000 + 798 - 2 * stream)
-    W, A, new = _train(cfg, run.M, run.W[idx], run.A[idx], freqs, fr, kinds, g, g_mask,
-                       False, rep, done, steps)
-    old = {k: np.asarray(v)[:, idx] if k != "step" else np.asarray(v)
-           for k, v in run.history.items()}
+    W, A, new = _train(
+        cfg,
+        run.M,
+        run.W[idx],
+        run.A[idx],
+        freqs,
+        fr,
+        kinds,
+        g,
+        g_mask,
+        False,
+        rep,
+        done,
+        steps,
+    )
+    old = {
+        k: np.asarray(v)[:, idx] if k != "step" else np.asarray(v)
+        for k, v in run.history.items()
+    }
     history = {k: np.concatenate([old[k], new[k]]) for k in new}
-    return EncoderRun(config=replace(cfg, steps=done + steps), M=run.M, W=W, A=A,
-                      ratios=[run.ratios[i] for i in idx], fractions=fr, seeds=seeds,
-                      history=history, masks=kinds)
+    return EncoderRun(
+        config=replace(cfg, steps=done + steps),
+        M=run.M,
+        W=W,
+        A=A,
+        ratios=[run.ratios[i] for i in idx],
+        fractions=fr,
+        seeds=seeds,
+        history=history,
+        masks=kinds,
+    )
 
 
 def _stage_boundaries(step, top, ratio, level: float = 0.9) -> tuple[int, int]:
@@ -340,8 +487,14 @@ def _stage_boundaries(step, top, ratio, level: float = 0.9) -> tuple[int, int]:
     the median top/second ratio reaches ``level`` of its maximum; stage III (convergence) follows.
     """
     step, top, ratio = map(np.asarray, (step, top, ratio))
-    if not (step.shape == top.shape == ratio.shape) or step.ndim != 1 or len(step) < 3:
-        raise ValueError("step, top and ratio must be 1-D arrays of equal length >= 3")
+    if (
+        not (step.shape == top.shape == ratio.shape)
+        or step.ndim != 1
+        or len(step) < 3
+    ):
+        raise ValueError(
+            "step, top and ratio must be 1-D arrays of equal length >= 3"
+        )
     for name, v in (("step", step), ("top", top), ("ratio", ratio)):
         if v.dtype.kind not in "iuf":
             raise TypeError(f"{name} must hold numbers, got dtype {v.dtype}")
@@ -372,28 +525,45 @@ def representations(run: EncoderRun, X: torch.Tensor) -> torch.Tensor:
     """
     E, d = run.W.shape[0], run.W.shape[-1]
     if X.shape[-1] != d or X.dtype != run.W.dtype:
-        raise ValueError(f"X must be (n, L, d = {d}) tokens of {run.W.dtype}, got "
-                         f"{tuple(X.shape)} of {X.dtype}")
+        raise ValueError(
+            f"X must be (n, L, d = {d}) tokens of {run.W.dtype}, got "
+            f"{tuple(X.shape)} of {X.dtype}"
+        )
     beta = _bias_schedule(run.config.steps, run.config)
     with torch.no_grad():
         return _encode(X[None].expand(E, *X.shape), run.W, run.A, beta)
 
 
-@boundary(f_train=Tensor("float", (2, 3)), y_train=Tensor("int", 1),
-          f_test=Tensor("float", (2, 3)), n_classes=count(), ridge=positive())
-def ridge_probe(f_train: torch.Tensor, y_train: torch.Tensor, f_test: torch.Tensor,
-                n_classes: int, ridge: float = 1e-2) -> torch.Tensor:
+@boundary(
+    f_train=Tensor("float", (2, 3)),
+    y_train=Tensor("int", 1),
+    f_test=Tensor("float", (2, 3)),
+    n_classes=count(),
+    ridge=positive(),
+)
+def ridge_probe(
+    f_train: torch.Tensor,
+    y_train: torch.Tensor,
+    f_test: torch.Tensor,
+    n_classes: int,
+    ridge: float = 1e-2,
+) -> torch.Tensor:
     """A linear probe: one-vs-rest ridge regression on standardized features, closed form.
 
     Batched over a leading model axis: ``f_*`` of shape ``(E, n, m)`` or ``(n, m)``. Returns the
     predicted classes of ``f_test`` (``(E, n_test)`` or ``(n_test,)``).
     """
     squeeze = f_train.ndim == 2
-    if f_train.shape[:-2] + f_train.shape[-1:] != f_test.shape[:-2] + f_test.shape[-1:] or \
-            f_train.dtype != f_test.dtype:
-        raise ValueError(f"f_train and f_test must be (n, m) or (E, n, m) with the same E, m and "
-                         f"dtype, got {tuple(f_train.shape)} {f_train.dtype} and "
-                         f"{tuple(f_test.shape)} {f_test.dtype}")
+    if (
+        f_train.shape[:-2] + f_train.shape[-1:]
+        != f_test.shape[:-2] + f_test.shape[-1:]
+        or f_train.dtype != f_test.dtype
+    ):
+        raise ValueError(
+            f"f_train and f_test must be (n, m) or (E, n, m) with the same E, m and "
+            f"dtype, got {tuple(f_train.shape)} {f_train.dtype} and "
+            f"{tuple(f_test.shape)} {f_test.dtype}"
+        )
     check_labels("y_train", y_train, n_classes, n=f_train.shape[-2])
     if squeeze:
         f_train, f_test = f_train[None], f_test[None]
@@ -404,8 +574,12 @@ def ridge_probe(f_train: torch.Tensor, y_train: torch.Tensor, f_test: torch.Tens
     a = torch.cat([a, ones], -1)
     b = torch.cat([b, torch.ones(*b.shape[:2], 1, dtype=b.dtype)], -1)
     Y = F.one_hot(y_train, n_classes).to(a.dtype) * 2 - 1
-    gram = a.transpose(1, 2) @ a + ridge * a.shape[1] * torch.eye(a.shape[-1], dtype=a.dtype)
-    coef = torch.linalg.solve(gram, a.transpose(1, 2) @ Y[None].expand(a.shape[0], *Y.shape))
+    gram = a.transpose(1, 2) @ a + ridge * a.shape[1] * torch.eye(
+        a.shape[-1], dtype=a.dtype
+    )
+    coef = torch.linalg.solve(
+        gram, a.transpose(1, 2) @ Y[None].expand(a.shape[0], *Y.shape)
+    )
     pred = (b @ coef).argmax(-1)
     return pred[0] if squeeze else pred
 
@@ -419,11 +593,17 @@ def feature_probe_accuracy(run: EncoderRun, seed: int = 0) -> np.ndarray:
     args = cfg.probe_samples, cfg.n_tokens, cfg.n_signal, cfg.noise, g
     Xtr, ytr = single_feature_samples(run.M, *args)
     Xte, yte = single_feature_samples(run.M, *args)
-    pred = ridge_probe(representations(run, Xtr), ytr, representations(run, Xte), cfg.n_features)
+    pred = ridge_probe(
+        representations(run, Xtr), ytr, representations(run, Xte), cfg.n_features
+    )
     K = cfg.n_features
     correct = (pred == yte[None]).float()
-    return np.stack([[correct[e, yte == k].mean().item() for k in range(K)]
-                     for e in range(pred.shape[0])])
+    return np.stack(
+        [
+            [correct[e, yte == k].mean().item() for k in range(K)]
+            for e in range(pred.shape[0])
+        ]
+    )
 
 
 def energy_curves(run: EncoderRun) -> np.ndarray:
@@ -451,7 +631,10 @@ def energy_curves(run: EncoderRun) -> np.ndarray:
     """
     if not isinstance(run, EncoderRun):
         raise TypeError(f"run must be an EncoderRun, got {type(run).__name__}")
-    P, k = np.asarray(run.history["proj"]), run.config.n_features - run.config.n_minority
+    P, k = (
+        np.asarray(run.history["proj"]),
+        run.config.n_features - run.config.n_minority,
+    )
     e = (P.astype(np.float64) ** 2).sum(axis=2)  # energy per feature: (T, E, K)
     return e[..., k:].mean(-1) / np.maximum(e[..., :k].mean(-1), 1e-30)
 
@@ -477,15 +660,19 @@ def best_alignment_curves(run: EncoderRun) -> dict:
     """
     if not isinstance(run, EncoderRun):
         raise TypeError(f"run must be an EncoderRun, got {type(run).__name__}")
-    P, k = np.asarray(run.history["proj"]), run.config.n_features - run.config.n_minority
+    P, k = (
+        np.asarray(run.history["proj"]),
+        run.config.n_features - run.config.n_minority,
+    )
     best = P.max(axis=2)  # (T, E, K)
     major, minor = best[..., :k].mean(-1), best[..., k:].mean(-1)
     return {"major": major, "minor": minor, "growth": minor[-1] / minor[0]}
 
 
 @boundary(ratio=Interval(float, 1), fraction=fraction(), mask=InstanceOf(str))
-def paired(run: EncoderRun, values, ratio: float, fraction: float,
-           mask: str = "magnitude") -> tuple[np.ndarray, np.ndarray]:
+def paired(
+    run: EncoderRun, values, ratio: float, fraction: float, mask: str = "magnitude"
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-replicate values of the unpruned and the pruned models at one ratio, paired.
 
     ``values`` is a per-model array ``(E, ...)``; the result is ``(unpruned, pruned)``, each
@@ -517,13 +704,19 @@ def paired(run: EncoderRun, values, ratio: float, fraction: float,
     """
     a, b = run.select(ratio, 0.0), run.select(ratio, fraction, mask)
     if not a or not b:
-        raise ValueError(f"no unpruned or no pruned ({fraction}) model at ratio {ratio}")
+        raise ValueError(
+            f"no unpruned or no pruned ({fraction}) model at ratio {ratio}"
+        )
     if [run.seeds[i] for i in a] != [run.seeds[i] for i in b]:
-        raise ValueError("the unpruned and pruned replicates do not share initializations")
+        raise ValueError(
+            "the unpruned and pruned replicates do not share initializations"
+        )
     v = np.asarray(values)
     if v.ndim == 0 or len(v) != len(run.ratios):
-        raise ValueError(f"values must have one row per model ({len(run.ratios)}), got shape "
-                         f"{v.shape}")
+        raise ValueError(
+            f"values must have one row per model ({len(run.ratios)}), got shape "
+            f"{v.shape}"
+        )
     return v[a], v[b]
 
 
@@ -532,14 +725,23 @@ def condition_means(run: EncoderRun, values: np.ndarray) -> dict:
     """Average a per-model array ``(E, ...)`` over replicates: ``{(ratio, fraction): mean}``
     (keys ``(ratio, fraction, "random")`` for random-mask conditions)."""
     if values.ndim == 0 or len(values) != len(run.ratios):
-        raise ValueError(f"values must have one row per model ({len(run.ratios)}), got shape "
-                         f"{tuple(values.shape)}")
-    return {key: np.mean(values[run.select(*key)], axis=0) for key in _condition_keys(run)}
+        raise ValueError(
+            f"values must have one row per model ({len(run.ratios)}), got shape "
+            f"{tuple(values.shape)}"
+        )
+    return {
+        key: np.mean(values[run.select(*key)], axis=0)
+        for key in _condition_keys(run)
+    }
 
 
 def _condition_keys(run: EncoderRun) -> list:
     """``(ratio, fraction)`` for unpruned and magnitude-pruned conditions, ``(ratio, fraction,
     "random")`` for random-mask ones, in training order."""
     kinds = run.masks or ["magnitude"] * len(run.ratios)
-    return list(dict.fromkeys((r, f) if f == 0 or k == "magnitude" else (r, f, k)
-                              for r, f, k in zip(run.ratios, run.fractions, kinds)))
+    return list(
+        dict.fromkeys(
+            (r, f) if f == 0 or k == "magnitude" else (r, f, k)
+            for r, f, k in zip(run.ratios, run.fractions, kinds)
+        )
+    )

@@ -5,6 +5,7 @@ prefix-free integer codes, and the countable-hypothesis bound
 ``R(h) <= R_hat(h) + sqrt((K(h) ln 2 + ln(1/delta)) / (2n))`` (Wilson's Eq. 1), next to a
 parameter-counting bound and a PAC-Bayes kl bound.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,20 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..checks import (SEED, Constraint, Options, Tensor, boundary, check_int, check_labels, count,
-                      fraction, nonnegative, positive, tuple_of)
+from ..checks import (
+    SEED,
+    Constraint,
+    Options,
+    Tensor,
+    boundary,
+    check_int,
+    check_labels,
+    count,
+    fraction,
+    nonnegative,
+    positive,
+    tuple_of,
+)
 from ..config import Config, Result, param
 from ..data import Dataset, corrupt_labels
 from ..engine import StackedOptimizer, StreamBatches, fit
@@ -25,7 +38,11 @@ __all__ = [
     # configs and results
     "CompressionConfig",
     # functions
-    "bits_at_fit", "countable_bound", "counting_bound", "kl_inverse", "pac_bayes_kl_bound",
+    "bits_at_fit",
+    "countable_bound",
+    "counting_bound",
+    "kl_inverse",
+    "pac_bayes_kl_bound",
     "run_compression",
 ]
 
@@ -37,8 +54,11 @@ class _Bits(Constraint):
         return "a non-empty list of bits (0s and 1s)"
 
     def check(self, name: str, value):
-        if value is None or isinstance(value, (str, bytes, dict, set)) or \
-                not hasattr(value, "__len__"):
+        if (
+            value is None
+            or isinstance(value, (str, bytes, dict, set))
+            or not hasattr(value, "__len__")
+        ):
             self._fail(name, value, TypeError)
         if len(value) == 0:
             self._fail(name, value)
@@ -67,10 +87,12 @@ def elias_gamma_decode(bits, pos: int = 0) -> tuple[int, int]:
     while pos + zeros < len(bits) and bits[pos + zeros] == 0:
         zeros += 1
     if pos + 2 * zeros + 1 > len(bits):
-        raise ValueError(f"bits ends inside an Elias gamma code (it starts at {pos} with {zeros} "
-                         f"zeros and needs {2 * zeros + 1} bits; {len(bits) - pos} are left)")
+        raise ValueError(
+            f"bits ends inside an Elias gamma code (it starts at {pos} with {zeros} "
+            f"zeros and needs {2 * zeros + 1} bits; {len(bits) - pos} are left)"
+        )
     val = 0
-    for b in bits[pos + zeros: pos + 2 * zeros + 1]:
+    for b in bits[pos + zeros : pos + 2 * zeros + 1]:
         val = 2 * val + int(b)
     return val, pos + 2 * zeros + 1
 
@@ -212,8 +234,10 @@ def encode_quantized(centres, symbols) -> list[int]:
     symbols = np.asarray(symbols).astype(np.int64)
     L, d = len(centres), len(symbols)
     if symbols.min() < 0 or symbols.max() >= L:
-        raise ValueError(f"symbols must index the {L} centres (lie in [0, {L})), got range "
-                         f"[{symbols.min()}, {symbols.max()}]")
+        raise ValueError(
+            f"symbols must index the {L} centres (lie in [0, {L})), got range "
+            f"[{symbols.min()}, {symbols.max()}]"
+        )
     bits = elias_gamma(d) + elias_gamma(L)
     for c in centres:
         word = int(np.frombuffer(np.float32(c).tobytes(), dtype=np.uint32)[0])
@@ -233,12 +257,14 @@ def decode_quantized(bits) -> tuple[np.ndarray, np.ndarray]:
     centres = []
     for _ in range(L):
         word = 0
-        for b in bits[pos:pos + 32]:
+        for b in bits[pos : pos + 32]:
             word = 2 * word + int(b)
         centres.append(np.frombuffer(np.uint32(word).tobytes(), dtype=np.float32)[0])
         pos += 32
-    return (np.array(centres, dtype=np.float32),
-            np.array(arithmetic_decode(bits[pos:], d, L)))
+    return (
+        np.array(centres, dtype=np.float32),
+        np.array(arithmetic_decode(bits[pos:], d, L)),
+    )
 
 
 _BOUND = dict(train_error=fraction(), n=count(), delta=fraction("neither"))
@@ -257,8 +283,9 @@ def _bound_args(train_error: float, n: int, delta: float) -> tuple[int, float]:
 
 
 @boundary(**_BOUND, bits=nonnegative())
-def countable_bound(train_error: float, bits: float, n: int,
-                    delta: float = 0.05) -> float:
+def countable_bound(
+    train_error: float, bits: float, n: int, delta: float = 0.05
+) -> float:
     r"""Wilson (2025), Eq. 1: ``R_hat + sqrt((K ln 2 + ln(1/delta)) / (2n))``.
 
     Holds with probability ``1 - delta`` simultaneously for every hypothesis with a
@@ -299,8 +326,13 @@ def countable_bound(train_error: float, bits: float, n: int,
 
 
 @boundary(**_BOUND, n_params=count(), bits_per_param=count())
-def counting_bound(train_error: float, n_params: int, n: int, bits_per_param: int = 32,
-                   delta: float = 0.05) -> float:
+def counting_bound(
+    train_error: float,
+    n_params: int,
+    n: int,
+    bits_per_param: int = 32,
+    delta: float = 0.05,
+) -> float:
     """The same bound with ``K = bits_per_param * n_params``: counting all float32 networks alike.
 
     Parameters
@@ -369,8 +401,9 @@ def kl_inverse(q: float, c: float, tol: float = 1e-12) -> float:
 
 
 @boundary(**_BOUND, kl=nonnegative())
-def pac_bayes_kl_bound(train_error: float, kl: float, n: int,
-                       delta: float = 0.05) -> float:
+def pac_bayes_kl_bound(
+    train_error: float, kl: float, n: int, delta: float = 0.05
+) -> float:
     """The McAllester/Maurer PAC-Bayes bound in kl form (Maurer 2004; Seeger 2002).
 
     With probability ``1 - delta`` over the sample, for every posterior ``Q`` at
@@ -423,8 +456,10 @@ class ConvNet1D(torch.nn.Module):
     @boundary(x=Tensor("float", 2))
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[1] != self.length:
-            raise ValueError(f"x must have {self.length} columns (the signal length), got "
-                             f"{tuple(x.shape)}")
+            raise ValueError(
+                f"x must have {self.length} columns (the signal length), got "
+                f"{tuple(x.shape)}"
+            )
         h = x.unsqueeze(1)
         for conv in (self.c1, self.c2, self.c3):
             h = F.relu(conv(h))
@@ -437,8 +472,17 @@ class ConvNet1D(torch.nn.Module):
         h = x.unsqueeze(1)
         for name in ("c1", "c2", "c3"):
             conv = getattr(self, name)
-            h = F.relu(F.conv1d(h, p[f"{name}.weight"], p[f"{name}.bias"], conv.stride,
-                                conv.padding, conv.dilation, conv.groups))
+            h = F.relu(
+                F.conv1d(
+                    h,
+                    p[f"{name}.weight"],
+                    p[f"{name}.bias"],
+                    conv.stride,
+                    conv.padding,
+                    conv.dilation,
+                    conv.groups,
+                )
+            )
         return F.linear(h.flatten(1), p["head.weight"], p["head.bias"])
 
 
@@ -451,8 +495,12 @@ class SubspaceNet(torch.nn.Module):
     and the architecture rebuilds the network from ``z`` alone: only ``z`` must be coded.
     """
 
-    @boundary(length=count(8), out_dim=count(), dim=count(), channels=count(), seed=SEED)
-    def __init__(self, length: int, out_dim: int, dim: int, channels: int = 16, seed: int = 0):
+    @boundary(
+        length=count(8), out_dim=count(), dim=count(), channels=count(), seed=SEED
+    )
+    def __init__(
+        self, length: int, out_dim: int, dim: int, channels: int = 16, seed: int = 0
+    ):
         super().__init__()
         g = torch.Generator().manual_seed(int(seed))
         with torch.random.fork_rng(devices=[]):
@@ -463,8 +511,13 @@ class SubspaceNet(torch.nn.Module):
         self.names = [n for n, _ in self.base.named_parameters()]
         self.shapes = [p.shape for p in self.base.parameters()]
         self.sizes = [p.numel() for p in self.base.parameters()]
-        self.register_buffer("theta0", torch.cat([p.reshape(-1) for p in self.base.parameters()]))
-        self.register_buffer("proj", torch.randn(self.theta0.numel(), dim, generator=g) / math.sqrt(dim))
+        self.register_buffer(
+            "theta0", torch.cat([p.reshape(-1) for p in self.base.parameters()])
+        )
+        self.register_buffer(
+            "proj",
+            torch.randn(self.theta0.numel(), dim, generator=g) / math.sqrt(dim),
+        )
         self.z = torch.nn.Parameter(torch.zeros(dim))
 
     @property
@@ -473,18 +526,31 @@ class SubspaceNet(torch.nn.Module):
         return int(self.theta0.numel())
 
     @boundary(x=Tensor("float", 2), z=Tensor("float", 1, optional=True))
-    def forward(self, x: torch.Tensor, z: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, z: torch.Tensor | None = None
+    ) -> torch.Tensor:
         if x.shape[1] != self.base.length:
-            raise ValueError(f"x must have {self.base.length} columns (the signal length), got "
-                             f"{tuple(x.shape)}")
+            raise ValueError(
+                f"x must have {self.base.length} columns (the signal length), got "
+                f"{tuple(x.shape)}"
+            )
         if z is not None and z.shape != self.z.shape:
-            raise ValueError(f"z must have shape {tuple(self.z.shape)}, got {tuple(z.shape)}")
+            raise ValueError(
+                f"z must have shape {tuple(self.z.shape)}, got {tuple(z.shape)}"
+            )
         return self._forward(x, z)
 
-    def _forward(self, x: torch.Tensor, z: torch.Tensor | None = None) -> torch.Tensor:
+    def _forward(
+        self, x: torch.Tensor, z: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """:meth:`forward` without its argument checks (for the training loops)."""
         theta = self.theta0 + self.proj @ (self.z if z is None else z)
-        params = {n: t.view(s) for n, t, s in zip(self.names, torch.split(theta, self.sizes), self.shapes)}
+        params = {
+            n: t.view(s)
+            for n, t, s in zip(
+                self.names, torch.split(theta, self.sizes), self.shapes
+            )
+        }
         return self.base._apply_params(x, params)
 
 
@@ -526,7 +592,7 @@ class CompressionConfig(Config):
     FULL = dict(n_train=40000, channels=32, sizes=(8, 16, 32), dim=2000, steps=6000)
 
     n_train: int = param(8000, count())
-    channels: int = param(16, count())          # the network of the random-label control
+    channels: int = param(16, count())  # the network of the random-label control
     sizes: tuple = param((8, 16), tuple_of(count()))  # channels of the size sweep
     dim: int = param(1000, count())
     levels: tuple = param((3, 5, 7, 11, 15), tuple_of(count(2)))
@@ -540,14 +606,25 @@ class CompressionConfig(Config):
 def _check_data(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor) -> None:
     """Refuse inputs of the wrong length and labels outside the network's classes."""
     if x.shape[1] != model.base.length:
-        raise ValueError(f"x must have {model.base.length} columns (the signal length), got "
-                         f"{tuple(x.shape)}")
+        raise ValueError(
+            f"x must have {model.base.length} columns (the signal length), got "
+            f"{tuple(x.shape)}"
+        )
     check_labels("y", y, model.base.head.out_features, x.shape[0])
 
 
-@boundary(**_XY, steps=count(), lr=positive(), batch_size=count(optional=True), seed=SEED)
-def train_subspace(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, steps: int, lr: float,
-                   batch_size: int | None = None, seed: int = 0) -> None:
+@boundary(
+    **_XY, steps=count(), lr=positive(), batch_size=count(optional=True), seed=SEED
+)
+def train_subspace(
+    model: SubspaceNet,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    steps: int,
+    lr: float,
+    batch_size: int | None = None,
+    seed: int = 0,
+) -> None:
     """Train the subspace coordinates ``z`` of ``model`` in place (Li et al. 2018).
 
     Adam (Kingma and Ba 2015) on the cross-entropy, the learning rate decayed from ``lr`` to 0
@@ -562,7 +639,9 @@ def train_subspace(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, steps: 
     opt = StackedOptimizer([model.z], "adam", lr)
     batches = None
     if batch_size is not None and batch_size < n:
-        batches = StreamBatches([n], batch_size, [seed], device=x.device, drop_remainder=True)
+        batches = StreamBatches(
+            [n], batch_size, [seed], device=x.device, drop_remainder=True
+        )
 
     def loss(step, batch):
         if batch is None:
@@ -570,12 +649,27 @@ def train_subspace(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, steps: 
         idx = batch[0]
         return F.cross_entropy(model._forward(x[idx]), y[idx])
 
-    fit(loss, opt, steps, batches, schedule=lambda t: (1 + math.cos(math.pi * t / steps)) / 2)
+    fit(
+        loss,
+        opt,
+        steps,
+        batches,
+        schedule=lambda t: (1 + math.cos(math.pi * t / steps)) / 2,
+    )
 
 
-@boundary(**_XY, centres=_ARR, symbols=_Array(integer=True), steps=count(0), lr=positive())
-def tune_centres(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, centres, symbols,
-                 steps: int = 30, lr: float = 0.01) -> np.ndarray:
+@boundary(
+    **_XY, centres=_ARR, symbols=_Array(integer=True), steps=count(0), lr=positive()
+)
+def tune_centres(
+    model: SubspaceNet,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    centres,
+    symbols,
+    steps: int = 30,
+    lr: float = 0.01,
+) -> np.ndarray:
     """Refit the ``L`` quantization centres to the training loss with the assignments held fixed.
 
     A learned codebook (as in Lotfi et al. 2022's quantization-aware training): only ``L`` numbers
@@ -587,22 +681,38 @@ def tune_centres(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, centres, 
     L, d = len(np.asarray(centres)), model.z.numel()
     sym = np.asarray(symbols)
     if sym.shape != (d,):
-        raise ValueError(f"symbols must hold one symbol per subspace coordinate ({d}), got "
-                         f"shape {sym.shape}")
+        raise ValueError(
+            f"symbols must hold one symbol per subspace coordinate ({d}), got "
+            f"shape {sym.shape}"
+        )
     if sym.min() < 0 or sym.max() >= L:
-        raise ValueError(f"symbols must index the {L} centres (lie in [0, {L})), got range "
-                         f"[{sym.min()}, {sym.max()}]")
+        raise ValueError(
+            f"symbols must index the {L} centres (lie in [0, {L})), got range "
+            f"[{sym.min()}, {sym.max()}]"
+        )
     # a copy: the caller's centres stay as they were
-    c = torch.nn.Parameter(torch.tensor(np.asarray(centres, dtype=np.float32), device=x.device))
+    c = torch.nn.Parameter(
+        torch.tensor(np.asarray(centres, dtype=np.float32), device=x.device)
+    )
     sym = torch.as_tensor(sym, dtype=torch.int64, device=x.device)
     opt = StackedOptimizer([c], "adam", lr)
-    fit(lambda step, batch: F.cross_entropy(model._forward(x, c[sym]), y), opt, steps)
+    fit(
+        lambda step, batch: F.cross_entropy(model._forward(x, c[sym]), y), opt, steps
+    )
     return c.detach().cpu().numpy().astype(np.float32)
 
 
-@boundary(**_XY, levels=tuple_of(count()), delta=fraction("neither"), tune_steps=count(0))
-def compress_and_bound(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, levels,
-                       delta: float = 0.05, tune_steps: int = 30) -> dict:
+@boundary(
+    **_XY, levels=tuple_of(count()), delta=fraction("neither"), tune_steps=count(0)
+)
+def compress_and_bound(
+    model: SubspaceNet,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    levels,
+    delta: float = 0.05,
+    tune_steps: int = 30,
+) -> dict:
     """Quantize ``z`` at each candidate number of levels, code it, and keep the tightest bound.
 
     For each ``L``: 1-D k-means, a short refit of the centres (:func:`tune_centres`), then the
@@ -622,13 +732,22 @@ def compress_and_bound(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, lev
             centres = tune_centres(model, x, y, centres, sym, tune_steps)
         bits = encode_quantized(centres, sym)
         with torch.no_grad():
-            zq = torch.as_tensor(centres[sym], dtype=model.z.dtype, device=model.z.device)
+            zq = torch.as_tensor(
+                centres[sym], dtype=model.z.dtype, device=model.z.device
+            )
             err = float((model._forward(x, zq).argmax(1) != y).float().mean())
         bound = countable_bound(err, len(bits), n, delta)
         curve.append((int(L), len(bits), err))
         if best is None or bound < best["bound"]:
-            best = {"bound": bound, "bits": len(bits), "train_err_q": err, "levels": int(L),
-                    "bits_list": bits, "symbols": sym, "centres": centres}
+            best = {
+                "bound": bound,
+                "bits": len(bits),
+                "train_err_q": err,
+                "levels": int(L),
+                "bits_list": bits,
+                "symbols": sym,
+                "centres": centres,
+            }
     best["curve"] = curve
     return best
 
@@ -695,9 +814,16 @@ class CompressionResult(Result):
     curve: list = field(default_factory=list)
 
 
-@boundary(labels=Options(("true", "random")), seed=SEED, channels=count(optional=True))
-def run_compression(cfg: CompressionConfig, ds: Dataset, labels: str, seed: int = 0,
-                    channels: int | None = None) -> CompressionResult:
+@boundary(
+    labels=Options(("true", "random")), seed=SEED, channels=count(optional=True)
+)
+def run_compression(
+    cfg: CompressionConfig,
+    ds: Dataset,
+    labels: str,
+    seed: int = 0,
+    channels: int | None = None,
+) -> CompressionResult:
     """Train a subspace CNN on true or random labels, compress it, and bound its error.
 
     ``labels`` is ``"true"`` or ``"random"`` (``corrupt_labels(..., 1.0)``); ``channels``
@@ -736,23 +862,50 @@ def run_compression(cfg: CompressionConfig, ds: Dataset, labels: str, seed: int 
     channels = cfg.channels if channels is None else channels
     _fits(ds, cfg.n_train)
     ds = ds.subset(torch.arange(cfg.n_train))
-    y = ds.y if labels == "true" else corrupt_labels(ds.y, 1.0, ds.num_classes, seed=seed + 1)
-    model = SubspaceNet(ds.dim, ds.num_classes, cfg.dim, channels, seed=seed).to(ds.x.device)
+    y = (
+        ds.y
+        if labels == "true"
+        else corrupt_labels(ds.y, 1.0, ds.num_classes, seed=seed + 1)
+    )
+    model = SubspaceNet(ds.dim, ds.num_classes, cfg.dim, channels, seed=seed).to(
+        ds.x.device
+    )
     train_subspace(model, ds.x, y, cfg.steps, cfg.lr, cfg.batch_size, seed=seed)
     with torch.no_grad():
         train_err = float((model(ds.x).argmax(1) != y).float().mean())
     best = compress_and_bound(model, ds.x, y, cfg.levels, cfg.delta, cfg.tune_steps)
     centres, sym = decode_quantized(best["bits_list"])
-    roundtrip = bool(np.array_equal(sym, best["symbols"]) and np.array_equal(centres, best["centres"]))
+    roundtrip = bool(
+        np.array_equal(sym, best["symbols"])
+        and np.array_equal(centres, best["centres"])
+    )
     with torch.no_grad():
         zq = torch.as_tensor(centres[sym], dtype=model.z.dtype, device=ds.x.device)
-        test_err = float((model(ds.x_test, zq).argmax(1) != ds.y_test).float().mean())
+        test_err = float(
+            (model(ds.x_test, zq).argmax(1) != ds.y_test).float().mean()
+        )
     err_q = best["train_err_q"]
     return CompressionResult(
-        labels=labels, channels=channels, n=cfg.n_train, n_params=model.n_params, dim=cfg.dim,
-        train_err=train_err, train_err_q=err_q, test_err_q=test_err, bits=best["bits"],
-        levels=best["levels"], bound=best["bound"],
-        kl_bound=pac_bayes_kl_bound(err_q, best["bits"] * math.log(2), cfg.n_train, cfg.delta),
-        counting_bound=counting_bound(err_q, model.n_params, cfg.n_train, delta=cfg.delta),
-        counting_bound_subspace=counting_bound(err_q, cfg.dim, cfg.n_train, delta=cfg.delta),
-        roundtrip=roundtrip, curve=best["curve"])
+        labels=labels,
+        channels=channels,
+        n=cfg.n_train,
+        n_params=model.n_params,
+        dim=cfg.dim,
+        train_err=train_err,
+        train_err_q=err_q,
+        test_err_q=test_err,
+        bits=best["bits"],
+        levels=best["levels"],
+        bound=best["bound"],
+        kl_bound=pac_bayes_kl_bound(
+            err_q, best["bits"] * math.log(2), cfg.n_train, cfg.delta
+        ),
+        counting_bound=counting_bound(
+            err_q, model.n_params, cfg.n_train, delta=cfg.delta
+        ),
+        counting_bound_subspace=counting_bound(
+            err_q, cfg.dim, cfg.n_train, delta=cfg.delta
+        ),
+        roundtrip=roundtrip,
+        curve=best["curve"],
+    )

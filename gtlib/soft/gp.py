@@ -3,6 +3,7 @@
 Wilson's Figure 1(d, e), after Zhang et al. 2017: the GP fits corrupted labels, and its log
 marginal likelihood falls as the corruption grows.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,7 +13,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..checks import SEED, Tensor, boundary, check_labels, count, fraction, positive, tuple_of
+from ..checks import (
+    SEED,
+    Tensor,
+    boundary,
+    check_labels,
+    count,
+    fraction,
+    positive,
+    tuple_of,
+)
 from ..config import Config, Result, param
 from ..data import Dataset, corrupt_labels
 from .common import _ARR, _fits, _pos, _vec
@@ -25,16 +35,24 @@ __all__ = [
 ]
 
 
-@boundary(a=Tensor("float", 2), b=Tensor("float", 2), lengthscale=positive(),
-          variance=positive())
-def rbf_kernel(a: torch.Tensor, b: torch.Tensor, lengthscale: float, variance: float = 1.0) -> torch.Tensor:
+@boundary(
+    a=Tensor("float", 2),
+    b=Tensor("float", 2),
+    lengthscale=positive(),
+    variance=positive(),
+)
+def rbf_kernel(
+    a: torch.Tensor, b: torch.Tensor, lengthscale: float, variance: float = 1.0
+) -> torch.Tensor:
     """``variance * exp(-||a - b||^2 / (2 lengthscale^2))`` between the rows of ``a`` and ``b``."""
     lengthscale = _pos("lengthscale", lengthscale)
     variance = _pos("variance", variance)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
         raise ValueError("a and b must be 2-D with the same number of columns")
-    d2 = (a.pow(2).sum(1)[:, None] + b.pow(2).sum(1)[None, :] - 2 * a @ b.T).clamp_min(0)
-    return variance * torch.exp(-0.5 * d2 / lengthscale ** 2)
+    d2 = (
+        a.pow(2).sum(1)[:, None] + b.pow(2).sum(1)[None, :] - 2 * a @ b.T
+    ).clamp_min(0)
+    return variance * torch.exp(-0.5 * d2 / lengthscale**2)
 
 
 @boundary(x=Tensor("float", 2))
@@ -46,10 +64,22 @@ def median_lengthscale(x: torch.Tensor) -> float:
     return float(d[torch.triu(torch.ones_like(d, dtype=torch.bool), 1)].median())
 
 
-@boundary(x=Tensor("float", 2), y=Tensor("int", 1), x_test=Tensor("float", 2),
-          num_classes=count(2), lengthscales=_ARR, noise_ratio=positive())
-def gp_label_regression(x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor, num_classes: int,
-                        lengthscales, noise_ratio: float = 1e-3) -> dict:
+@boundary(
+    x=Tensor("float", 2),
+    y=Tensor("int", 1),
+    x_test=Tensor("float", 2),
+    num_classes=count(2),
+    lengthscales=_ARR,
+    noise_ratio=positive(),
+)
+def gp_label_regression(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    x_test: torch.Tensor,
+    num_classes: int,
+    lengthscales,
+    noise_ratio: float = 1e-3,
+) -> dict:
     """GP regression on centred one-hot labels, hyperparameters chosen by marginal likelihood.
 
     Each class score is an independent GP with kernel ``s * (k_ell(x, x') + noise_ratio * delta)``:
@@ -69,11 +99,15 @@ def gp_label_regression(x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor, 
     noise_ratio = _pos("noise_ratio", noise_ratio)
     lengthscales = _vec("lengthscales", lengthscales)
     if np.any(lengthscales <= 0):
-        raise ValueError(f"lengthscales must all be > 0, got {lengthscales.tolist()}")
+        raise ValueError(
+            f"lengthscales must all be > 0, got {lengthscales.tolist()}"
+        )
     check_labels("y", y, num_classes, x.shape[0])
     if x_test.shape[1] != x.shape[1]:
-        raise ValueError(f"x_test must have the {x.shape[1]} columns of x, got "
-                         f"{tuple(x_test.shape)}")
+        raise ValueError(
+            f"x_test must have the {x.shape[1]} columns of x, got "
+            f"{tuple(x_test.shape)}"
+        )
     x = x.double()
     x_test = x_test.double()
     n, C = x.shape[0], num_classes
@@ -85,15 +119,21 @@ def gp_label_regression(x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor, 
         chol = torch.linalg.cholesky(k + noise_ratio * eye)
         alpha = torch.cholesky_solve(t, chol)
         s = float((t * alpha).sum()) / (n * C)
-        log_ml = (-0.5 * n * C * (1 + math.log(2 * math.pi * s))
-                  - C * float(torch.log(torch.diagonal(chol)).sum()))
+        log_ml = -0.5 * n * C * (1 + math.log(2 * math.pi * s)) - C * float(
+            torch.log(torch.diagonal(chol)).sum()
+        )
         if best is None or log_ml > best[0]:
             best = (log_ml, float(ell), s, k, alpha)
     log_ml, ell, s, k, alpha = best
     train_mean = k @ alpha
     test_mean = rbf_kernel(x_test, x, ell) @ alpha
-    return {"train_pred": train_mean.argmax(1), "test_pred": test_mean.argmax(1), "log_ml": log_ml,
-            "lengthscale": ell, "signal_var": s}
+    return {
+        "train_pred": train_mean.argmax(1),
+        "test_pred": test_mean.argmax(1),
+        "log_ml": log_ml,
+        "lengthscale": ell,
+        "signal_var": s,
+    }
 
 
 @dataclass
@@ -118,15 +158,21 @@ class GPConfig(Config):
         item) of items each a finite number > 0.
     """
 
-    FULL = dict(n_train=6000, n_test=2000, corruptions=tuple(np.round(np.linspace(0, 1, 11), 2)),
-                lengthscale_factors=tuple(np.round(np.geomspace(0.25, 2.0, 10), 3)))
+    FULL = dict(
+        n_train=6000,
+        n_test=2000,
+        corruptions=tuple(np.round(np.linspace(0, 1, 11), 2)),
+        lengthscale_factors=tuple(np.round(np.geomspace(0.25, 2.0, 10), 3)),
+    )
 
     n_train: int = param(2000, count(2))
     n_test: int = param(1000, count())
     corruptions: tuple = param((0.0, 0.2, 0.4, 0.6, 0.8, 1.0), tuple_of(fraction()))
     noise_ratio: float = param(1e-3, positive())
-    lengthscale_factors: tuple = param((0.35, 0.5, 0.7, 1.0, 1.4),  # x median pairwise distance
-                                       tuple_of(positive()))
+    lengthscale_factors: tuple = param(
+        (0.35, 0.5, 0.7, 1.0, 1.4),  # x median pairwise distance
+        tuple_of(positive()),
+    )
 
 
 @dataclass
@@ -144,7 +190,9 @@ class GPCorruptionResult(Result):
 
 
 @boundary(seed=SEED)
-def run_gp_corruption(cfg: GPConfig, ds: Dataset, seed: int = 0) -> GPCorruptionResult:
+def run_gp_corruption(
+    cfg: GPConfig, ds: Dataset, seed: int = 0
+) -> GPCorruptionResult:
     """Train accuracy, test accuracy and log marginal likelihood by corruption.
 
     Train accuracy, test accuracy and log marginal likelihood (per training point) by corruption.
@@ -173,8 +221,8 @@ def run_gp_corruption(cfg: GPConfig, ds: Dataset, seed: int = 0) -> GPCorruption
     Zhang et al. (2017), "Understanding deep learning requires rethinking generalization".
     """
     _fits(ds, cfg.n_train, cfg.n_test)
-    x, y0 = ds.x[:cfg.n_train].cpu(), ds.y[:cfg.n_train].cpu()
-    xt, yt = ds.x_test[:cfg.n_test].cpu(), ds.y_test[:cfg.n_test].cpu()
+    x, y0 = ds.x[: cfg.n_train].cpu(), ds.y[: cfg.n_train].cpu()
+    xt, yt = ds.x_test[: cfg.n_test].cpu(), ds.y_test[: cfg.n_test].cpu()
     ells = np.asarray(cfg.lengthscale_factors) * median_lengthscale(x)
     out = GPCorruptionResult([], [], [], [], [], chance=1.0 / ds.num_classes)
     for frac in cfg.corruptions:

@@ -3,6 +3,7 @@
 Hessian-vector products from ``torch.func`` fed to :func:`scipy.sparse.linalg.eigsh`, with a check
 that the computed top of the spectrum covers every eigenvalue that matters for ``alpha``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -11,7 +12,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..checks import SEED, boundary, check_int, check_labels, count, fraction, positive
+from ..checks import (
+    SEED,
+    boundary,
+    check_int,
+    check_labels,
+    count,
+    fraction,
+    positive,
+)
 from .common import _Array, _XY
 from .random_features import effective_dimensionality
 
@@ -43,7 +52,9 @@ def _check_xy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> None:
         with torch.no_grad():
             out = model(x[:1].to(p.device, p.dtype) if p is not None else x[:1])
     except RuntimeError as e:
-        raise ValueError(f"x must fit the model's input (shape {tuple(x.shape)}): {e}") from None
+        raise ValueError(
+            f"x must fit the model's input (shape {tuple(x.shape)}): {e}"
+        ) from None
     check_labels("y", y, int(out.shape[-1]), x.shape[0])
 
 
@@ -72,7 +83,9 @@ def _as_double(model: torch.nn.Module) -> torch.nn.Module:
 
 
 @boundary(**_XY)
-def dense_hessian(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+def dense_hessian(
+    model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor
+) -> np.ndarray:
     """The full Hessian of the mean cross-entropy via ``torch.func.hessian`` (small models only)."""
     _check_xy(model, x, y)
     model = _as_double(model)
@@ -81,8 +94,15 @@ def dense_hessian(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> n
 
 
 @boundary(**_XY, k=count(), tol=positive(), seed=SEED)
-def lanczos_top_eigs(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, k: int,
-                     tol: float = 1e-6, seed: int = 0, vectors: bool = False):
+def lanczos_top_eigs(
+    model: torch.nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    k: int,
+    tol: float = 1e-6,
+    seed: int = 0,
+    vectors: bool = False,
+):
     """The ``k`` largest (algebraic) Hessian eigenvalues by Lanczos (``scipy.sparse.linalg.eigsh``).
 
     Descending order. ``k`` must be smaller than the number of parameters. With
@@ -106,8 +126,9 @@ def lanczos_top_eigs(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, k
 
 
 @boundary(q=_Array(2), probes=count(2), seed=SEED)
-def tail_trace(matvec: Callable, q: np.ndarray, probes: int = 20,
-               seed: int = 0) -> tuple[float, float]:
+def tail_trace(
+    matvec: Callable, q: np.ndarray, probes: int = 20, seed: int = 0
+) -> tuple[float, float]:
     """Hutchinson estimate of ``tr H - sum(top eigenvalues)``: the trace of ``H`` on the orthogonal
     complement of the computed eigenvectors ``q`` (columns), with Rademacher probes projected off
     ``q``. Returns ``(estimate, standard error)``.
@@ -126,11 +147,26 @@ def tail_trace(matvec: Callable, q: np.ndarray, probes: int = 20,
     return float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(probes))
 
 
-@boundary(**_XY, alpha=positive(), k=count(), max_k=count(), weight_tol=fraction("neither"),
-          seed=SEED, probes=count(0))
-def effective_parameters(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, alpha: float,
-                         k: int = 32, max_k: int = 256, weight_tol: float = 0.05, seed: int = 0,
-                         probes: int = 0) -> dict:
+@boundary(
+    **_XY,
+    alpha=positive(),
+    k=count(),
+    max_k=count(),
+    weight_tol=fraction("neither"),
+    seed=SEED,
+    probes=count(0),
+)
+def effective_parameters(
+    model: torch.nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    alpha: float,
+    k: int = 32,
+    max_k: int = 256,
+    weight_tol: float = 0.05,
+    seed: int = 0,
+    probes: int = 0,
+) -> dict:
     """``N_eff`` of the loss Hessian from its top eigenvalues, with a coverage check.
 
     Lanczos computes the top ``k`` eigenvalues; if the smallest of them still counts for more than
@@ -180,8 +216,10 @@ def effective_parameters(model: torch.nn.Module, x: torch.Tensor, y: torch.Tenso
     if max_k < k:
         raise ValueError(f"max_k must be >= k = {k}, got {max_k}")
     if probes == 1:
-        raise ValueError("probes must be 0 (no tail estimate) or >= 2 (a standard error needs "
-                         "two), got 1")
+        raise ValueError(
+            "probes must be 0 (no tail estimate) or >= 2 (a standard error needs "
+            "two), got 1"
+        )
     _check_xy(model, x, y)
     P = sum(p.numel() for p in model.parameters())
     while True:
@@ -194,10 +232,18 @@ def effective_parameters(model: torch.nn.Module, x: torch.Tensor, y: torch.Tenso
         k *= 2
     with torch.no_grad():
         train_loss = float(F.cross_entropy(model(x), y))
-    out = {"neff": effective_dimensionality(eigs, alpha), "eigs": eigs, "k": k_eff,
-           "covered": bool(covered), "n_params": P, "train_loss": train_loss}
+    out = {
+        "neff": effective_dimensionality(eigs, alpha),
+        "eigs": eigs,
+        "k": k_eff,
+        "covered": bool(covered),
+        "n_params": P,
+        "train_loss": train_loss,
+    }
     if probes:
         matvec, _ = hessian_matvec(model, x.cpu(), y.cpu())
         t, se = tail_trace(matvec, vecs, probes, seed)
-        out.update(tail=t, tail_se=se, neff_upper=out["neff"] + max(t + 2 * se, 0.0) / alpha)
+        out.update(
+            tail=t, tail_se=se, neff_upper=out["neff"] + max(t + 2 * se, 0.0) / alpha
+        )
     return out

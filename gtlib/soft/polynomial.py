@@ -4,6 +4,7 @@ A degree-150 Legendre expansion with the penalty ``sum_j gamma**j * w_j**2``, fi
 form; its marginal likelihood sets the noise level and the prior scale. Also the taxonomy of
 benign, tempered and catastrophic overfitting of minimum-norm interpolants.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,17 +12,33 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.polynomial import legendre as _leg
 
-from ..checks import SEED, Interval, boundary, check_int, count, nonnegative, positive, tuple_of
+from ..checks import (
+    SEED,
+    Interval,
+    boundary,
+    check_int,
+    count,
+    nonnegative,
+    positive,
+    tuple_of,
+)
 from ..config import Config, Result, param
 from .common import _ARR, _Array, _pos, _vec
 from .random_features import min_norm_lstsq
 
 __all__ = [
     # configs and results
-    "PolyConfig", "TARGETS",
+    "PolyConfig",
+    "TARGETS",
     # functions
-    "evidence_decomposition", "fit_polynomial", "legendre_features", "order_penalty",
-    "overfitting_taxonomy", "poly_log_evidence", "predict_polynomial", "run_polynomial",
+    "evidence_decomposition",
+    "fit_polynomial",
+    "legendre_features",
+    "order_penalty",
+    "overfitting_taxonomy",
+    "poly_log_evidence",
+    "predict_polynomial",
+    "run_polynomial",
 ]
 
 
@@ -136,11 +153,17 @@ def fit_polynomial(x, y, degree: int, penalty=None) -> np.ndarray:
     phi = legendre_features(x, degree)
     y = _vec("y", y)
     if y.shape[0] != phi.shape[0]:
-        raise ValueError(f"x and y must have the same length, got {phi.shape[0]} and {y.shape[0]}")
+        raise ValueError(
+            f"x and y must have the same length, got {phi.shape[0]} and {y.shape[0]}"
+        )
     if penalty is None:
         return np.linalg.lstsq(phi, y, rcond=None)[0]
     penalty = np.asarray(penalty, dtype=np.float64)
-    if penalty.shape != (degree + 1,) or np.any(penalty < 0) or not np.all(np.isfinite(penalty)):
+    if (
+        penalty.shape != (degree + 1,)
+        or np.any(penalty < 0)
+        or not np.all(np.isfinite(penalty))
+    ):
         raise ValueError(f"penalty must be {degree + 1} finite non-negative numbers")
     return np.linalg.solve(phi.T @ phi + np.diag(penalty), phi.T @ y)
 
@@ -166,7 +189,9 @@ def predict_polynomial(w, x) -> np.ndarray:
 
 
 @boundary(**_POLY, noise_vars=_ARR, prior_vars=_ARR)
-def poly_log_evidence(x, y, degree: int, gamma: float, noise_vars, prior_vars) -> np.ndarray:
+def poly_log_evidence(
+    x, y, degree: int, gamma: float, noise_vars, prior_vars
+) -> np.ndarray:
     """Log marginal likelihood ``log p(y | x)`` of the Bayesian polynomial, on a grid.
 
     The model is ``y = Phi w + eps`` with ``w_j ~ N(0, tau^2 gamma^-j)`` and ``eps ~ N(0, sigma^2)``;
@@ -208,10 +233,16 @@ def poly_log_evidence(x, y, degree: int, gamma: float, noise_vars, prior_vars) -
     proj2 = (evecs.T @ y) ** 2
     var = t2[None, :, None] * evals[None, None, :] + s2[:, None, None]  # (S, T, n)
     n = y.shape[0]
-    return -0.5 * (proj2 / var).sum(-1) - 0.5 * np.log(var).sum(-1) - 0.5 * n * np.log(2 * np.pi)
+    return (
+        -0.5 * (proj2 / var).sum(-1)
+        - 0.5 * np.log(var).sum(-1)
+        - 0.5 * n * np.log(2 * np.pi)
+    )
 
 
-@boundary(x=_ARR, y=_ARR, degree=count(0), gammas=_ARR, noise_vars=_ARR, prior_vars=_ARR)
+@boundary(
+    x=_ARR, y=_ARR, degree=count(0), gammas=_ARR, noise_vars=_ARR, prior_vars=_ARR
+)
 def fit_soft_polynomial(x, y, degree: int, gammas, noise_vars, prior_vars) -> dict:
     """Empirical Bayes: pick ``(gamma, sigma^2, tau^2)`` by marginal likelihood, return the MAP fit.
 
@@ -225,16 +256,21 @@ def fit_soft_polynomial(x, y, degree: int, gammas, noise_vars, prior_vars) -> di
         ev = poly_log_evidence(x, y, degree, float(g), noise_vars, prior_vars)
         i, j = np.unravel_index(np.argmax(ev), ev.shape)
         if best is None or ev[i, j] > best[0]:
-            best = (float(ev[i, j]), float(g), float(np.asarray(noise_vars)[i]),
-                    float(np.asarray(prior_vars)[j]))
+            best = (
+                float(ev[i, j]),
+                float(g),
+                float(np.asarray(noise_vars)[i]),
+                float(np.asarray(prior_vars)[j]),
+            )
     ev, g, s2, t2 = best
     w = fit_polynomial(x, y, degree, order_penalty(degree, g, s2 / t2))
     return {"w": w, "gamma": g, "noise_var": s2, "prior_var": t2, "log_evidence": ev}
 
 
 @boundary(**_POLY, noise_var=positive(), prior_var=positive())
-def evidence_decomposition(x, y, degree: int, gamma: float, noise_var: float,
-                           prior_var: float) -> dict:
+def evidence_decomposition(
+    x, y, degree: int, gamma: float, noise_var: float, prior_var: float
+) -> dict:
     """The log evidence of the Bayesian polynomial as data fit plus a (log) Occam factor.
 
     For a linear-Gaussian model the identity ``log p(y) = log p(y | w*) + log p(w*) -
@@ -279,17 +315,21 @@ def evidence_decomposition(x, y, degree: int, gamma: float, noise_var: float,
     w = np.linalg.solve(A, phi.T @ y / s2)
     n, d = phi.shape
     fit = -0.5 * np.sum((y - phi @ w) ** 2) / s2 - 0.5 * n * np.log(2 * np.pi * s2)
-    log_prior = -0.5 * np.sum(prec * w ** 2) - 0.5 * np.sum(np.log(2 * np.pi / prec))
+    log_prior = -0.5 * np.sum(prec * w**2) - 0.5 * np.sum(np.log(2 * np.pi / prec))
     occam = log_prior + 0.5 * d * np.log(2 * np.pi) - 0.5 * np.linalg.slogdet(A)[1]
-    return {"data_fit": float(fit), "occam": float(occam), "log_evidence": float(fit + occam),
-            "w": w}
+    return {
+        "data_fit": float(fit),
+        "occam": float(occam),
+        "log_evidence": float(fit + occam),
+        "w": w,
+    }
 
 
 @boundary(x=_Array(None))
 def simple_target(x) -> np.ndarray:
     """The 'simple' structured target of the polynomial experiment (a gentle quadratic)."""
     x = np.asarray(x, dtype=np.float64)
-    return 0.5 * x ** 2 - 0.3 * x + 0.2
+    return 0.5 * x**2 - 0.3 * x + 0.2
 
 
 @boundary(x=_Array(None))
@@ -335,20 +375,30 @@ class PolyConfig(Config):
         Degree of the hard-restricted hypothesis space; an int >= 0.
     """
 
-    FULL = dict(n_test=20000, gammas=tuple(np.round(np.linspace(1.02, 3.0, 34), 3)),
-                noise_vars=tuple(np.logspace(-5, 0, 81)), prior_vars=tuple(np.logspace(-3, 3, 37)))
+    FULL = dict(
+        n_test=20000,
+        gammas=tuple(np.round(np.linspace(1.02, 3.0, 34), 3)),
+        noise_vars=tuple(np.logspace(-5, 0, 81)),
+        prior_vars=tuple(np.logspace(-3, 3, 37)),
+    )
 
     n: int = param(100, count(2))
     noise: float = param(0.2, nonnegative())
     degree: int = param(150, count(0))
     n_test: int = param(2000, count())
-    gammas: tuple = param((1.05, 1.1, 1.2, 1.3, 1.5, 2.0, 3.0), tuple_of(Interval(float, 1)))
+    gammas: tuple = param(
+        (1.05, 1.1, 1.2, 1.3, 1.5, 2.0, 3.0), tuple_of(Interval(float, 1))
+    )
     noise_vars: tuple = param(tuple(np.logspace(-4, 0, 33)), tuple_of(positive()))
     prior_vars: tuple = param(tuple(np.logspace(-2, 2, 17)), tuple_of(positive()))
-    interpolate_noise_var: float = param(1e-6, positive())  # sigma^2 for an exact fit
+    interpolate_noise_var: float = param(
+        1e-6, positive()
+    )  # sigma^2 for an exact fit
     interpolate_gamma: float = param(1.1, Interval(float, 1))
     max_ls_degree: int | None = param(None, count(0, optional=True))  # default n - 1
-    restricted_degree: int = param(20, count(0))  # a hard restriction of the hypothesis space
+    restricted_degree: int = param(
+        20, count(0)
+    )  # a hard restriction of the hypothesis space
 
     def _check_together(self) -> None:
         if self.max_ls_degree is not None and self.max_ls_degree > self.n - 1:
@@ -444,31 +494,44 @@ def run_polynomial(cfg: PolyConfig, seed: int = 0) -> PolyResult:
     max_deg = cfg.n - 1 if cfg.max_ls_degree is None else cfg.max_ls_degree
     J = cfg.degree
     targets = {}
-    datasets = [(k, f, cfg.noise) for k, f in TARGETS.items()] + [("noise", np.zeros_like, 1.0)]
+    datasets = [(k, f, cfg.noise) for k, f in TARGETS.items()] + [
+        ("noise", np.zeros_like, 1.0)
+    ]
     for name, f, sd in datasets:
         y = f(x) + sd * rng.normal(size=cfg.n)
         truth_t = f(xt)
 
         def report(w, **extra):
-            return PolyFit(curve=predict_polynomial(w, grid),
-                           train_mse=float(np.mean((predict_polynomial(w, x) - y) ** 2)),
-                           excess=float(np.mean((predict_polynomial(w, xt) - truth_t) ** 2)),
-                           **extra)
+            return PolyFit(
+                curve=predict_polynomial(w, grid),
+                train_mse=float(np.mean((predict_polynomial(w, x) - y) ** 2)),
+                excess=float(np.mean((predict_polynomial(w, xt) - truth_t) ** 2)),
+                **extra,
+            )
 
         pen = order_penalty(J, cfg.interpolate_gamma, cfg.interpolate_noise_var)
-        soft = fit_soft_polynomial(x, y, J, cfg.gammas, cfg.noise_vars, cfg.prior_vars)
+        soft = fit_soft_polynomial(
+            x, y, J, cfg.gammas, cfg.noise_vars, cfg.prior_vars
+        )
         ls = [report(fit_polynomial(x, y, d), degree=d) for d in range(max_deg + 1)]
         best = min(ls, key=lambda r: r.excess)
         fits = {
             "interpolant": report(fit_polynomial(x, y, J, pen)),
-            "evidence": report(soft["w"], **{k: soft[k] for k in
-                                             ("gamma", "noise_var", "prior_var", "log_evidence")}),
+            "evidence": report(
+                soft["w"],
+                **{
+                    k: soft[k]
+                    for k in ("gamma", "noise_var", "prior_var", "log_evidence")
+                },
+            ),
             "minnorm": report(fit_polynomial(x, y, J)),
             "best_ls": best,
-            "restricted": report(fit_polynomial(x, y, cfg.restricted_degree),
-                                 degree=cfg.restricted_degree),
+            "restricted": report(
+                fit_polynomial(x, y, cfg.restricted_degree),
+                degree=cfg.restricted_degree,
+            ),
         }
-        targets[name] = PolyDataset(y=y, truth=f(grid), noise_var=sd ** 2, fits=fits)
+        targets[name] = PolyDataset(y=y, truth=f(grid), noise_var=sd**2, fits=fits)
     return PolyResult(x=x, grid=grid, targets=targets)
 
 
@@ -494,9 +557,16 @@ class TaxonomyResult(Result):
     spectra: dict[str, InterpolantRisk]
 
 
-@boundary(n=count(2), noise=positive(), seed=SEED, tail_dim=count(), tail_var=positive())
-def overfitting_taxonomy(n: int = 200, noise: float = 0.5, seed: int = 0,
-                         tail_dim: int = 20000, tail_var: float = 1e-3) -> TaxonomyResult:
+@boundary(
+    n=count(2), noise=positive(), seed=SEED, tail_dim=count(), tail_var=positive()
+)
+def overfitting_taxonomy(
+    n: int = 200,
+    noise: float = 0.5,
+    seed: int = 0,
+    tail_dim: int = 20000,
+    tail_var: float = 1e-3,
+) -> TaxonomyResult:
     """Benign, tempered and catastrophic overfitting in one model: min-norm linear regression.
 
     ``y = x_1 + eps`` with ``eps ~ N(0, noise^2)``: the signal lives in the first coordinate
@@ -539,9 +609,12 @@ def overfitting_taxonomy(n: int = 200, noise: float = 0.5, seed: int = 0,
     n = check_int("n", n, 2)
     noise = _pos("noise", noise)
     rng = np.random.default_rng(seed)
-    specs = {"benign": np.full(tail_dim, float(tail_var)), "tempered": np.ones(2 * n - 1),
-             "catastrophic": np.ones(n + 2)}
-    out = TaxonomyResult(noise_var=noise ** 2, n=n, spectra={})
+    specs = {
+        "benign": np.full(tail_dim, float(tail_var)),
+        "tempered": np.ones(2 * n - 1),
+        "catastrophic": np.ones(n + 2),
+    }
+    out = TaxonomyResult(noise_var=noise**2, n=n, spectra={})
     for name, tail in specs.items():
         lam = np.concatenate([[1.0], tail])
         x = rng.normal(size=(n, lam.size)) * np.sqrt(lam)
@@ -550,7 +623,10 @@ def overfitting_taxonomy(n: int = 200, noise: float = 0.5, seed: int = 0,
         err = b.copy()
         err[0] -= 1.0
         out.spectra[name] = InterpolantRisk(
-            train_mse=float(np.mean((x @ b - y) ** 2)), excess=float(np.sum(lam * err ** 2)),
-            d=int(lam.size), tail_rank=float(tail.sum() ** 2 / np.sum(tail ** 2)),
-            tail_r0=float(tail.sum()))
+            train_mse=float(np.mean((x @ b - y) ** 2)),
+            excess=float(np.sum(lam * err**2)),
+            d=int(lam.size),
+            tail_rank=float(tail.sum() ** 2 / np.sum(tail**2)),
+            tail_r0=float(tail.sum()),
+        )
     return out

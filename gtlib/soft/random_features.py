@@ -4,14 +4,24 @@ Minimum-norm least squares on random ReLU features (double descent in the number
 and the effective dimensionality ``N_eff = sum_i lambda_i / (lambda_i + alpha)`` of its Hessian
 (Maddox et al. 2020).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import (SEED, InstanceOf, boundary, check_int, count, fraction, nonnegative, positive,
-                      tuple_of)
+from ..checks import (
+    SEED,
+    InstanceOf,
+    boundary,
+    check_int,
+    count,
+    fraction,
+    nonnegative,
+    positive,
+    tuple_of,
+)
 from ..config import Config, Result, param
 from .common import _ARR, _Array, _pos, _vec
 
@@ -19,7 +29,10 @@ __all__ = [
     # configs and results
     "RFConfig",
     # functions
-    "double_descent_summary", "effective_dimensionality", "rf_spectrum", "run_random_features",
+    "double_descent_summary",
+    "effective_dimensionality",
+    "rf_spectrum",
+    "run_random_features",
 ]
 
 
@@ -66,7 +79,9 @@ def poorly_determined(eigs, alpha: float, k: int) -> float:
     eigs = np.sort(np.clip(_vec("eigs", eigs), 0, None))[::-1]
     k = check_int("k", k, 1)
     if k > eigs.size:
-        raise ValueError(f"k must be <= the number of eigenvalues ({eigs.size}), got {k}")
+        raise ValueError(
+            f"k must be <= the number of eigenvalues ({eigs.size}), got {k}"
+        )
     return float(k - effective_dimensionality(eigs[:k], alpha))
 
 
@@ -75,9 +90,13 @@ def relu_features(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Random ReLU features ``max(0, x w + b) / sqrt(p)`` of inputs ``x`` (n, D); ``w`` is (D, p)."""
     x, w, b = (np.asarray(v, dtype=np.float64) for v in (x, w, b))
     if w.shape[0] != x.shape[1]:
-        raise ValueError(f"w must have one row per column of x ({x.shape[1]}), got {w.shape}")
+        raise ValueError(
+            f"w must have one row per column of x ({x.shape[1]}), got {w.shape}"
+        )
     if b.shape != (w.shape[1],):
-        raise ValueError(f"b must have one entry per column of w ({w.shape[1]}), got {b.shape}")
+        raise ValueError(
+            f"b must have one entry per column of w ({w.shape[1]}), got {b.shape}"
+        )
     return np.maximum(x @ w + b, 0.0) / np.sqrt(w.shape[1])
 
 
@@ -141,9 +160,19 @@ class RFConfig(Config):
     noise: float = param(0.1, nonnegative())
     n_test: int = param(2000, count())
     n_val: int = param(1000, count())
-    ps: tuple = param(tuple(sorted(set(np.unique(np.round(np.geomspace(5, 2000, 34)).astype(int))
-                                       .tolist() + [100, 200, 400]))),
-                      tuple_of(count(), increasing="strict"))
+    ps: tuple = param(
+        tuple(
+            sorted(
+                set(
+                    np.unique(
+                        np.round(np.geomspace(5, 2000, 34)).astype(int)
+                    ).tolist()
+                    + [100, 200, 400]
+                )
+            )
+        ),
+        tuple_of(count(), increasing="strict"),
+    )
     n_draws: int = param(5, count())
     alpha: float = param(1e-5, positive())
     ridges: tuple = param(tuple(np.logspace(-8, 1, 19)), tuple_of(positive()))
@@ -177,7 +206,7 @@ def ridge_path(phi: np.ndarray, y: np.ndarray, ridges, rcond: float = 1e-10):
     keep = s > rcond * s[0]
     u, s, vt = u[:, keep], s[keep], vt[keep]
     c = u.T @ y
-    betas = (s / (s ** 2 + lams[:, None]) * c) @ vt
+    betas = (s / (s**2 + lams[:, None]) * c) @ vt
     return betas, (c / s) @ vt
 
 
@@ -251,10 +280,17 @@ def run_random_features(cfg: RFConfig, seed: int = 0) -> RandomFeaturesResult:
             eigs = np.linalg.svd(phi, compute_uv=False) ** 2 / cfg.n
             neff[r, j] = effective_dimensionality(eigs, cfg.alpha)
             poor[r, j] = poorly_determined(eigs, cfg.alpha, min(cfg.n, p))
-    return RandomFeaturesResult(ps=np.array(cfg.ps), n=cfg.n, test_mse=np.median(test, 0),
-                                test_mse_draws=test, ridge_mse=np.median(ridge, 0),
-                                null_mse=float(np.median(null)), neff=neff.mean(0),
-                                poor=poor.mean(0), noise_var=cfg.noise ** 2)
+    return RandomFeaturesResult(
+        ps=np.array(cfg.ps),
+        n=cfg.n,
+        test_mse=np.median(test, 0),
+        test_mse_draws=test,
+        ridge_mse=np.median(ridge, 0),
+        null_mse=float(np.median(null)),
+        neff=neff.mean(0),
+        poor=poor.mean(0),
+        noise_var=cfg.noise**2,
+    )
 
 
 @boundary(ps=_Array(integer=True), mse=_ARR, n=count())
@@ -287,15 +323,22 @@ def double_descent_summary(ps, mse, n: int) -> dict:
     """
     ps, mse = np.asarray(ps), np.asarray(mse, dtype=np.float64)
     if mse.shape != ps.shape:
-        raise ValueError(f"mse must have one entry per p ({ps.size}), got {mse.size}")
+        raise ValueError(
+            f"mse must have one entry per p ({ps.size}), got {mse.size}"
+        )
     under, over = mse[ps < n], mse[ps > n]
     if under.size == 0 or over.size == 0:
         raise ValueError("ps must include values below and above n")
     near = mse[(ps >= n / 2) & (ps <= 2 * n)]
-    return {"first": float(mse[0]), "best_under": float(under.min()),
-            "best_under_p": int(ps[ps < n][under.argmin()]), "best_over": float(over.min()),
-            "best_over_p": int(ps[ps > n][over.argmin()]), "peak": float(near.max()),
-            "max_rise": float(np.max(mse[1:] / mse[:-1]) - 1)}
+    return {
+        "first": float(mse[0]),
+        "best_under": float(under.min()),
+        "best_under_p": int(ps[ps < n][under.argmin()]),
+        "best_over": float(over.min()),
+        "best_over_p": int(ps[ps > n][over.argmin()]),
+        "peak": float(near.max()),
+        "max_rise": float(np.max(mse[1:] / mse[:-1]) - 1),
+    }
 
 
 @boundary(p=count(), seed=SEED)
@@ -328,7 +371,10 @@ def rf_spectrum(cfg: RFConfig, p: int, seed: int = 0) -> dict:
     b = rng.uniform(-1, 1, size=p)
     phi, phit = relu_features(x, w, b), relu_features(xt, w, b)
     beta = min_norm_lstsq(phi, y)
-    eigs = np.linalg.svd(phi, compute_uv=False)[:min(cfg.n, p)] ** 2 / cfg.n
-    return {"eigs": eigs, "test_mse": float(np.mean((phit @ beta - yt) ** 2)),
-            "neff": effective_dimensionality(eigs, cfg.alpha),
-            "poor": poorly_determined(eigs, cfg.alpha, min(cfg.n, p))}
+    eigs = np.linalg.svd(phi, compute_uv=False)[: min(cfg.n, p)] ** 2 / cfg.n
+    return {
+        "eigs": eigs,
+        "test_mse": float(np.mean((phit @ beta - yt) ** 2)),
+        "neff": effective_dimensionality(eigs, cfg.alpha),
+        "poor": poorly_determined(eigs, cfg.alpha, min(cfg.n, p)),
+    }

@@ -3,6 +3,7 @@
 Deep double descent (Nakkiran et al. 2020), batched over widths with
 :class:`gtlib.models.BatchedMLP`'s ``hidden_mask``, and the summaries of its peak.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,8 +12,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..checks import (SEED, Boolean, boundary, check_int, count, fraction, nonnegative, positive,
-                      tuple_of)
+from ..checks import (
+    SEED,
+    Boolean,
+    boundary,
+    check_int,
+    count,
+    fraction,
+    nonnegative,
+    positive,
+    tuple_of,
+)
 from ..config import Config, Result, param
 from ..data import Dataset, corrupt_labels
 from ..models import BatchedMLP, MLP
@@ -23,7 +33,9 @@ __all__ = [
     # configs and results
     "MLPSweepConfig",
     # functions
-    "interpolation_threshold", "run_mlp_sweep", "split_peak_test",
+    "interpolation_threshold",
+    "run_mlp_sweep",
+    "split_peak_test",
 ]
 
 
@@ -56,29 +68,46 @@ class MLPSweepConfig(Config):
         Epochs between two recordings of the errors (0: at the end only); an int >= 0.
     """
 
-    FULL = dict(n_train=4000, epochs=500, replicates=16,
-                width_groups=((4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 47, 52, 56, 61),
-                              (64, 72, 80, 96, 112, 128), (160, 200, 250, 300)))
+    FULL = dict(
+        n_train=4000,
+        epochs=500,
+        replicates=16,
+        width_groups=(
+            (4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 47, 52, 56, 61),
+            (64, 72, 80, 96, 112, 128),
+            (160, 200, 250, 300),
+        ),
+    )
 
     n_train: int = param(2000, count())
     label_noise: float = param(0.15, fraction())
-    width_groups: tuple = param(((8, 16, 24, 32, 40, 48), (128,)),
-                                tuple_of(tuple_of(count())))
+    width_groups: tuple = param(
+        ((8, 16, 24, 32, 40, 48), (128,)), tuple_of(tuple_of(count()))
+    )
     epochs: int = param(300, count())
     lr: float = param(0.01, positive())
     momentum: float = param(0.9, fraction("left"))
     batch_size: int = param(100, count())
     replicates: int = param(8, count())
-    check_epochs: int = param(10, count(0))  # > 0: record the errors every so many epochs
+    check_epochs: int = param(
+        10, count(0)
+    )  # > 0: record the errors every so many epochs
 
     @property
     def widths(self) -> list[int]:
         return [w for g in self.width_groups for w in g]
 
 
-@boundary(widths=tuple_of(count()), seeds=tuple_of(SEED), in_dim=count(), out_dim=count(),
-          depth=count())
-def masked_ensemble(widths, seeds, in_dim: int, out_dim: int, depth: int = 2) -> BatchedMLP:
+@boundary(
+    widths=tuple_of(count()),
+    seeds=tuple_of(SEED),
+    in_dim=count(),
+    out_dim=count(),
+    depth=count(),
+)
+def masked_ensemble(
+    widths, seeds, in_dim: int, out_dim: int, depth: int = 2
+) -> BatchedMLP:
     """A :class:`BatchedMLP` of common width ``max(widths)`` whose member ``i`` uses ``widths[i]`` units."""
     widths = [check_int("widths[i]", w, 1) for w in widths]
     if len(seeds) != len(widths):
@@ -99,14 +128,25 @@ def member_at_width(model: BatchedMLP, i: int, width: int) -> MLP:
     """
     if i >= model.size:
         raise ValueError(f"i must lie in [0, {model.size}), got {i}")
-    units = int(model.weights[0].shape[1]) if model.hidden_mask is None else \
-        int(model.hidden_mask[i].sum())
+    units = (
+        int(model.weights[0].shape[1])
+        if model.hidden_mask is None
+        else int(model.hidden_mask[i].sum())
+    )
     if width > units:
-        raise ValueError(f"width must be <= member {i}'s {units} hidden units, got {width}")
+        raise ValueError(
+            f"width must be <= member {i}'s {units} hidden units, got {width}"
+        )
     full = model.member(i)
     depth = full.depth
-    m = MLP(full.layers[0].in_features, width, depth, full.layers[-1].out_features,
-            bias=full.layers[0].bias is not None, activation=full.act_name)
+    m = MLP(
+        full.layers[0].in_features,
+        width,
+        depth,
+        full.layers[-1].out_features,
+        bias=full.layers[0].bias is not None,
+        activation=full.act_name,
+    )
     with torch.no_grad():
         for l, (src, dst) in enumerate(zip(full.layers, m.layers)):
             rows = slice(None) if l == depth else slice(0, width)
@@ -183,9 +223,15 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds: Dataset, seed: int = 0) -> MLPSweepRe
     ds = ds.subset(torch.arange(cfg.n_train))
     y = corrupt_labels(ds.y, cfg.label_noise, ds.num_classes, seed=seed)
     steps_per_epoch = -(-cfg.n_train // cfg.batch_size)
-    every = 10 ** 9 if not cfg.check_epochs else cfg.check_epochs * steps_per_epoch
-    tcfg = TrainConfig(lr=cfg.lr, momentum=cfg.momentum, batch_size=cfg.batch_size,
-                       epochs=cfg.epochs, check_every=every, seed=seed)
+    every = 10**9 if not cfg.check_epochs else cfg.check_epochs * steps_per_epoch
+    tcfg = TrainConfig(
+        lr=cfg.lr,
+        momentum=cfg.momentum,
+        batch_size=cfg.batch_size,
+        epochs=cfg.epochs,
+        check_every=every,
+        seed=seed,
+    )
     R = check_int("replicates", cfg.replicates, 1)
     widths, tr, te, nets, hist, steps = [], [], [], [], [], None
 
@@ -193,9 +239,16 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds: Dataset, seed: int = 0) -> MLPSweepRe
         with torch.no_grad():
             out = model(ds.x)
             a = (1 - (out.argmax(-1) == y).float().mean(1)).view(R, len(g))
-            b = (1 - (model(ds.x_test).argmax(-1) == ds.y_test).float().mean(1)).view(R, len(g))
-            loss = F.cross_entropy(out.transpose(1, 2), y.expand(out.shape[0], -1),
-                                   reduction="none").mean(1).view(R, len(g))
+            b = (
+                1 - (model(ds.x_test).argmax(-1) == ds.y_test).float().mean(1)
+            ).view(R, len(g))
+            loss = (
+                F.cross_entropy(
+                    out.transpose(1, 2), y.expand(out.shape[0], -1), reduction="none"
+                )
+                .mean(1)
+                .view(R, len(g))
+            )
         return a, b, loss
 
     for g in cfg.width_groups:
@@ -203,7 +256,9 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds: Dataset, seed: int = 0) -> MLPSweepRe
         tags = [1000 * (seed * R + r) + w for r in range(R) for w in g]
         model = masked_ensemble(ws, tags, ds.dim, ds.num_classes).to(ds.x.device)
         probes = {"snap": copy.deepcopy} if cfg.check_epochs else None
-        h = train_ensemble(model, ds.x, y, tcfg, seeds=[7919 + t for t in tags], probes=probes)
+        h = train_ensemble(
+            model, ds.x, y, tcfg, seeds=[7919 + t for t in tags], probes=probes
+        )
         a, b, _ = errors(model, g)
         tr.append(a)
         te.append(b)
@@ -211,8 +266,15 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds: Dataset, seed: int = 0) -> MLPSweepRe
         widths += list(g)
         if cfg.check_epochs:
             steps = h.step
-            hist.append([(*errors(m, g), [member_at_width(m, i, w) for i, w in enumerate(g)])
-                         for m in h.probes["snap"]])
+            hist.append(
+                [
+                    (
+                        *errors(m, g),
+                        [member_at_width(m, i, w) for i, w in enumerate(g)],
+                    )
+                    for m in h.probes["snap"]
+                ]
+            )
     tr, te = torch.cat(tr, 1).numpy(), torch.cat(te, 1).numpy()
     params = [sum(p.numel() for p in m.parameters()) for m in nets]
     extra = {}
@@ -220,14 +282,29 @@ def run_mlp_sweep(cfg: MLPSweepConfig, ds: Dataset, seed: int = 0) -> MLPSweepRe
         T = len(steps)
 
         def cat(k):
-            return np.stack([torch.cat([grp[t][k] for grp in hist], 1).numpy() for t in range(T)])
+            return np.stack(
+                [torch.cat([grp[t][k] for grp in hist], 1).numpy() for t in range(T)]
+            )
 
-        extra = dict(hist_epochs=np.array([-(-s // steps_per_epoch) for s in steps]),
-                     train_err_hist=cat(0), test_err_hist=cat(1), train_loss_hist=cat(2),
-                     nets_hist=[[n for grp in hist for n in grp[t][3]] for t in range(T)])
-    return MLPSweepResult(widths=np.array(widths), params=np.array(params), train_err=tr.mean(0),
-                          test_err=te.mean(0), test_err_reps=te, train_err_reps=tr, y_noisy=y,
-                          nets=nets, n_train=cfg.n_train, **extra)
+        extra = dict(
+            hist_epochs=np.array([-(-s // steps_per_epoch) for s in steps]),
+            train_err_hist=cat(0),
+            test_err_hist=cat(1),
+            train_loss_hist=cat(2),
+            nets_hist=[[n for grp in hist for n in grp[t][3]] for t in range(T)],
+        )
+    return MLPSweepResult(
+        widths=np.array(widths),
+        params=np.array(params),
+        train_err=tr.mean(0),
+        test_err=te.mean(0),
+        test_err_reps=te,
+        train_err_reps=tr,
+        y_noisy=y,
+        nets=nets,
+        n_train=cfg.n_train,
+        **extra,
+    )
 
 
 def _width_reps(widths, err_reps, least: int):
@@ -235,17 +312,22 @@ def _width_reps(widths, err_reps, least: int):
     widths = np.asarray(widths)
     e = np.asarray(err_reps, dtype=np.float64)
     if e.ndim != 2 or e.shape[1] != widths.size or e.shape[0] < least:
-        raise ValueError(f"err_reps must be (replicates >= {least}, len(widths) = {widths.size}), "
-                         f"got {e.shape}")
+        raise ValueError(
+            f"err_reps must be (replicates >= {least}, len(widths) = {widths.size}), "
+            f"got {e.shape}"
+        )
     if widths.size < 3:
-        raise ValueError(f"widths must hold at least 3 widths (a peak between two ends), got "
-                         f"{widths.size}")
+        raise ValueError(
+            f"widths must hold at least 3 widths (a peak between two ends), got "
+            f"{widths.size}"
+        )
     return widths, e
 
 
 @boundary(widths=_ARR, err_reps=_Array(2), threshold=positive(optional=True))
-def width_peak_summary(widths, err_reps, threshold: float | None = None,
-                       keys_only: bool = False) -> dict:
+def width_peak_summary(
+    widths, err_reps, threshold: float | None = None, keys_only: bool = False
+) -> dict:
     """Where a width sweep's mean error peaks, and by how much it stands out from replicate noise.
 
     ``err_reps`` is ``(replicates, widths)``. The peak is the largest mean error among widths
@@ -259,21 +341,33 @@ def width_peak_summary(widths, err_reps, threshold: float | None = None,
     m = e.mean(0)
     inner = np.arange(1, widths.size - 1)
     if threshold is not None:
-        near = inner[(widths[inner] >= threshold / 2) & (widths[inner] <= 2 * threshold)]
+        near = inner[
+            (widths[inner] >= threshold / 2) & (widths[inner] <= 2 * threshold)
+        ]
         inner = near if near.size else inner
     i = int(inner[np.argmax(m[inner])])
     j = int(np.argmin(m[:i]))
     se = float(np.sqrt(2) * np.median(e.std(0, ddof=1)) / np.sqrt(e.shape[0]))
-    out = {"peak": float(m[i]), "left": float(m[j]), "right": float(m[-1]), "se_diff": se}
+    out = {
+        "peak": float(m[i]),
+        "left": float(m[j]),
+        "right": float(m[-1]),
+        "se_diff": se,
+    }
     if not keys_only:
         out.update(peak_width=int(widths[i]), left_width=int(widths[j]))
     return out
 
 
-@boundary(widths=_ARR, err_reps=_Array(2), threshold=positive(optional=True),
-          at_threshold=Boolean())
-def split_peak_test(widths, err_reps, threshold: float | None = None,
-                    at_threshold: bool = False) -> dict:
+@boundary(
+    widths=_ARR,
+    err_reps=_Array(2),
+    threshold=positive(optional=True),
+    at_threshold=Boolean(),
+)
+def split_peak_test(
+    widths, err_reps, threshold: float | None = None, at_threshold: bool = False
+) -> dict:
     """A width sweep's peak, chosen on one half of the replicates and measured on the other.
 
     Picking the largest of several noisy means (the peak) and the smallest of several others
@@ -324,12 +418,16 @@ def split_peak_test(widths, err_reps, threshold: float | None = None,
     inner = np.arange(1, widths.size - 1)
     if at_threshold:
         if threshold is None or not np.any(widths[inner] == threshold):
-            raise ValueError(f"threshold must be one of the inner widths "
-                             f"{widths[inner].tolist()} when at_threshold is True, got "
-                             f"{threshold}")
+            raise ValueError(
+                f"threshold must be one of the inner widths "
+                f"{widths[inner].tolist()} when at_threshold is True, got "
+                f"{threshold}"
+            )
         inner = inner[widths[inner] == threshold]
     elif threshold is not None:
-        near = inner[(widths[inner] >= threshold / 2) & (widths[inner] <= 2 * threshold)]
+        near = inner[
+            (widths[inner] >= threshold / 2) & (widths[inner] <= 2 * threshold)
+        ]
         inner = near if near.size else inner
     i = int(inner[np.argmax(sel[inner])])
     j = int(np.argmin(sel[:i]))
@@ -338,9 +436,15 @@ def split_peak_test(widths, err_reps, threshold: float | None = None,
     def se(a, b):
         return float(np.sqrt(v[a] / k + v[b] / k))
 
-    return {"peak_width": int(widths[i]), "left_width": int(widths[j]),
-            "gap_left": float(m[i] - m[j]), "gap_right": float(m[i] - m[-1]),
-            "se_left": se(i, j), "se_right": se(i, -1), "measured": int(k)}
+    return {
+        "peak_width": int(widths[i]),
+        "left_width": int(widths[j]),
+        "gap_left": float(m[i] - m[j]),
+        "gap_right": float(m[i] - m[-1]),
+        "se_left": se(i, j),
+        "se_right": se(i, -1),
+        "measured": int(k),
+    }
 
 
 @boundary(widths=_ARR, train_err=_ARR, tol=nonnegative())
@@ -364,7 +468,9 @@ def interpolation_threshold(widths, train_err, tol: float = 0.01):
     """
     widths, train_err = np.asarray(widths), np.asarray(train_err)
     if train_err.shape != widths.shape:
-        raise ValueError(f"train_err must have one entry per width ({widths.size}), got "
-                         f"{train_err.size}")
+        raise ValueError(
+            f"train_err must have one entry per width ({widths.size}), got "
+            f"{train_err.size}"
+        )
     ok = np.nonzero(train_err <= tol)[0]
     return None if ok.size == 0 else int(widths[ok[0]])

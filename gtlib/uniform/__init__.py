@@ -32,29 +32,87 @@ This package backs the chapter ``book/uniform-convergence.ipynb``, one submodule
 # Every public name of the submodules stays reachable as ``gtlib.uniform.<name>``: the API in
 # ``__all__``, the results and networks its functions return, and the building blocks they call.
 from .claims import CLAIMS
-from .randomization import (BatchedCNN1d, CNNRandomizationConfig, CNNRandomizationResult,
-                            CorruptionConfig, CorruptionResult, cnn_randomization,
-                            corruption_experiment, corruption_nn_test_error, linear_randomization)
-from .norms import (NetworkMeasures, bartlett_bound, distance_from_init, network_measures,
-                    neyshabur_bound, norm_21, spectral_norm)
+from .randomization import (
+    BatchedCNN1d,
+    CNNRandomizationConfig,
+    CNNRandomizationResult,
+    CorruptionConfig,
+    CorruptionResult,
+    cnn_randomization,
+    corruption_experiment,
+    corruption_nn_test_error,
+    linear_randomization,
+)
+from .norms import (
+    NetworkMeasures,
+    bartlett_bound,
+    distance_from_init,
+    network_measures,
+    neyshabur_bound,
+    norm_21,
+    spectral_norm,
+)
 from .power_law import PowerLawFit, nearest_neighbour_predict, power_law_fit
-from .margin import (MarginSweepConfig, MarginSweepResult, SubsetTraining, margin_sweep,
-                     realized_margin, train_on_subsets)
-from .linear import (LinearConstruction, LinearErrors, LinearNNErrors, linear_data, linear_errors,
-                     linear_nn_errors, linear_predict, linear_sprime, linear_sweep, one_step_gd)
-from .spheres import (SpheresConfig, SpheresResult, boundary_slice, bulge_width, cap_fraction,
-                      log_ticks, plot_slice, slice_points, sphere_data, sphere_sprime,
-                      spheres_sweep)
+from .margin import (
+    MarginSweepConfig,
+    MarginSweepResult,
+    SubsetTraining,
+    margin_sweep,
+    realized_margin,
+    train_on_subsets,
+)
+from .linear import (
+    LinearConstruction,
+    LinearErrors,
+    LinearNNErrors,
+    linear_data,
+    linear_errors,
+    linear_nn_errors,
+    linear_predict,
+    linear_sprime,
+    linear_sweep,
+    one_step_gd,
+)
+from .spheres import (
+    SpheresConfig,
+    SpheresResult,
+    boundary_slice,
+    bulge_width,
+    cap_fraction,
+    log_ticks,
+    plot_slice,
+    slice_points,
+    sphere_data,
+    sphere_sprime,
+    spheres_sweep,
+)
 
 __all__ = [
     # the chapter's claims table
     "CLAIMS",
     # configs and results
-    "CNNRandomizationConfig", "CorruptionConfig", "LinearConstruction", "MarginSweepConfig",
+    "CNNRandomizationConfig",
+    "CorruptionConfig",
+    "LinearConstruction",
+    "MarginSweepConfig",
     "SpheresConfig",
     # functions
-    "bartlett_bound", "boundary_slice", "bulge_width", "cap_fraction", "cnn_randomization",
-    "corruption_experiment", "corruption_nn_test_error", "distance_from_init", "linear_errors",
-    "linear_nn_errors", "linear_randomization", "linear_sweep", "log_ticks", "margin_sweep",
-    "plot_slice", "realized_margin", "slice_points", "spheres_sweep",
+    "bartlett_bound",
+    "boundary_slice",
+    "bulge_width",
+    "cap_fraction",
+    "cnn_randomization",
+    "corruption_experiment",
+    "corruption_nn_test_error",
+    "distance_from_init",
+    "linear_errors",
+    "linear_nn_errors",
+    "linear_randomization",
+    "linear_sweep",
+    "log_ticks",
+    "margin_sweep",
+    "plot_slice",
+    "realized_margin",
+    "slice_points",
+    "spheres_sweep",
 ]

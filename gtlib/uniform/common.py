@@ -1,4 +1,5 @@
 """Input checks shared by the sections of gtlib.uniform: sizes and an optional device."""
+
 from __future__ import annotations
 
 from ..checks import Device, check_int, check_positive
@@ -14,7 +15,9 @@ def _sizes(name: str, values, minimum: int = 1) -> list[int]:
         raise TypeError(f"{name} must be a sequence of ints")
     if len(values) == 0:
         raise ValueError(f"{name} must not be empty")
-    return [check_int(f"{name}[{i}]", v, minimum=minimum) for i, v in enumerate(values)]
+    return [
+        check_int(f"{name}[{i}]", v, minimum=minimum) for i, v in enumerate(values)
+    ]
 
 
 class _MaybeDevice(Device):

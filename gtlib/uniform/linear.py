@@ -4,6 +4,7 @@ Nagarajan and Kolter (2019), Section 3.1: the data, one step of gradient descent
 of negated noise on which the learned classifier fails: :func:`linear_data`, :func:`one_step_gd`,
 :func:`linear_sprime`, :func:`linear_errors`, :func:`linear_sweep`.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,7 +23,9 @@ __all__ = [
     # configs and results
     "LinearConstruction",
     # functions
-    "linear_errors", "linear_nn_errors", "linear_sweep",
+    "linear_errors",
+    "linear_nn_errors",
+    "linear_sweep",
 ]
 
 
@@ -64,17 +67,22 @@ class LinearConstruction(Config):
     @property
     def u(self) -> torch.Tensor:
         """The signal direction, ``||u|| = 1/sqrt(m)``."""
-        return torch.full((self.K,), 1.0 / math.sqrt(self.K * self.m), dtype=torch.float64)
+        return torch.full(
+            (self.K,), 1.0 / math.sqrt(self.K * self.m), dtype=torch.float64
+        )
 
     @boundary(n=count(), generator=InstanceOf(torch.Generator))
-    def sample(self, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def sample(
+        self, n: int, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``n`` draws ``(x1 (n, K), x2 (n, D), y (n,) in {-1, +1})`` in float64."""
         self.validate()
         n = check_int("n", n, minimum=1)
         y = torch.randint(0, 2, (n,), generator=generator).to(torch.float64) * 2 - 1
         x1 = self.signal * y[:, None] * self.u[None, :]
-        x2 = torch.randn(n, self.D, generator=generator, dtype=torch.float64) * math.sqrt(
-            self.noise_var / self.D)
+        x2 = torch.randn(
+            n, self.D, generator=generator, dtype=torch.float64
+        ) * math.sqrt(self.noise_var / self.D)
         return x1, x2, y
 
 
@@ -86,8 +94,9 @@ def linear_data(cfg: LinearConstruction, seed: int = 0):
 
 
 @boundary(x1=Tensor("float", 2), x2=Tensor("float", 2), y=Tensor("float", 1))
-def one_step_gd(x1: torch.Tensor, x2: torch.Tensor,
-                y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def one_step_gd(
+    x1: torch.Tensor, x2: torch.Tensor, y: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Weights after one step of size 1 from zero on ``-sum_i y_i w.x_i``.
 
     The step gives ``w = sum_i y_i x_i``.
@@ -105,7 +114,12 @@ def _check_linear(x1, x2, y) -> None:
     for name, t in (("x1", x1), ("x2", x2), ("y", y)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if x1.ndim != 2 or x2.ndim != 2 or y.ndim != 1 or not (len(x1) == len(x2) == len(y)):
+    if (
+        x1.ndim != 2
+        or x2.ndim != 2
+        or y.ndim != 1
+        or not (len(x1) == len(x2) == len(y))
+    ):
         raise ValueError("x1 must be (n, K), x2 (n, D) and y (n,) with the same n")
     if not bool(((y == 1) | (y == -1)).all()):
         raise ValueError("y must hold labels +1 and -1")
@@ -123,18 +137,29 @@ def linear_sprime(x1: torch.Tensor, x2: torch.Tensor, y: torch.Tensor):
     return x1, -x2, y
 
 
-@boundary(w1=Tensor("float", 1), w2=Tensor("float", 1), x1=Tensor("float", 2),
-          x2=Tensor("float", 2))
-def linear_predict(w1: torch.Tensor, w2: torch.Tensor, x1: torch.Tensor,
-                   x2: torch.Tensor) -> torch.Tensor:
+@boundary(
+    w1=Tensor("float", 1),
+    w2=Tensor("float", 1),
+    x1=Tensor("float", 2),
+    x2=Tensor("float", 2),
+)
+def linear_predict(
+    w1: torch.Tensor, w2: torch.Tensor, x1: torch.Tensor, x2: torch.Tensor
+) -> torch.Tensor:
     """``sign(w1.x1 + w2.x2)`` as +-1 (0 counts as an error for either label)."""
     if len(x1) != len(x2):
-        raise ValueError(f"x1 and x2 must have the same number of rows, got {len(x1)} and "
-                         f"{len(x2)}")
+        raise ValueError(
+            f"x1 and x2 must have the same number of rows, got {len(x1)} and "
+            f"{len(x2)}"
+        )
     if x1.shape[1] != len(w1):
-        raise ValueError(f"w1 must have {x1.shape[1]} entries (the columns of x1), got {len(w1)}")
+        raise ValueError(
+            f"w1 must have {x1.shape[1]} entries (the columns of x1), got {len(w1)}"
+        )
     if x2.shape[1] != len(w2):
-        raise ValueError(f"w2 must have {x2.shape[1]} entries (the columns of x2), got {len(w2)}")
+        raise ValueError(
+            f"w2 must have {x2.shape[1]} entries (the columns of x2), got {len(w2)}"
+        )
     return _predict(w1, w2, x1, x2)
 
 
@@ -145,10 +170,12 @@ def _predict(w1, w2, x1, x2) -> torch.Tensor:
 @dataclass
 class LinearErrors(Result):
     train: float
-    test: float          # exact given the learned w (see linear_errors)
+    test: float  # exact given the learned w (see linear_errors)
     sprime: float
     uc_lower_bound: float
-    fresh: float = float("nan")     # error on an independent sample of m points (S' 's control)
+    fresh: float = float(
+        "nan"
+    )  # error on an independent sample of m points (S' 's control)
 
 
 @boundary(cfg=InstanceOf(LinearConstruction), seed=SEED)
@@ -186,26 +213,35 @@ def linear_errors(cfg: LinearConstruction, seed: int = 0) -> LinearErrors:
     train = float((_predict(w1, w2, x1, x2) != y).double().mean())
     s1, s2, sy = linear_sprime(x1, x2, y)
     sprime = float((_predict(w1, w2, s1, s2) != sy).double().mean())
-    fresh_gen = torch.Generator().manual_seed(10**6 + check_int("seed", seed, minimum=0))
+    fresh_gen = torch.Generator().manual_seed(
+        10**6 + check_int("seed", seed, minimum=0)
+    )
     f1, f2, fy = cfg.sample(cfg.m, fresh_gen)
     fresh = float((_predict(w1, w2, f1, f2) != fy).double().mean())
     mean = cfg.signal * float(w1 @ cfg.u)
     sd = float(w2.norm()) * math.sqrt(cfg.noise_var / cfg.D)
     test = 0.5 * math.erfc(mean / sd / math.sqrt(2)) if sd > 0 else float(mean <= 0)
-    return LinearErrors(train=train, test=test, sprime=sprime,
-                        uc_lower_bound=max(0.0, sprime - test), fresh=fresh)
+    return LinearErrors(
+        train=train,
+        test=test,
+        sprime=sprime,
+        uc_lower_bound=max(0.0, sprime - test),
+        fresh=fresh,
+    )
 
 
 @dataclass
 class LinearNNErrors(Result):
     """What :func:`linear_nn_errors` measured: the 1-nearest-neighbour null on one draw of S."""
 
-    test: float          # error on n_test fresh points
-    sprime: float        # error on S'
+    test: float  # error on n_test fresh points
+    sprime: float  # error on S'
 
 
 @boundary(cfg=InstanceOf(LinearConstruction), seed=SEED, n_test=count())
-def linear_nn_errors(cfg: LinearConstruction, seed: int = 0, n_test: int = 200) -> LinearNNErrors:
+def linear_nn_errors(
+    cfg: LinearConstruction, seed: int = 0, n_test: int = 200
+) -> LinearNNErrors:
     """The measured null of Experiment 3: a 1-nearest-neighbour classifier on the same S.
 
     Uses the training set of :func:`linear_errors` with the same ``seed`` (so the same S and S'),
@@ -234,14 +270,23 @@ def linear_nn_errors(cfg: LinearConstruction, seed: int = 0, n_test: int = 200) 
     xs = torch.cat([x1, x2], 1)
 
     def err(a, b, lab):
-        return float((nearest_neighbour_predict(xs, y, torch.cat([a, b], 1)) != lab).double().mean())
+        return float(
+            (nearest_neighbour_predict(xs, y, torch.cat([a, b], 1)) != lab)
+            .double()
+            .mean()
+        )
 
     return LinearNNErrors(test=err(t1, t2, ty), sprime=err(s1, s2, sy))
 
 
 @boundary(m=count(), Ds=None, seeds=None, K=count(), noise_var=positive())
-def linear_sweep(m: int, Ds: Sequence[int], seeds: Sequence[int], K: int = 1,
-                 noise_var: float = 32.0) -> dict[str, np.ndarray]:
+def linear_sweep(
+    m: int,
+    Ds: Sequence[int],
+    seeds: Sequence[int],
+    K: int = 1,
+    noise_var: float = 32.0,
+) -> dict[str, np.ndarray]:
     """Mean training, test and S' errors and the UC floor over ``seeds``, for each ``D`` in ``Ds``.
 
     Parameters
@@ -264,16 +309,24 @@ def linear_sweep(m: int, Ds: Sequence[int], seeds: Sequence[int], K: int = 1,
     """
     Ds = _sizes("Ds", Ds)
     seeds = _sizes("seeds", seeds, minimum=0)
-    out = {k: np.zeros(len(Ds)) for k in ("train", "test", "sprime", "uc_lower_bound", "fresh")}
+    out = {
+        k: np.zeros(len(Ds))
+        for k in ("train", "test", "sprime", "uc_lower_bound", "fresh")
+    }
     for j, D in enumerate(Ds):
-        errs = [linear_errors(LinearConstruction(K=K, D=D, m=m, noise_var=noise_var), s) for s in seeds]
+        errs = [
+            linear_errors(LinearConstruction(K=K, D=D, m=m, noise_var=noise_var), s)
+            for s in seeds
+        ]
         for k in out:
             out[k][j] = np.mean([getattr(e, k) for e in errs])
     out["D"] = np.asarray(Ds)
     return out
 
 
-def _exact_test_error(cfg: LinearConstruction, w1: torch.Tensor, w2: torch.Tensor) -> float:
+def _exact_test_error(
+    cfg: LinearConstruction, w1: torch.Tensor, w2: torch.Tensor
+) -> float:
     mean = cfg.signal * float(w1 @ cfg.u)
     sd = float(w2.norm()) * math.sqrt(cfg.noise_var / cfg.D)
     return 0.5 * math.erfc(mean / sd / math.sqrt(2)) if sd > 0 else float(mean <= 0)

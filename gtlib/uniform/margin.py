@@ -5,6 +5,7 @@ training-set size in a single batched loop, member ``i`` on the first ``sizes[i]
 with its own stop rule; :class:`MarginSweepConfig`, :func:`margin_sweep`, and the margin a network
 actually reached, :func:`realized_margin`.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,11 +15,29 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..checks import (SEED, InstanceOf, Tensor, boundary, check_int, check_labels, check_seeds,
-                      count, fraction, positive, tuple_of)
+from ..checks import (
+    SEED,
+    InstanceOf,
+    Tensor,
+    boundary,
+    check_int,
+    check_labels,
+    check_seeds,
+    count,
+    fraction,
+    positive,
+    tuple_of,
+)
 from ..config import Config, Result, param
 from ..data import mnist1d
-from ..engine import StackedOptimizer, StreamBatches, _margins, _member_batch, fit, stop_rule
+from ..engine import (
+    StackedOptimizer,
+    StreamBatches,
+    _margins,
+    _member_batch,
+    fit,
+    stop_rule,
+)
 from ..models import BatchedMLP
 from ..train import TrainConfig, accuracy, _ensemble_loss
 from .common import _DEVICE, _pos, _sizes
@@ -29,7 +48,8 @@ __all__ = [
     # configs and results
     "MarginSweepConfig",
     # functions
-    "margin_sweep", "realized_margin",
+    "margin_sweep",
+    "realized_margin",
 ]
 
 
@@ -61,12 +81,26 @@ def _member_logits(model, i, x):
     return _forward([w[i] for w in model.weights], bs, x, model.act)
 
 
-@boundary(model=InstanceOf(BatchedMLP), x=Tensor("float", 2), y=Tensor("int", 1),
-          sizes=None, cfg=InstanceOf(TrainConfig), seeds=None, check_every_epochs=positive(),
-          max_epochs=positive())
-def train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, sizes: Sequence[int],
-                     cfg: TrainConfig, seeds: Sequence[int] | None = None,
-                     check_every_epochs: float = 1.0, max_epochs: float = 1000.0) -> SubsetTraining:
+@boundary(
+    model=InstanceOf(BatchedMLP),
+    x=Tensor("float", 2),
+    y=Tensor("int", 1),
+    sizes=None,
+    cfg=InstanceOf(TrainConfig),
+    seeds=None,
+    check_every_epochs=positive(),
+    max_epochs=positive(),
+)
+def train_on_subsets(
+    model: BatchedMLP,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    sizes: Sequence[int],
+    cfg: TrainConfig,
+    seeds: Sequence[int] | None = None,
+    check_every_epochs: float = 1.0,
+    max_epochs: float = 1000.0,
+) -> SubsetTraining:
     """Train member ``i`` of ``model`` by minibatch SGD on ``(x[:sizes[i]], y[:sizes[i]])``, in place.
 
     This batches Nagarajan and Kolter's sweep over the training-set size: the training sets are
@@ -91,30 +125,50 @@ def train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, sizes:
     E = model.size
     sizes = _sizes("sizes", sizes)
     if len(sizes) != E:
-        raise ValueError(f"sizes must have one entry per member ({E}), got {len(sizes)}")
+        raise ValueError(
+            f"sizes must have one entry per member ({E}), got {len(sizes)}"
+        )
     if x.shape[0] != y.shape[0]:
-        raise ValueError(f"x must be (n, d) and y (n,); got {tuple(x.shape)} and {tuple(y.shape)}")
+        raise ValueError(
+            f"x must be (n, d) and y (n,); got {tuple(x.shape)} and {tuple(y.shape)}"
+        )
     if max(sizes) > x.shape[0]:
-        raise ValueError(f"sizes must not exceed len(x) = {x.shape[0]}, got {max(sizes)}")
+        raise ValueError(
+            f"sizes must not exceed len(x) = {x.shape[0]}, got {max(sizes)}"
+        )
     if x.shape[1] != model.weights[0].shape[-1]:
-        raise ValueError(f"x must have {model.weights[0].shape[-1]} columns (the input size), "
-                         f"got {x.shape[1]}")
+        raise ValueError(
+            f"x must have {model.weights[0].shape[-1]} columns (the input size), "
+            f"got {x.shape[1]}"
+        )
     check_labels("y", y, num_classes=model.weights[-1].shape[-2], n=x.shape[0])
     if seeds is not None:
         seeds = check_seeds("seeds", seeds)
     cfg.validate()
     if cfg.optimizer != "sgd" or cfg.momentum != 0 or cfg.weight_decay != 0:
-        raise ValueError("train_on_subsets supports plain SGD only (optimizer='sgd', momentum=0, "
-                         "weight_decay=0)")
+        raise ValueError(
+            "train_on_subsets supports plain SGD only (optimizer='sgd', momentum=0, "
+            "weight_decay=0)"
+        )
     if cfg.batch_size is None:
-        raise ValueError("cfg.batch_size must be set (full-batch training would not need this)")
+        raise ValueError(
+            "cfg.batch_size must be set (full-batch training would not need this)"
+        )
     if cfg.target_train_acc is None and cfg.margin_gamma is None:
-        raise ValueError("cfg must set a stop rule (target_train_acc or margin_gamma)")
+        raise ValueError(
+            "cfg must set a stop rule (target_train_acc or margin_gamma)"
+        )
     _pos("check_every_epochs", check_every_epochs)
     _pos("max_epochs", max_epochs)
-    seeds = [cfg.seed + i for i in range(E)] if seeds is None else [int(s) for s in seeds]
+    seeds = (
+        [cfg.seed + i for i in range(E)]
+        if seeds is None
+        else [int(s) for s in seeds]
+    )
     if len(seeds) != E:
-        raise ValueError(f"seeds must have one entry per member ({E}), got {len(seeds)}")
+        raise ValueError(
+            f"seeds must have one entry per member ({E}), got {len(seeds)}"
+        )
     b = cfg.batch_size
     act = model.act
     if model.hidden_mask is not None:
@@ -151,17 +205,26 @@ def train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, sizes:
     def check(step: int, due: torch.Tensor) -> torch.Tensor:
         met = torch.zeros(E, dtype=torch.bool)
         with torch.no_grad():
-            for i in due.nonzero().flatten().tolist():     # member i on its own training set
-                met[i] = rule(_member_logits(model, i, x[:sizes[i]]), y[:sizes[i]])
+            for i in (
+                due.nonzero().flatten().tolist()
+            ):  # member i on its own training set
+                met[i] = rule(_member_logits(model, i, x[: sizes[i]]), y[: sizes[i]])
         return met
 
-    run = fit(loss, opt, max_steps, batches, check, every=check_period, active_only=True)
-    return SubsetTraining(stop_step=run.stop_step, met_rule=run.met_rule,
-                          epochs=[s * b / n for s, n in zip(run.stop_step, sizes)])
+    run = fit(
+        loss, opt, max_steps, batches, check, every=check_period, active_only=True
+    )
+    return SubsetTraining(
+        stop_step=run.stop_step,
+        met_rule=run.met_rule,
+        epochs=[s * b / n for s, n in zip(run.stop_step, sizes)],
+    )
 
 
 @boundary(logits=Tensor("float", 2), y=Tensor("int", 1), fraction=fraction())
-def realized_margin(logits: torch.Tensor, y: torch.Tensor, fraction: float = 0.99) -> float:
+def realized_margin(
+    logits: torch.Tensor, y: torch.Tensor, fraction: float = 0.99
+) -> float:
     """The largest margin ``g`` such that at least ``fraction`` of the points have margin ``>= g``.
 
     The margin of a point is ``f_y(x) - max_{j != y} f_j(x)``. This is the margin a network
@@ -195,12 +258,16 @@ def realized_margin(logits: torch.Tensor, y: torch.Tensor, fraction: float = 0.9
     deep learning", Section 2.
     """
     if logits.shape[0] != y.shape[0] or len(y) == 0:
-        raise ValueError(f"logits (n, C) and y (n,) must match and be non-empty, got "
-                         f"{tuple(logits.shape)} and {tuple(y.shape)}")
+        raise ValueError(
+            f"logits (n, C) and y (n,) must match and be non-empty, got "
+            f"{tuple(logits.shape)} and {tuple(y.shape)}"
+        )
     check_labels("y", y, num_classes=logits.shape[1], n=len(y))
-    m = torch.sort(_margins(logits, y)).values            # as the stop rule computes them
+    m = torch.sort(_margins(logits, y)).values  # as the stop rule computes them
     n = len(m)
-    keep = max(1, math.ceil(fraction * n - 1e-9))       # points that must clear the margin
+    keep = max(
+        1, math.ceil(fraction * n - 1e-9)
+    )  # points that must clear the margin
     return float(m[n - keep])
 
 
@@ -243,11 +310,19 @@ class MarginSweepConfig(Config):
     deep learning", Figure 1.
     """
 
-    FULL = dict(sizes=(1000, 2000, 4000, 8000, 16000, 32000), n_test=8000, width=1024, depth=5,
-                gamma=10.0, check_every_epochs=1.0)
+    FULL = dict(
+        sizes=(1000, 2000, 4000, 8000, 16000, 32000),
+        n_test=8000,
+        width=1024,
+        depth=5,
+        gamma=10.0,
+        check_every_epochs=1.0,
+    )
 
-    sizes: tuple = param((500, 1000, 2000, 4000, 8000),
-                         tuple_of(count(), min_len=2, increasing="strict"))
+    sizes: tuple = param(
+        (500, 1000, 2000, 4000, 8000),
+        tuple_of(count(), min_len=2, increasing="strict"),
+    )
     n_test: int = param(4000, count())
     width: int = param(256, count())
     depth: int = param(2, count())
@@ -278,20 +353,30 @@ class MarginSweepResult(Result):
     fits: dict = field(default_factory=dict)
     init_test_error: list[float] = field(default_factory=list)
     init_spectral_product: list[float] = field(default_factory=list)
-    realized_margin: list[float] = field(default_factory=list)   # see realized_margin()
+    realized_margin: list[float] = field(
+        default_factory=list
+    )  # see realized_margin()
 
     def series(self) -> dict[str, np.ndarray]:
         """The quantities plotted against n, by name."""
-        return {"test error": np.asarray(self.test_error),
-                "distance from init": np.array([m.distance for m in self.measures]),
-                "product of spectral norms": np.array([m.spectral_product for m in self.measures]),
-                "Bartlett et al. bound": np.array([m.bartlett for m in self.measures]),
-                "Neyshabur et al. bound": np.array([m.neyshabur for m in self.measures])}
+        return {
+            "test error": np.asarray(self.test_error),
+            "distance from init": np.array([m.distance for m in self.measures]),
+            "product of spectral norms": np.array(
+                [m.spectral_product for m in self.measures]
+            ),
+            "Bartlett et al. bound": np.array([m.bartlett for m in self.measures]),
+            "Neyshabur et al. bound": np.array([m.neyshabur for m in self.measures]),
+        }
 
 
 @boundary(cfg=InstanceOf(MarginSweepConfig), seed=SEED, device=_DEVICE)
-def margin_sweep(cfg: MarginSweepConfig, seed: int = 0, device: str | None = None,
-                 fixed_size: bool = False) -> MarginSweepResult:
+def margin_sweep(
+    cfg: MarginSweepConfig,
+    seed: int = 0,
+    device: str | None = None,
+    fixed_size: bool = False,
+) -> MarginSweepResult:
     """Train to a fixed margin at every size in ``cfg.sizes``.
 
     Train to a fixed margin at every size in ``cfg.sizes`` and measure what Nagarajan and Kolter plot.
@@ -336,24 +421,65 @@ def margin_sweep(cfg: MarginSweepConfig, seed: int = 0, device: str | None = Non
     ds = mnist1d(max(sizes), cfg.n_test, device=device)
     E = len(sizes)
     seeds = [seed * 100 + (80 if fixed_size else 50) + i for i in range(E)]
-    model = BatchedMLP.init(seeds, ds.dim, cfg.width, cfg.depth, ds.num_classes, bias=False,
-                            device=ds.x.device)
+    model = BatchedMLP.init(
+        seeds,
+        ds.dim,
+        cfg.width,
+        cfg.depth,
+        ds.num_classes,
+        bias=False,
+        device=ds.x.device,
+    )
     init = [w.detach().clone() for w in model.weights]
     with torch.no_grad():
         init_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
-    init_spec = [float(np.prod([float(spectral_norm(w0[i])) for w0 in init])) for i in range(E)]
-    tcfg = TrainConfig(lr=cfg.lr, batch_size=cfg.batch_size, margin_gamma=cfg.gamma,
-                       margin_fraction=cfg.margin_fraction, seed=seed)
-    run = train_on_subsets(model, ds.x, ds.y, used, tcfg, seeds=seeds,
-                           check_every_epochs=cfg.check_every_epochs, max_epochs=cfg.max_epochs)
+    init_spec = [
+        float(np.prod([float(spectral_norm(w0[i])) for w0 in init]))
+        for i in range(E)
+    ]
+    tcfg = TrainConfig(
+        lr=cfg.lr,
+        batch_size=cfg.batch_size,
+        margin_gamma=cfg.gamma,
+        margin_fraction=cfg.margin_fraction,
+        seed=seed,
+    )
+    run = train_on_subsets(
+        model,
+        ds.x,
+        ds.y,
+        used,
+        tcfg,
+        seeds=seeds,
+        check_every_epochs=cfg.check_every_epochs,
+        max_epochs=cfg.max_epochs,
+    )
     with torch.no_grad():
         test_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
-        realized = [realized_margin(_member_logits(model, i, ds.x[:n]), ds.y[:n],
-                                    cfg.margin_fraction) for i, n in enumerate(used)]
-    measures = [network_measures([w[i].detach() for w in model.weights], [w0[i] for w0 in init],
-                                 ds.x[:n], cfg.gamma) for i, n in enumerate(used)]
-    res = MarginSweepResult(sizes=sizes, test_error=test_err, met_margin=run.met_rule,
-                            epochs=run.epochs, measures=measures, init_test_error=init_err,
-                            init_spectral_product=init_spec, realized_margin=realized)
+        realized = [
+            realized_margin(
+                _member_logits(model, i, ds.x[:n]), ds.y[:n], cfg.margin_fraction
+            )
+            for i, n in enumerate(used)
+        ]
+    measures = [
+        network_measures(
+            [w[i].detach() for w in model.weights],
+            [w0[i] for w0 in init],
+            ds.x[:n],
+            cfg.gamma,
+        )
+        for i, n in enumerate(used)
+    ]
+    res = MarginSweepResult(
+        sizes=sizes,
+        test_error=test_err,
+        met_margin=run.met_rule,
+        epochs=run.epochs,
+        measures=measures,
+        init_test_error=init_err,
+        init_spectral_product=init_spec,
+        realized_margin=realized,
+    )
     res.fits = {k: power_law_fit(sizes, v) for k, v in res.series().items()}
     return res

@@ -5,6 +5,7 @@ spectrally normalized margin bound of Bartlett, Foster and Telgarsky (NeurIPS 20
 and the PAC-Bayesian bound of Neyshabur, Bhojanapalli and Srebro (ICLR 2018, Theorem 1), each up
 to the constants and log factors that the papers leave in O-notation.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,7 +21,8 @@ from .common import _pos
 
 __all__ = [
     # functions
-    "bartlett_bound", "distance_from_init",
+    "bartlett_bound",
+    "distance_from_init",
 ]
 
 
@@ -28,8 +30,10 @@ def _matrix(name: str, w) -> torch.Tensor:
     if not isinstance(w, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(w).__name__}")
     if w.ndim < 2:
-        raise ValueError(f"{name} must have at least 2 dimensions (..., out, in), got shape "
-                         f"{tuple(w.shape)}")
+        raise ValueError(
+            f"{name} must have at least 2 dimensions (..., out, in), got shape "
+            f"{tuple(w.shape)}"
+        )
     return w
 
 
@@ -67,7 +71,9 @@ def norm_21(w: torch.Tensor) -> torch.Tensor:
 
 
 @boundary()
-def distance_from_init(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor]) -> torch.Tensor:
+def distance_from_init(
+    weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor]
+) -> torch.Tensor:
     r"""The distance from initialization of Nagarajan and Kolter (2017).
 
     ``sqrt(sum_l ||W_l - W_l^0||_F^2)``, the distance from initialization of Nagarajan and Kolter (2017).
@@ -98,14 +104,18 @@ def distance_from_init(weights: Sequence[torch.Tensor], init: Sequence[torch.Ten
     Initialization".
     """
     if len(weights) != len(init) or len(weights) == 0:
-        raise ValueError("weights and init must be non-empty lists of the same length")
+        raise ValueError(
+            "weights and init must be non-empty lists of the same length"
+        )
     total = 0.0
     for l, (w, w0) in enumerate(zip(weights, init)):
         _matrix(f"weights[{l}]", w)
         _matrix(f"init[{l}]", w0)
         if w.shape != w0.shape:
-            raise ValueError(f"weights[{l}] and init[{l}] differ in shape: {tuple(w.shape)} vs "
-                             f"{tuple(w0.shape)}")
+            raise ValueError(
+                f"weights[{l}] and init[{l}] differ in shape: {tuple(w.shape)} vs "
+                f"{tuple(w0.shape)}"
+            )
         total = total + ((w - w0) ** 2).sum((-1, -2))
     return torch.as_tensor(total).sqrt()
 
@@ -114,17 +124,24 @@ def distance_from_init(weights: Sequence[torch.Tensor], init: Sequence[torch.Ten
 class NetworkMeasures(Result):
     """Norms and bounds of one trained network (see :func:`network_measures`)."""
 
-    spectral: list[float]            # ||W_l||_2 per layer
-    spectral_product: float          # prod_l ||W_l||_2
-    distance: float                  # sqrt(sum_l ||W_l - W_l^0||_F^2)
-    bartlett: float                  # Bartlett-Foster-Telgarsky complexity term, constants dropped
-    neyshabur: float                 # Neyshabur-Bhojanapalli-Srebro complexity term, constants dropped
+    spectral: list[float]  # ||W_l||_2 per layer
+    spectral_product: float  # prod_l ||W_l||_2
+    distance: float  # sqrt(sum_l ||W_l - W_l^0||_F^2)
+    bartlett: float  # Bartlett-Foster-Telgarsky complexity term, constants dropped
+    neyshabur: (
+        float  # Neyshabur-Bhojanapalli-Srebro complexity term, constants dropped
+    )
 
 
 @boundary(data_norm=positive(), gamma=positive(), n=count())
-def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor],
-                   data_norm: float, gamma: float, n: int,
-                   spectral: Sequence[float] | None = None) -> float:
+def bartlett_bound(
+    weights: Sequence[torch.Tensor],
+    init: Sequence[torch.Tensor],
+    data_norm: float,
+    gamma: float,
+    n: int,
+    spectral: Sequence[float] | None = None,
+) -> float:
     r"""The complexity term of Bartlett, Foster and Telgarsky (2017), Theorem 1.1.
 
     Without constants and logs:
@@ -175,14 +192,22 @@ def bartlett_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor]
     """
     _check_bound_args(weights, init, data_norm, gamma, n, spectral, "data_norm")
     spec = spectral or [float(spectral_norm(w)) for w in weights]
-    ratio = sum((float(norm_21(w - w0)) / s) ** (2 / 3)
-                for w, w0, s in zip(weights, init, spec))
-    return float(data_norm * np.prod(spec) * ratio ** 1.5 / (gamma * n))
+    ratio = sum(
+        (float(norm_21(w - w0)) / s) ** (2 / 3)
+        for w, w0, s in zip(weights, init, spec)
+    )
+    return float(data_norm * np.prod(spec) * ratio**1.5 / (gamma * n))
 
 
 @boundary(input_norm=positive(), gamma=positive(), n=count())
-def neyshabur_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor], input_norm: float,
-                    gamma: float, n: int, spectral: Sequence[float] | None = None) -> float:
+def neyshabur_bound(
+    weights: Sequence[torch.Tensor],
+    init: Sequence[torch.Tensor],
+    input_norm: float,
+    gamma: float,
+    n: int,
+    spectral: Sequence[float] | None = None,
+) -> float:
     """The complexity term of Neyshabur, Bhojanapalli and Srebro (2018), Theorem 1, without constants.
 
     .. math::
@@ -199,32 +224,48 @@ def neyshabur_bound(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor
     spec = spectral or [float(spectral_norm(w)) for w in weights]
     L = len(weights)
     h = max(max(w.shape[-1], w.shape[-2]) for w in weights)
-    ratio = sum(float(((w - w0) ** 2).sum()) / s ** 2 for w, w0, s in zip(weights, init, spec))
-    val = input_norm ** 2 * L ** 2 * h * math.log(L * h) * np.prod(spec) ** 2 * ratio
-    return float(math.sqrt(val / (gamma ** 2 * n)))
+    ratio = sum(
+        float(((w - w0) ** 2).sum()) / s**2 for w, w0, s in zip(weights, init, spec)
+    )
+    val = input_norm**2 * L**2 * h * math.log(L * h) * np.prod(spec) ** 2 * ratio
+    return float(math.sqrt(val / (gamma**2 * n)))
 
 
-def _check_bound_args(weights, init, input_norm, gamma, n, spectral=None,
-                      norm_name="input_norm") -> None:
+def _check_bound_args(
+    weights, init, input_norm, gamma, n, spectral=None, norm_name="input_norm"
+) -> None:
     if len(weights) == 0 or len(weights) != len(init):
-        raise ValueError("weights and init must be non-empty lists of the same length")
+        raise ValueError(
+            "weights and init must be non-empty lists of the same length"
+        )
     for l, (w, w0) in enumerate(zip(weights, init)):
-        if _matrix(f"weights[{l}]", w).ndim != 2 or _matrix(f"init[{l}]", w0).shape != w.shape:
-            raise ValueError(f"weights[{l}] and init[{l}] must be matrices of the same shape")
+        if (
+            _matrix(f"weights[{l}]", w).ndim != 2
+            or _matrix(f"init[{l}]", w0).shape != w.shape
+        ):
+            raise ValueError(
+                f"weights[{l}] and init[{l}] must be matrices of the same shape"
+            )
     _pos(norm_name, input_norm)
     _pos("gamma", gamma)
     check_int("n", n, minimum=1)
     if spectral is not None:
         if len(spectral) != len(weights):
-            raise ValueError(f"spectral must hold one norm per layer ({len(weights)}), got "
-                             f"{len(spectral)}")
+            raise ValueError(
+                f"spectral must hold one norm per layer ({len(weights)}), got "
+                f"{len(spectral)}"
+            )
         for i, v in enumerate(spectral):
             _pos(f"spectral[{i}]", v)
 
 
 @boundary(x=Tensor("float", 2), gamma=positive())
-def network_measures(weights: Sequence[torch.Tensor], init: Sequence[torch.Tensor],
-                     x: torch.Tensor, gamma: float) -> NetworkMeasures:
+def network_measures(
+    weights: Sequence[torch.Tensor],
+    init: Sequence[torch.Tensor],
+    x: torch.Tensor,
+    gamma: float,
+) -> NetworkMeasures:
     """Spectral norms, their product, the distance from initialization and both bounds.
 
     ``x`` holds the ``n`` training inputs ``(n, d)``: the Bartlett et al. term uses their
@@ -236,7 +277,10 @@ def network_measures(weights: Sequence[torch.Tensor], init: Sequence[torch.Tenso
     data_norm, B = float(x.double().norm()), float(x.double().norm(dim=1).max())
     _check_bound_args(weights, init, B, gamma, n)
     spec = [float(spectral_norm(w)) for w in weights]
-    return NetworkMeasures(spectral=spec, spectral_product=float(np.prod(spec)),
-                           distance=float(distance_from_init(list(weights), list(init))),
-                           bartlett=bartlett_bound(weights, init, data_norm, gamma, n, spec),
-                           neyshabur=neyshabur_bound(weights, init, B, gamma, n, spec))
+    return NetworkMeasures(
+        spectral=spec,
+        spectral_product=float(np.prod(spec)),
+        distance=float(distance_from_init(list(weights), list(init))),
+        bartlett=bartlett_bound(weights, init, data_norm, gamma, n, spec),
+        neyshabur=neyshabur_bound(weights, init, B, gamma, n, spec),
+    )

@@ -4,6 +4,7 @@ The same network and SGD that generalize on true labels memorize random ones (Zh
 Recht and Vinyals, ICLR 2017, Figure 1): :class:`CorruptionConfig`, :func:`corruption_experiment`,
 :func:`cnn_randomization` and its capacity null :func:`linear_randomization`.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..checks import (SEED, InstanceOf, Tensor, boundary, check_int, count, fraction, positive,
-                      tuple_of)
+from ..checks import (
+    SEED,
+    InstanceOf,
+    Tensor,
+    boundary,
+    check_int,
+    count,
+    fraction,
+    positive,
+    tuple_of,
+)
 from ..config import Config, Result, param
 from ..data import corrupt_labels, mnist1d
 from ..engine import ReplacementBatches, StackedOptimizer, fit, stop_rule
@@ -26,9 +36,12 @@ from .power_law import nearest_neighbour_predict
 
 __all__ = [
     # configs and results
-    "CNNRandomizationConfig", "CorruptionConfig",
+    "CNNRandomizationConfig",
+    "CorruptionConfig",
     # functions
-    "cnn_randomization", "corruption_experiment", "corruption_nn_test_error",
+    "cnn_randomization",
+    "corruption_experiment",
+    "corruption_nn_test_error",
     "linear_randomization",
 ]
 
@@ -74,12 +87,21 @@ class CorruptionConfig(Config):
     rethinking generalization".
     """
 
-    FULL = dict(n_train=8000, n_test=4000, levels=tuple(np.round(np.linspace(0, 1, 11), 2)),
-                width=512, depth=3, max_steps=200_000, check_every=25)
+    FULL = dict(
+        n_train=8000,
+        n_test=4000,
+        levels=tuple(np.round(np.linspace(0, 1, 11), 2)),
+        width=512,
+        depth=3,
+        max_steps=200_000,
+        check_every=25,
+    )
 
     n_train: int = param(4000, count())
     n_test: int = param(4000, count())
-    levels: tuple = param((0.0, 0.5, 1.0), tuple_of(fraction(), min_len=2, increasing="strict"))
+    levels: tuple = param(
+        (0.0, 0.5, 1.0), tuple_of(fraction(), min_len=2, increasing="strict")
+    )
     width: int = param(512, count())
     depth: int = param(1, count())
     lr: float = param(0.1, positive())
@@ -103,20 +125,24 @@ class CorruptionResult(Result):
     final_train_acc: list[float]
     stop_step: list[int]
     reached_target: list[bool]
-    curve_steps: list[int]                 # steps at which the training accuracy was measured
-    curve_train_acc: np.ndarray            # (len(curve_steps), len(levels))
+    curve_steps: list[int]  # steps at which the training accuracy was measured
+    curve_train_acc: np.ndarray  # (len(curve_steps), len(levels))
     init_test_error: list[float] = field(default_factory=list)
     replicate_test_error: float = float("nan")
     replicate_train_acc: float = float("nan")
     replicate_stop_step: int = -1
-    model: BatchedMLP | None = None        # the trained ensemble, member i at levels[i]
-    init: list | None = None               # its weights at initialization, per layer (E, out, in)
+    model: BatchedMLP | None = None  # the trained ensemble, member i at levels[i]
+    init: list | None = None  # its weights at initialization, per layer (E, out, in)
     x_train: torch.Tensor | None = None
 
 
 @boundary(cfg=InstanceOf(CorruptionConfig), seed=SEED, device=_DEVICE)
-def corruption_experiment(cfg: CorruptionConfig, seed: int = 0, device: str | None = None,
-                          replicate: bool = True) -> CorruptionResult:
+def corruption_experiment(
+    cfg: CorruptionConfig,
+    seed: int = 0,
+    device: str | None = None,
+    replicate: bool = True,
+) -> CorruptionResult:
     """Train one MLP per corruption level and measure Zhang et al.'s curves.
 
     Train one MLP per corruption level (as one batched ensemble) and measure Zhang et al.'s curves.
@@ -155,16 +181,34 @@ def corruption_experiment(cfg: CorruptionConfig, seed: int = 0, device: str | No
     cfg.validate()
     seed = check_int("seed", seed, minimum=0)
     ds = mnist1d(cfg.n_train, cfg.n_test, device=device)
-    ys = torch.stack([corrupt_labels(ds.y, float(f), ds.num_classes, seed=seed + 1000)
-                      for f in cfg.levels] + ([ds.y] if replicate else []))
+    ys = torch.stack(
+        [
+            corrupt_labels(ds.y, float(f), ds.num_classes, seed=seed + 1000)
+            for f in cfg.levels
+        ]
+        + ([ds.y] if replicate else [])
+    )
     E = len(cfg.levels)
     seeds = [seed * 100 + i for i in range(len(ys))]
-    full = BatchedMLP.init(seeds, ds.dim, cfg.width, cfg.depth, ds.num_classes,
-                           bias=False, device=ds.x.device)
+    full = BatchedMLP.init(
+        seeds,
+        ds.dim,
+        cfg.width,
+        cfg.depth,
+        ds.num_classes,
+        bias=False,
+        device=ds.x.device,
+    )
     init_all = [w.detach().clone() for w in full.weights]
-    tcfg = TrainConfig(lr=cfg.lr, batch_size=cfg.batch_size, epochs=10**9, steps=cfg.max_steps,
-                       target_train_acc=cfg.target_train_acc, check_every=cfg.check_every,
-                       seed=seed * 100)
+    tcfg = TrainConfig(
+        lr=cfg.lr,
+        batch_size=cfg.batch_size,
+        epochs=10**9,
+        steps=cfg.max_steps,
+        target_train_acc=cfg.target_train_acc,
+        check_every=cfg.check_every,
+        seed=seed * 100,
+    )
     with torch.no_grad():
         init_acc = accuracy(full(ds.x_test), ds.y_test)
     hist = train_ensemble(full, ds.x, ys, tcfg, seeds=seeds)
@@ -176,24 +220,31 @@ def corruption_experiment(cfg: CorruptionConfig, seed: int = 0, device: str | No
     # a member stopped at the step where it met the rule; after that its curve is frozen
     for i, s in enumerate(stop):
         curve[np.asarray(hist.step) > s, i] = np.nan
-    model = BatchedMLP([w.detach()[:E] for w in full.weights], None, act=full.act_name)
-    return CorruptionResult(levels=[float(f) for f in cfg.levels],
-                            test_error=(1 - test_acc[:E]).tolist(),
-                            final_train_acc=train_acc[:E].tolist(), stop_step=stop[:E],
-                            reached_target=[bool(a >= cfg.target_train_acc) for a in train_acc[:E]],
-                            curve_steps=list(hist.step), curve_train_acc=curve[:, :E],
-                            init_test_error=(1 - init_acc[:E]).tolist(),
-                            replicate_test_error=float(1 - test_acc[E]) if replicate
-                            else float("nan"),
-                            replicate_train_acc=float(train_acc[E]) if replicate
-                            else float("nan"),
-                            replicate_stop_step=stop[E] if replicate else -1,
-                            model=model, init=[w[:E] for w in init_all], x_train=ds.x)
+    model = BatchedMLP(
+        [w.detach()[:E] for w in full.weights], None, act=full.act_name
+    )
+    return CorruptionResult(
+        levels=[float(f) for f in cfg.levels],
+        test_error=(1 - test_acc[:E]).tolist(),
+        final_train_acc=train_acc[:E].tolist(),
+        stop_step=stop[:E],
+        reached_target=[bool(a >= cfg.target_train_acc) for a in train_acc[:E]],
+        curve_steps=list(hist.step),
+        curve_train_acc=curve[:, :E],
+        init_test_error=(1 - init_acc[:E]).tolist(),
+        replicate_test_error=float(1 - test_acc[E]) if replicate else float("nan"),
+        replicate_train_acc=float(train_acc[E]) if replicate else float("nan"),
+        replicate_stop_step=stop[E] if replicate else -1,
+        model=model,
+        init=[w[:E] for w in init_all],
+        x_train=ds.x,
+    )
 
 
 @boundary(cfg=InstanceOf(CorruptionConfig), seed=SEED, device=_DEVICE)
-def corruption_nn_test_error(cfg: CorruptionConfig, seed: int = 0,
-                             device: str | None = None) -> list[float]:
+def corruption_nn_test_error(
+    cfg: CorruptionConfig, seed: int = 0, device: str | None = None
+) -> list[float]:
     """Test error of a 1-nearest-neighbour classifier at every corruption level of ``cfg``.
 
     The same training inputs and the same corrupted labels as :func:`corruption_experiment` with
@@ -295,42 +346,73 @@ class BatchedCNN1d(torch.nn.Module):
     one batched call computes every member on its own input exactly as a stand-alone network would.
     """
 
-    @boundary(seeds=tuple_of(SEED), channels=count(), hidden=count(), classes=count(2),
-              length=count())
-    def __init__(self, seeds: Sequence[int], channels: int = 32, hidden: int = 256,
-                 classes: int = 10, length: int = 40):
+    @boundary(
+        seeds=tuple_of(SEED),
+        channels=count(),
+        hidden=count(),
+        classes=count(2),
+        length=count(),
+    )
+    def __init__(
+        self,
+        seeds: Sequence[int],
+        channels: int = 32,
+        hidden: int = 256,
+        classes: int = 10,
+        length: int = 40,
+    ):
         super().__init__()
         seeds = [check_int(f"seeds[{i}]", s, minimum=0) for i, s in enumerate(seeds)]
         if not seeds:
             raise ValueError("seeds must not be empty")
         if length != 40:
-            raise ValueError("BatchedCNN1d is built for MNIST-1D signals of length 40")
+            raise ValueError(
+                "BatchedCNN1d is built for MNIST-1D signals of length 40"
+            )
         C, E = check_int("channels", channels, minimum=1), len(seeds)
         hidden = check_int("hidden", hidden, minimum=1)
         classes = check_int("classes", classes, minimum=2)
-        shapes = [(C, 1, 5), (C, C, 3), (C, C, 3), (5 * C, hidden), (hidden, classes)]
+        shapes = [
+            (C, 1, 5),
+            (C, C, 3),
+            (C, C, 3),
+            (5 * C, hidden),
+            (hidden, classes),
+        ]
         fans = [5, 3 * C, 3 * C, 5 * C, hidden]
         per = [[] for _ in shapes]
         for s in seeds:
             g = torch.Generator().manual_seed(s)
             for k, (shape, fan) in enumerate(zip(shapes, fans)):
-                per[k].append((torch.rand(*shape, generator=g) * 2 - 1) / math.sqrt(fan))
+                per[k].append(
+                    (torch.rand(*shape, generator=g) * 2 - 1) / math.sqrt(fan)
+                )
         self.E, self.C = E, C
-        self.convs = torch.nn.ParameterList(torch.nn.Parameter(torch.stack(w)) for w in per[:3])
-        self.fcs = torch.nn.ParameterList(torch.nn.Parameter(torch.stack(w)) for w in per[3:])
+        self.convs = torch.nn.ParameterList(
+            torch.nn.Parameter(torch.stack(w)) for w in per[:3]
+        )
+        self.fcs = torch.nn.ParameterList(
+            torch.nn.Parameter(torch.stack(w)) for w in per[3:]
+        )
 
     @boundary(x=Tensor("float", (2, 3)), members=Tensor("int", 1, optional=True))
-    def forward(self, x: torch.Tensor, members: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, members: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Logits ``(E, n, classes)``; ``x`` is ``(n, 40)`` (shared) or ``(E, n, 40)``.
 
         With ``members`` (a 1-D tensor of member indices, A of them) only those members are
         computed: ``x`` is then ``(n, 40)`` or ``(A, n, 40)`` and the logits ``(A, n, classes)``.
         """
-        if members is not None and (int(members.min()) < 0 or int(members.max()) >= self.E):
+        if members is not None and (
+            int(members.min()) < 0 or int(members.max()) >= self.E
+        ):
             raise ValueError(f"members must hold member indices in [0, {self.E})")
         return self._logits(x, members)
 
-    def _logits(self, x: torch.Tensor, members: torch.Tensor | None = None) -> torch.Tensor:
+    def _logits(
+        self, x: torch.Tensor, members: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """:meth:`forward` without the input checks (training steps call this)."""
         convs, fcs = list(self.convs), list(self.fcs)
         if members is not None:
@@ -340,11 +422,13 @@ class BatchedCNN1d(torch.nn.Module):
         if x.ndim == 2:
             x = x.unsqueeze(0).expand(A, *x.shape)
         if x.ndim != 3 or x.shape[0] != A or x.shape[2] != 40:
-            raise ValueError(f"x must be (n, 40) or ({A}, n, 40), got {tuple(x.shape)}")
-        h = x.transpose(0, 1)                                   # (n, A, 40): channel e = member e
+            raise ValueError(
+                f"x must be (n, 40) or ({A}, n, 40), got {tuple(x.shape)}"
+            )
+        h = x.transpose(0, 1)  # (n, A, 40): channel e = member e
         for w, pad in zip(convs, (2, 1, 1)):
             h = F.relu(F.conv1d(h, w.flatten(0, 1), stride=2, padding=pad, groups=A))
-        h = h.reshape(h.shape[0], A, -1).transpose(0, 1)        # (A, n, 5C)
+        h = h.reshape(h.shape[0], A, -1).transpose(0, 1)  # (A, n, 5C)
         h = F.relu(torch.bmm(h, fcs[0]))
         return torch.bmm(h, fcs[1])
 
@@ -354,7 +438,7 @@ class CNNRandomizationResult(Result):
     """Per member of :func:`cnn_randomization`: first the true-label runs, then the random-label runs."""
 
     names: list[str]
-    labels: list[str]              # "true" or "random", per member
+    labels: list[str]  # "true" or "random", per member
     train_acc: list[float]
     test_error: list[float]
     init_test_error: list[float]
@@ -365,12 +449,15 @@ class CNNRandomizationResult(Result):
         """The values of ``field_name`` for the members trained on ``labels`` ("true"/"random")."""
         if labels not in ("true", "random"):
             raise ValueError(f"labels must be 'true' or 'random', got {labels!r}")
-        return [v for v, l in zip(getattr(self, field_name), self.labels) if l == labels]
+        return [
+            v for v, l in zip(getattr(self, field_name), self.labels) if l == labels
+        ]
 
 
 @boundary(cfg=InstanceOf(CNNRandomizationConfig), seed=SEED, device=_DEVICE)
-def cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
-                      device: str | None = None) -> CNNRandomizationResult:
+def cnn_randomization(
+    cfg: CNNRandomizationConfig, seed: int = 0, device: str | None = None
+) -> CNNRandomizationResult:
     """Zhang et al.'s randomization test with a small 1-D CNN on MNIST-1D.
 
     Zhang et al.'s randomization test (2017, Fig. 1a, 1b) with :class:`BatchedCNN1d` on MNIST-1D.
@@ -409,53 +496,83 @@ def cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
     ds = mnist1d(cfg.n_train, cfg.n_test, device=device)
     dev = ds.x.device
     K, R = cfg.true_runs, cfg.random_runs
-    ys = torch.stack([ds.y] * K + [corrupt_labels(ds.y, 1.0, ds.num_classes, seed=seed + 1000 + r)
-                                   for r in range(R)])
+    ys = torch.stack(
+        [ds.y] * K
+        + [
+            corrupt_labels(ds.y, 1.0, ds.num_classes, seed=seed + 1000 + r)
+            for r in range(R)
+        ]
+    )
     E = K + R
-    model = BatchedCNN1d([seed * 100 + 40 + e for e in range(E)], cfg.channels, cfg.hidden,
-                         ds.num_classes).to(dev)
+    model = BatchedCNN1d(
+        [seed * 100 + 40 + e for e in range(E)],
+        cfg.channels,
+        cfg.hidden,
+        ds.num_classes,
+    ).to(dev)
     with torch.no_grad():
         init_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
     opt = StackedOptimizer(model.parameters(), "sgd", cfg.lr, members=E)
-    batches = ReplacementBatches(cfg.n_train, cfg.batch_size,
-                                 [seed * 100 + 70 + e for e in range(E)], dev)
+    batches = ReplacementBatches(
+        cfg.n_train, cfg.batch_size, [seed * 100 + 70 + e for e in range(E)], dev
+    )
     reached = stop_rule(target_train_acc=cfg.target_train_acc)
 
     def loss(step: int, idx: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         if bool(active.all()):
-            return _ensemble_loss("cross_entropy", model._logits(ds.x[idx]), ys.gather(1, idx))
-        live = active.nonzero().flatten().to(dev)     # only the members still training
+            return _ensemble_loss(
+                "cross_entropy", model._logits(ds.x[idx]), ys.gather(1, idx)
+            )
+        live = active.nonzero().flatten().to(dev)  # only the members still training
         idx = idx.index_select(0, live)
-        out = _ensemble_loss("cross_entropy", model._logits(ds.x[idx], live),
-                             ys.index_select(0, live).gather(1, idx))
+        out = _ensemble_loss(
+            "cross_entropy",
+            model._logits(ds.x[idx], live),
+            ys.index_select(0, live).gather(1, idx),
+        )
         return out.new_zeros(E).index_put((live,), out)
 
     def check(step: int, due: torch.Tensor) -> torch.Tensor:
         met = torch.zeros(E, dtype=torch.bool)
         live = due.nonzero().flatten()
         if len(live):
-            with torch.no_grad():                     # only the members the check is due for
+            with torch.no_grad():  # only the members the check is due for
                 rows = live.to(dev)
-                met[live] = reached(model._logits(ds.x, rows), ys.index_select(0, rows)).cpu()
+                met[live] = reached(
+                    model._logits(ds.x, rows), ys.index_select(0, rows)
+                ).cpu()
         return met
 
-    stop = fit(loss, opt, cfg.max_steps, batches, check, every=cfg.check_every,
-               active_only=True).stop_step
+    stop = fit(
+        loss,
+        opt,
+        cfg.max_steps,
+        batches,
+        check,
+        every=cfg.check_every,
+        active_only=True,
+    ).stop_step
     with torch.no_grad():
         test_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
         train_acc = accuracy(model(ds.x), ys)
-    names = [f"true labels, run {k + 1}" for k in range(K)] + \
-        [f"random labels, run {r + 1}" for r in range(R)]
-    return CNNRandomizationResult(names=names, labels=["true"] * K + ["random"] * R,
-                                  train_acc=train_acc.tolist(), test_error=test_err,
-                                  init_test_error=init_err, stop_step=stop,
-                                  reached_target=[bool(a >= cfg.target_train_acc)
-                                                  for a in train_acc])
+    names = [f"true labels, run {k + 1}" for k in range(K)] + [
+        f"random labels, run {r + 1}" for r in range(R)
+    ]
+    return CNNRandomizationResult(
+        names=names,
+        labels=["true"] * K + ["random"] * R,
+        train_acc=train_acc.tolist(),
+        test_error=test_err,
+        init_test_error=init_err,
+        stop_step=stop,
+        reached_target=[bool(a >= cfg.target_train_acc) for a in train_acc],
+    )
 
 
 @boundary(cfg=InstanceOf(CNNRandomizationConfig), seed=SEED, device=_DEVICE)
-def linear_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
-                         device: str | None = None) -> CNNRandomizationResult:
+def linear_randomization(
+    cfg: CNNRandomizationConfig, seed: int = 0, device: str | None = None
+) -> CNNRandomizationResult:
     """The capacity null of :func:`cnn_randomization`: a linear softmax classifier in the CNN's place.
 
     Everything but the model is the CNN's: the same training and test signals, the same labellings
@@ -494,22 +611,33 @@ def linear_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
     ds = mnist1d(cfg.n_train, cfg.n_test, device=device)
     dev, C = ds.x.device, ds.num_classes
     K, R = cfg.true_runs, cfg.random_runs
-    ys = torch.stack([ds.y] * K + [corrupt_labels(ds.y, 1.0, C, seed=seed + 1000 + r)
-                                   for r in range(R)])
+    ys = torch.stack(
+        [ds.y] * K
+        + [corrupt_labels(ds.y, 1.0, C, seed=seed + 1000 + r) for r in range(R)]
+    )
     E = K + R
     gens = [torch.Generator().manual_seed(seed * 100 + 90 + e) for e in range(E)]
-    W = torch.nn.Parameter(torch.stack([(torch.rand(ds.dim, C, generator=g) * 2 - 1)
-                                        / math.sqrt(ds.dim) for g in gens]).to(dev))
+    W = torch.nn.Parameter(
+        torch.stack(
+            [
+                (torch.rand(ds.dim, C, generator=g) * 2 - 1) / math.sqrt(ds.dim)
+                for g in gens
+            ]
+        ).to(dev)
+    )
     b = torch.nn.Parameter(torch.zeros(E, 1, C, device=dev))
 
-    def logits(x: torch.Tensor) -> torch.Tensor:          # x (n, 40) or (E, n, 40) -> (E, n, C)
+    def logits(
+        x: torch.Tensor,
+    ) -> torch.Tensor:  # x (n, 40) or (E, n, 40) -> (E, n, C)
         return torch.baddbmm(b, x if x.ndim == 3 else x.expand(E, *x.shape), W)
 
     with torch.no_grad():
         init_err = (1 - accuracy(logits(ds.x_test), ds.y_test)).tolist()
     opt = StackedOptimizer([W, b], "sgd", cfg.lr, members=E)
-    batches = ReplacementBatches(cfg.n_train, cfg.batch_size,
-                                 [seed * 100 + 70 + e for e in range(E)], dev)
+    batches = ReplacementBatches(
+        cfg.n_train, cfg.batch_size, [seed * 100 + 70 + e for e in range(E)], dev
+    )
     reached = stop_rule(target_train_acc=cfg.target_train_acc)
 
     def loss(step: int, idx: torch.Tensor) -> torch.Tensor:
@@ -519,14 +647,21 @@ def linear_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
         with torch.no_grad():
             return reached(logits(ds.x), ys).cpu() & due
 
-    stop = fit(loss, opt, cfg.max_steps, batches, check, every=cfg.check_every).stop_step
+    stop = fit(
+        loss, opt, cfg.max_steps, batches, check, every=cfg.check_every
+    ).stop_step
     with torch.no_grad():
         test_err = (1 - accuracy(logits(ds.x_test), ds.y_test)).tolist()
         train_acc = accuracy(logits(ds.x), ys)
-    names = [f"linear, true labels, run {k + 1}" for k in range(K)] + \
-        [f"linear, random labels, run {r + 1}" for r in range(R)]
-    return CNNRandomizationResult(names=names, labels=["true"] * K + ["random"] * R,
-                                  train_acc=train_acc.tolist(), test_error=test_err,
-                                  init_test_error=init_err, stop_step=stop,
-                                  reached_target=[bool(a >= cfg.target_train_acc)
-                                                  for a in train_acc])
+    names = [f"linear, true labels, run {k + 1}" for k in range(K)] + [
+        f"linear, random labels, run {r + 1}" for r in range(R)
+    ]
+    return CNNRandomizationResult(
+        names=names,
+        labels=["true"] * K + ["random"] * R,
+        train_acc=train_acc.tolist(),
+        test_error=test_err,
+        init_test_error=init_err,
+        stop_step=stop,
+        reached_target=[bool(a >= cfg.target_train_acc) for a in train_acc],
+    )

@@ -4,6 +4,7 @@ The data, the set S' (each training point projected onto the other sphere, label
 sweep over n and the 2-D decision-boundary slices (Figure 2): :func:`sphere_data`,
 :func:`sphere_sprime`, :class:`SpheresConfig`, :func:`spheres_sweep`, :func:`boundary_slice`.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,8 +13,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..checks import (SEED, Constraint, InstanceOf, Interval, Options, Tensor, boundary, check_int,
-                      count, fraction, positive, tuple_of)
+from ..checks import (
+    SEED,
+    Constraint,
+    InstanceOf,
+    Interval,
+    Options,
+    Tensor,
+    boundary,
+    check_int,
+    count,
+    fraction,
+    positive,
+    tuple_of,
+)
 from ..config import Config, Result, param
 from ..models import BatchedMLP
 from ..train import TrainConfig, accuracy
@@ -25,7 +38,12 @@ __all__ = [
     # configs and results
     "SpheresConfig",
     # functions
-    "boundary_slice", "bulge_width", "cap_fraction", "log_ticks", "plot_slice", "slice_points",
+    "boundary_slice",
+    "bulge_width",
+    "cap_fraction",
+    "log_ticks",
+    "plot_slice",
+    "slice_points",
     "spheres_sweep",
 ]
 
@@ -37,7 +55,9 @@ class _Axes(Constraint):
         return "a matplotlib Axes"
 
     def check(self, name, value):
-        if not all(hasattr(value, a) for a in ("contourf", "plot", "xaxis", "yaxis")):
+        if not all(
+            hasattr(value, a) for a in ("contourf", "plot", "xaxis", "yaxis")
+        ):
             self._fail(name, value, TypeError)
         return value
 
@@ -46,7 +66,12 @@ _RADII = tuple_of(positive(), min_len=2, increasing="strict")
 
 
 @boundary(n=count(), d=count(2), radii=_RADII)
-def sphere_data(n: int, d: int, radii: tuple = (1.0, 1.2), generator: torch.Generator | None = None):
+def sphere_data(
+    n: int,
+    d: int,
+    radii: tuple = (1.0, 1.2),
+    generator: torch.Generator | None = None,
+):
     """``n`` points, label 0 uniform on the sphere of radius ``radii[0]``, label 1 on ``radii[1]``.
 
     Labels are fair coin flips; directions are uniform on the unit sphere of R^d.
@@ -73,7 +98,9 @@ def _radii(radii) -> tuple[float, float]:
 
 
 @boundary(x=Tensor("float", 2), y=Tensor("int", 1), radii=_RADII, atol=positive())
-def sphere_sprime(x: torch.Tensor, y: torch.Tensor, radii: tuple = (1.0, 1.2), atol: float = 1e-4):
+def sphere_sprime(
+    x: torch.Tensor, y: torch.Tensor, radii: tuple = (1.0, 1.2), atol: float = 1e-4
+):
     """S' for the spheres: each point projected onto the *other* sphere, its label flipped.
 
     A point ``x`` with label 0 (radius ``r0``) becomes ``x * r1 / r0`` with label 1, and vice versa,
@@ -85,15 +112,23 @@ def sphere_sprime(x: torch.Tensor, y: torch.Tensor, radii: tuple = (1.0, 1.2), a
         If a point does not lie (within ``atol``) on the sphere its label names.
     """
     r0, r1 = _radii(radii)
-    if not isinstance(x, torch.Tensor) or x.ndim != 2 or not isinstance(y, torch.Tensor) \
-            or y.shape != (x.shape[0],):
+    if (
+        not isinstance(x, torch.Tensor)
+        or x.ndim != 2
+        or not isinstance(y, torch.Tensor)
+        or y.shape != (x.shape[0],)
+    ):
         raise ValueError("x must be (n, d) and y (n,) tensors")
     if not bool(((y == 0) | (y == 1)).all()):
         raise ValueError("y must hold labels 0 and 1")
-    own = torch.where(y == 1, torch.tensor(r1, dtype=x.dtype), torch.tensor(r0, dtype=x.dtype))
+    own = torch.where(
+        y == 1, torch.tensor(r1, dtype=x.dtype), torch.tensor(r0, dtype=x.dtype)
+    )
     if not torch.allclose(x.norm(dim=1), own.to(x.device), atol=atol):
         raise ValueError("every x must lie on the sphere of its label's radius")
-    other = torch.where(y == 1, torch.tensor(r0, dtype=x.dtype), torch.tensor(r1, dtype=x.dtype))
+    other = torch.where(
+        y == 1, torch.tensor(r0, dtype=x.dtype), torch.tensor(r1, dtype=x.dtype)
+    )
     return x * (other / own).to(x.device)[:, None], 1 - y
 
 
@@ -131,13 +166,25 @@ class SpheresConfig(Config):
         Most training epochs; a finite number > 0.
     """
 
-    FULL = dict(d=1000, radii=(1.0, 1.1), sizes=(1024, 2048, 4096, 8192), width=100_000,
-                lr=0.5, gamma=10.0, n_test=4000)
+    FULL = dict(
+        d=1000,
+        radii=(1.0, 1.1),
+        sizes=(1024, 2048, 4096, 8192),
+        width=100_000,
+        lr=0.5,
+        gamma=10.0,
+        n_test=4000,
+    )
 
     d: int = param(200, count(2))
-    radii: tuple = param((1.0, 1.2), tuple_of(positive(), min_len=2, increasing="strict"),
-                         doc="(inner, outer)")
-    sizes: tuple = param((256, 512, 1024, 2048), tuple_of(count(), min_len=1, increasing="strict"))
+    radii: tuple = param(
+        (1.0, 1.2),
+        tuple_of(positive(), min_len=2, increasing="strict"),
+        doc="(inner, outer)",
+    )
+    sizes: tuple = param(
+        (256, 512, 1024, 2048), tuple_of(count(), min_len=1, increasing="strict")
+    )
     n_test: int = param(4000, count())
     width: int = param(2000, count())
     lr: float = param(0.5, positive())
@@ -159,17 +206,23 @@ class SpheresResult(Result):
     train_error: list[float]
     met_margin: list[bool]
     epochs: list[float]
-    model: BatchedMLP            # member i was trained on x_train[:sizes[i]]
+    model: BatchedMLP  # member i was trained on x_train[:sizes[i]]
     x_train: torch.Tensor
     y_train: torch.Tensor
-    init_test_error: list[float] = field(default_factory=list)     # before training
-    projected_test_error: list[float] = field(default_factory=list)  # fresh points, projected
-    nn_test_error: list[float] = field(default_factory=list)   # 1-NN on the same training set
+    init_test_error: list[float] = field(default_factory=list)  # before training
+    projected_test_error: list[float] = field(
+        default_factory=list
+    )  # fresh points, projected
+    nn_test_error: list[float] = field(
+        default_factory=list
+    )  # 1-NN on the same training set
     nn_sprime_error: list[float] = field(default_factory=list)  # 1-NN on the same S'
 
 
 @boundary(cfg=InstanceOf(SpheresConfig), seed=SEED, device=_DEVICE)
-def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) -> SpheresResult:
+def spheres_sweep(
+    cfg: SpheresConfig, seed: int = 0, device: str | None = None
+) -> SpheresResult:
     """Nagarajan and Kolter's hypersphere experiment: test error and S' error against n.
 
     One network per size (nested prefixes of one sample), all trained in one batched loop by
@@ -207,16 +260,25 @@ def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) 
     g = torch.Generator().manual_seed(seed * 7919 + 13)
     x, y = sphere_data(max(cfg.sizes), cfg.d, cfg.radii, g)
     xt, yt = sphere_data(cfg.n_test, cfg.d, cfg.radii, g)
-    xp, yp = sphere_sprime(xt, yt, cfg.radii)       # fresh points projected: S' 's control
+    xp, yp = sphere_sprime(
+        xt, yt, cfg.radii
+    )  # fresh points projected: S' 's control
     x, y, xt, yt, xp, yp = (t.to(dev) for t in (x, y, xt, yt, xp, yp))
     E = len(cfg.sizes)
     seeds = [seed * 100 + 70 + i for i in range(E)]
     model = BatchedMLP.init(seeds, cfg.d, cfg.width, 1, 2, bias=True, device=dev)
     with torch.no_grad():
         init_err = (1 - accuracy(model(xt), yt)).tolist()
-    tcfg = TrainConfig(lr=cfg.lr, batch_size=cfg.batch_size, margin_gamma=cfg.gamma,
-                       margin_fraction=cfg.margin_fraction, seed=seed)
-    run = train_on_subsets(model, x, y, list(cfg.sizes), tcfg, seeds=seeds, max_epochs=cfg.max_epochs)
+    tcfg = TrainConfig(
+        lr=cfg.lr,
+        batch_size=cfg.batch_size,
+        margin_gamma=cfg.gamma,
+        margin_fraction=cfg.margin_fraction,
+        seed=seed,
+    )
+    run = train_on_subsets(
+        model, x, y, list(cfg.sizes), tcfg, seeds=seeds, max_epochs=cfg.max_epochs
+    )
     with torch.no_grad():
         test_err = (1 - accuracy(model(xt), yt)).tolist()
         proj_err = (1 - accuracy(model(xp), yp)).tolist()
@@ -225,18 +287,55 @@ def spheres_sweep(cfg: SpheresConfig, seed: int = 0, device: str | None = None) 
             xs, ys = sphere_sprime(x[:n], y[:n], cfg.radii)
             sp_err.append(1 - accuracy(_member_logits(model, i, xs), ys))
             tr_err.append(1 - accuracy(_member_logits(model, i, x[:n]), y[:n]))
-            nn_te.append(float((nearest_neighbour_predict(x[:n], y[:n], xt) != yt).float().mean()))
-            nn_sp.append(float((nearest_neighbour_predict(x[:n], y[:n], xs) != ys).float().mean()))
-    return SpheresResult(sizes=list(cfg.sizes), test_error=test_err, sprime_error=sp_err,
-                         train_error=tr_err, met_margin=run.met_rule, epochs=run.epochs,
-                         model=model, x_train=x, y_train=y, init_test_error=init_err,
-                         projected_test_error=proj_err, nn_test_error=nn_te, nn_sprime_error=nn_sp)
+            nn_te.append(
+                float(
+                    (nearest_neighbour_predict(x[:n], y[:n], xt) != yt)
+                    .float()
+                    .mean()
+                )
+            )
+            nn_sp.append(
+                float(
+                    (nearest_neighbour_predict(x[:n], y[:n], xs) != ys)
+                    .float()
+                    .mean()
+                )
+            )
+    return SpheresResult(
+        sizes=list(cfg.sizes),
+        test_error=test_err,
+        sprime_error=sp_err,
+        train_error=tr_err,
+        met_margin=run.met_rule,
+        epochs=run.epochs,
+        model=model,
+        x_train=x,
+        y_train=y,
+        init_test_error=init_err,
+        projected_test_error=proj_err,
+        nn_test_error=nn_te,
+        nn_sprime_error=nn_sp,
+    )
 
 
-@boundary(model=InstanceOf(BatchedMLP), member=count(0), point=Tensor("float", 1),
-          radii=_RADII, half_width=positive(), resolution=count(2), seed=SEED)
-def boundary_slice(model: BatchedMLP, member: int, point: torch.Tensor, radii: tuple = (1.0, 1.2),
-                   half_width: float = 0.6, resolution: int = 161, seed: int = 0):
+@boundary(
+    model=InstanceOf(BatchedMLP),
+    member=count(0),
+    point=Tensor("float", 1),
+    radii=_RADII,
+    half_width=positive(),
+    resolution=count(2),
+    seed=SEED,
+)
+def boundary_slice(
+    model: BatchedMLP,
+    member: int,
+    point: torch.Tensor,
+    radii: tuple = (1.0, 1.2),
+    half_width: float = 0.6,
+    resolution: int = 161,
+    seed: int = 0,
+):
     """The decision function of one member on a 2-D slice through ``point`` (Figure 2 analogue).
 
     The plane is spanned by the radial direction ``e1 = point/||point||`` and a random unit
@@ -292,7 +391,10 @@ def boundary_slice(model: BatchedMLP, member: int, point: torch.Tensor, radii: t
     a = torch.linspace(r0 - 0.3, r1 + 0.3, resolution, dtype=point.dtype)
     b = torch.linspace(-half_width, half_width, resolution, dtype=point.dtype)
     B, A = torch.meshgrid(b, a, indexing="ij")
-    pts = A.reshape(-1, 1).to(point.device) * e1 + B.reshape(-1, 1).to(point.device) * e2
+    pts = (
+        A.reshape(-1, 1).to(point.device) * e1
+        + B.reshape(-1, 1).to(point.device) * e2
+    )
     with torch.no_grad():
         m = model.member(member)
         logits = m(pts)
@@ -300,10 +402,20 @@ def boundary_slice(model: BatchedMLP, member: int, point: torch.Tensor, radii: t
     return a.cpu().numpy(), b.cpu().numpy(), f.cpu().numpy()
 
 
-@boundary(res=InstanceOf(SpheresResult), member=count(0), radii=_RADII, seed=SEED,
-          candidates=count())
-def slice_points(res: SpheresResult, member: int, radii: tuple = (1.0, 1.2), seed: int = 0,
-                 candidates: int = 200):
+@boundary(
+    res=InstanceOf(SpheresResult),
+    member=count(0),
+    radii=_RADII,
+    seed=SEED,
+    candidates=count(),
+)
+def slice_points(
+    res: SpheresResult,
+    member: int,
+    radii: tuple = (1.0, 1.2),
+    seed: int = 0,
+    candidates: int = 200,
+):
     """Two points to slice through (Figure 2 analogue).
 
     Two points to slice through (Figure 2 analogue): a training point of ``member`` whose S' image
@@ -336,21 +448,51 @@ def slice_points(res: SpheresResult, member: int, radii: tuple = (1.0, 1.2), see
     k = min(candidates, res.sizes[member])
     with torch.no_grad():
         xs, ys = sphere_sprime(res.x_train[:k], res.y_train[:k], radii)
-        bad = (_member_logits(res.model, member, xs).argmax(1) != ys).nonzero().flatten()
-        xf, yf = sphere_data(candidates, res.x_train.shape[1], radii,
-                             torch.Generator().manual_seed(seed + 4242))
+        bad = (
+            (_member_logits(res.model, member, xs).argmax(1) != ys)
+            .nonzero()
+            .flatten()
+        )
+        xf, yf = sphere_data(
+            candidates,
+            res.x_train.shape[1],
+            radii,
+            torch.Generator().manual_seed(seed + 4242),
+        )
         xf, yf = xf.to(res.x_train.device), yf.to(res.x_train.device)
         xp, yp = sphere_sprime(xf, yf, radii)
-        good = ((_member_logits(res.model, member, xf).argmax(1) == yf)
-                & (_member_logits(res.model, member, xp).argmax(1) == yp)).nonzero().flatten()
-    return (res.x_train[int(bad[0])] if len(bad) else None,
-            xf[int(good[0])] if len(good) else None)
+        good = (
+            (
+                (_member_logits(res.model, member, xf).argmax(1) == yf)
+                & (_member_logits(res.model, member, xp).argmax(1) == yp)
+            )
+            .nonzero()
+            .flatten()
+        )
+    return (
+        res.x_train[int(bad[0])] if len(bad) else None,
+        xf[int(good[0])] if len(good) else None,
+    )
 
 
-@boundary(model=InstanceOf(BatchedMLP), member=count(0), point=Tensor("float", 1),
-          label=count(0), radii=_RADII, seed=SEED, resolution=count(3))
-def bulge_width(model: BatchedMLP, member: int, point: torch.Tensor, label: int,
-                radii: tuple = (1.0, 1.2), seed: int = 0, resolution: int = 721) -> float:
+@boundary(
+    model=InstanceOf(BatchedMLP),
+    member=count(0),
+    point=Tensor("float", 1),
+    label=count(0),
+    radii=_RADII,
+    seed=SEED,
+    resolution=count(3),
+)
+def bulge_width(
+    model: BatchedMLP,
+    member: int,
+    point: torch.Tensor,
+    label: int,
+    radii: tuple = (1.0, 1.2),
+    seed: int = 0,
+    resolution: int = 721,
+) -> float:
     """Angular width (degrees) around a training point where the member keeps its label.
 
     Angular width (degrees) of the region around a training point where the member still
@@ -395,8 +537,10 @@ def bulge_width(model: BatchedMLP, member: int, point: torch.Tensor, label: int,
     r0, r1 = _radii(radii)
     resolution = check_int("resolution", resolution, minimum=3)
     if point.shape[0] != model.weights[0].shape[-1] or float(point.norm()) == 0:
-        raise ValueError(f"point must be a non-zero vector of {model.weights[0].shape[-1]} "
-                         "entries (the input size)")
+        raise ValueError(
+            f"point must be a non-zero vector of {model.weights[0].shape[-1]} "
+            "entries (the input size)"
+        )
     e1 = point / point.norm()
     g = torch.Generator().manual_seed(seed)
     v = torch.randn(point.shape[0], generator=g, dtype=point.dtype).to(point.device)
@@ -404,7 +548,10 @@ def bulge_width(model: BatchedMLP, member: int, point: torch.Tensor, label: int,
     e2 = v / v.norm()
     r = r1 if label == 0 else r0
     phi = torch.linspace(-math.pi / 2, math.pi / 2, resolution, dtype=point.dtype)
-    pts = r * (torch.cos(phi)[:, None].to(point.device) * e1 + torch.sin(phi)[:, None].to(point.device) * e2)
+    pts = r * (
+        torch.cos(phi)[:, None].to(point.device) * e1
+        + torch.sin(phi)[:, None].to(point.device) * e2
+    )
     with torch.no_grad():
         same = (_member_logits(model, member, pts).argmax(1) == label).cpu().numpy()
     c = resolution // 2
@@ -441,14 +588,24 @@ def cap_fraction(d: int, half_angle_deg: float) -> float:
 
     d = check_int("d", d, minimum=2)
     if not isinstance(half_angle_deg, (int, float)) or not 0 <= half_angle_deg <= 90:
-        raise ValueError(f"half_angle_deg must be a number in [0, 90], got {half_angle_deg!r}")
+        raise ValueError(
+            f"half_angle_deg must be a number in [0, 90], got {half_angle_deg!r}"
+        )
     theta = math.radians(half_angle_deg)
     return float(0.5 * betainc((d - 1) / 2, 0.5, math.sin(theta) ** 2))
 
 
-@boundary(ax=_Axes(), a=Tensor("float", 1, numpy=True), b=Tensor("float", 1, numpy=True),
-          f=Tensor("float", 2, numpy=True), radii=_RADII, point_radius=positive())
-def plot_slice(ax, a, b, f, radii: tuple, point_radius: float, colors=("#56B4E9", "#E69F00")) -> None:
+@boundary(
+    ax=_Axes(),
+    a=Tensor("float", 1, numpy=True),
+    b=Tensor("float", 1, numpy=True),
+    f=Tensor("float", 2, numpy=True),
+    radii=_RADII,
+    point_radius=positive(),
+)
+def plot_slice(
+    ax, a, b, f, radii: tuple, point_radius: float, colors=("#56B4E9", "#E69F00")
+) -> None:
     """Draw one :func:`boundary_slice`.
 
     Draw one :func:`boundary_slice`: predicted class (shading), boundary (black), the two spheres
@@ -477,12 +634,14 @@ def plot_slice(ax, a, b, f, radii: tuple, point_radius: float, colors=("#56B4E9"
     """
     r0, r1 = _radii(radii)
     if tuple(f.shape) != (len(b), len(a)):
-        raise ValueError(f"f must have shape (len(b), len(a)) = {(len(b), len(a))}, got "
-                         f"{tuple(f.shape)}")
+        raise ValueError(
+            f"f must have shape (len(b), len(a)) = {(len(b), len(a))}, got "
+            f"{tuple(f.shape)}"
+        )
     ax.contourf(a, b, f > 0, levels=[-0.5, 0.5, 1.5], colors=list(colors), alpha=0.4)
     ax.contour(a, b, f, levels=[0], colors="k", linewidths=1.5)
     for r in (r0, r1):
-        ax.plot(np.sqrt(np.clip(r ** 2 - b ** 2, 0, None)), b, "--", color="grey", lw=1)
+        ax.plot(np.sqrt(np.clip(r**2 - b**2, 0, None)), b, "--", color="grey", lw=1)
     ax.plot([point_radius], [0], "ko")
     ax.plot([r0 + r1 - point_radius], [0], "kx", ms=9, mew=2)
 
@@ -503,12 +662,25 @@ def log_ticks(ax, values, axis: str = "x") -> None:
     axis : str, default 'x'
         The log axis, ``"x"`` or ``"y"``; one of ('x', 'y').
     """
-    from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, NullFormatter, NullLocator
+    from matplotlib.ticker import (
+        FixedFormatter,
+        FixedLocator,
+        FuncFormatter,
+        NullFormatter,
+        NullLocator,
+    )
 
     arr = _float_array("values", values)
-    if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)) or not np.all(arr > 0):
-        raise ValueError(f"values must be a non-empty 1-D sequence of positive finite numbers "
-                         f"(ticks of a log axis), got {values!r}")
+    if (
+        arr.ndim != 1
+        or arr.size == 0
+        or not np.all(np.isfinite(arr))
+        or not np.all(arr > 0)
+    ):
+        raise ValueError(
+            f"values must be a non-empty 1-D sequence of positive finite numbers "
+            f"(ticks of a log axis), got {values!r}"
+        )
     target, other = (ax.xaxis, ax.yaxis) if axis == "x" else (ax.yaxis, ax.xaxis)
     target.set_major_locator(FixedLocator(list(values)))
     target.set_major_formatter(FixedFormatter([f"{v:g}" for v in values]))

@@ -1,6 +1,7 @@
 """Every chapter notebook is stored in nbformat's on-disk form: each cell's source is a list of
 lines (every line but the last ends with a newline), so that a diff of a notebook shows the lines
 that changed, and nbformat reads the file as a valid version-4 notebook."""
+
 import json
 from pathlib import Path
 
@@ -19,8 +20,9 @@ def test_sources_are_lists_of_lines(path):
         src = cell["source"]
         if not isinstance(src, list):
             bad.append((i, "a single string"))
-        elif any(not line.endswith("\n") for line in src[:-1]) or \
-                any("\n" in line[:-1] for line in src):
+        elif any(not line.endswith("\n") for line in src[:-1]) or any(
+            "\n" in line[:-1] for line in src
+        ):
             bad.append((i, "not split at its newlines"))
     assert not bad, f"{path.name}: cells whose source is not a list of lines: {bad}"
 
@@ -32,4 +34,6 @@ def test_nbformat_reads_the_same_sources(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
     read = nbformat.read(str(path), as_version=4)
     assert read.nbformat == 4
-    assert [c.source for c in read.cells] == ["".join(c["source"]) for c in nb["cells"]]
+    assert [c.source for c in read.cells] == [
+        "".join(c["source"]) for c in nb["cells"]
+    ]

@@ -2,6 +2,7 @@
 setuptools floor (checked by building the wheel with exactly that setuptools; needs the package
 index, so opt-in: GTLIB_PACKAGING_TEST=1, as the CI package job sets), the pinned build
 environment, and the documented paths and settings."""
+
 import os
 import re
 import shutil
@@ -23,38 +24,65 @@ def setuptools_floor() -> str:
 
 
 def test_license_is_the_mit_license_pyproject_declares():
-    assert 'license = "MIT"' in PYPROJECT and 'license-files = ["LICENSE"]' in PYPROJECT
+    assert (
+        'license = "MIT"' in PYPROJECT and 'license-files = ["LICENSE"]' in PYPROJECT
+    )
     assert (ROOT / "LICENSE").read_text().startswith("MIT License")
 
 
 def test_setuptools_is_pinned_at_or_above_the_floor():
     floor = tuple(int(x) for x in setuptools_floor().split("."))
-    pins = re.findall(r"^setuptools==([0-9.]+)$", (ROOT / "requirements.txt").read_text(), re.M)
+    pins = re.findall(
+        r"^setuptools==([0-9.]+)$", (ROOT / "requirements.txt").read_text(), re.M
+    )
     assert len(pins) == 1 and tuple(int(x) for x in pins[0].split(".")) >= floor
 
 
-@pytest.mark.skipif(os.environ.get("GTLIB_PACKAGING_TEST") != "1",
-                    reason="downloads setuptools (set GTLIB_PACKAGING_TEST=1)")
+@pytest.mark.skipif(
+    os.environ.get("GTLIB_PACKAGING_TEST") != "1",
+    reason="downloads setuptools (set GTLIB_PACKAGING_TEST=1)",
+)
 def test_wheel_builds_with_the_setuptools_floor(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
     for name in ("README.md", "LICENSE"):
         shutil.copy(ROOT / name, src)
-    shutil.copytree(ROOT / "gtlib", src / "gtlib", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "gtlib", src / "gtlib", ignore=shutil.ignore_patterns("__pycache__")
+    )
     floor = setuptools_floor()
     (src / "pyproject.toml").write_text(
-        PYPROJECT.replace(f'"setuptools>={floor}"', f'"setuptools=={floor}"'))
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w",
-                        str(tmp_path / "dist"), str(src)], capture_output=True, text=True)
+        PYPROJECT.replace(f'"setuptools>={floor}"', f'"setuptools=={floor}"')
+    )
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "-w",
+            str(tmp_path / "dist"),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert list((tmp_path / "dist").glob("gtlib-*.whl"))
 
 
 def test_readme_states_the_python_versions_pyproject_and_the_pins_need():
     assert 'requires-python = ">=3.10"' in PYPROJECT
-    assert "Python 3.11 or newer" in README and "supports Python 3.10 and newer" in README
+    assert (
+        "Python 3.11 or newer" in README
+        and "supports Python 3.10 and newer" in README
+    )
     pins = (ROOT / "requirements.txt").read_text()
-    assert "check-jsonschema==0.39.0" in pins and "numpy==2.4.6" in pins  # the 3.11-only pins
+    assert (
+        "check-jsonschema==0.39.0" in pins and "numpy==2.4.6" in pins
+    )  # the 3.11-only pins
     assert "torch==2.13.0" in pins and "download.pytorch.org/whl/cpu" in README
 
 

@@ -2,6 +2,7 @@
 independent reference implementations (marker ``reference``), bad input refused at the boundary
 (``boundary``), equivalence of the engine with the loops it replaced (``engine``) and tests pinned
 by mutation testing (``mutation``)."""
+
 from __future__ import annotations
 import importlib
 import math
@@ -17,8 +18,17 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence as Sequence_ref
 
 from gtlib import config, config as G
-from gtlib.checks import (Interval, Options, Sequence, InstanceOf, boundary, count, fraction,
-                          positive, tuple_of)
+from gtlib.checks import (
+    Interval,
+    Options,
+    Sequence,
+    InstanceOf,
+    boundary,
+    count,
+    fraction,
+    positive,
+    tuple_of,
+)
 from gtlib.config import Config, Result, param, Settings, preset, setup, read_seed
 import gtlib
 
@@ -31,7 +41,9 @@ class _Toy(Config):
     n: int = param(10, Interval(int, 1))
     lr: float = param(0.1, Interval(float, 0, None, "neither"))
     opt: str = param("sgd", Options(("sgd", "adamw")))
-    widths: tuple = param((8, 16), Sequence(Interval(int, 1), min_len=2, increasing="strict"))
+    widths: tuple = param(
+        (8, 16), Sequence(Interval(int, 1), min_len=2, increasing="strict")
+    )
     frac: float | None = param(None, Interval(float, 0, 1, "right", optional=True))
 
     def _check_together(self):
@@ -56,25 +68,55 @@ class _Later:  # named in an annotation before it is used (annotations are strin
 
 
 @boundary()
-def _annotated(a: int = 0, b: float = 0.0, c: bool = False, d: str = "", e: list[int] = (0,),
-               f: Sequence_ref[float] = (0.0,), g: dict = None, h: Callable = None,
-               i: torch.Tensor = None, j: np.ndarray = None, k: int | None = 0,
-               m: int | str = 0, n: Optional[float] = None, o: _Later = None,
-               p: torch.nn.Module = None, q: Any = None, r: int | Path = 0, s: list = (0,),
-               t: tuple[int, ...] = (0,), u: dict[str, int] = None, v: Settings = None):
+def _annotated(
+    a: int = 0,
+    b: float = 0.0,
+    c: bool = False,
+    d: str = "",
+    e: list[int] = (0,),
+    f: Sequence_ref[float] = (0.0,),
+    g: dict = None,
+    h: Callable = None,
+    i: torch.Tensor = None,
+    j: np.ndarray = None,
+    k: int | None = 0,
+    m: int | str = 0,
+    n: Optional[float] = None,
+    o: _Later = None,
+    p: torch.nn.Module = None,
+    q: Any = None,
+    r: int | Path = 0,
+    s: list = (0,),
+    t: tuple[int, ...] = (0,),
+    u: dict[str, int] = None,
+    v: Settings = None,
+):
     return "ok"
 
 
 @pytest.fixture
 def clean_env(monkeypatch):
-    for k in ("GTLIB_SCALE", "GTLIB_SEED", "GTLIB_THREADS", "GTLIB_DEVICE", "GTLIB_RESULTS_DIR",
-              "GTLIB_CACHE_DIR"):
+    for k in (
+        "GTLIB_SCALE",
+        "GTLIB_SEED",
+        "GTLIB_THREADS",
+        "GTLIB_DEVICE",
+        "GTLIB_RESULTS_DIR",
+        "GTLIB_CACHE_DIR",
+    ):
         monkeypatch.delenv(k, raising=False)
     return monkeypatch
 
 
 def _settings(**kw):
-    base = dict(scale="quick", seed=0, results_dir="r", device="cpu", threads=1, cache_dir="c")
+    base = dict(
+        scale="quick",
+        seed=0,
+        results_dir="r",
+        device="cpu",
+        threads=1,
+        cache_dir="c",
+    )
     base.update(kw)
     return Settings(**base)
 
@@ -147,11 +189,23 @@ class _Toy_mut(Config):
 # =================================================================================================
 @pytest.mark.reference
 def test_public_names():
-    assert set(G.__all__) >= {"Config", "Result", "Settings", "by_scale", "param", "preset",
-                              "seed_everything", "settings", "setup", "max_threads"}
+    assert set(G.__all__) >= {
+        "Config",
+        "Result",
+        "Settings",
+        "by_scale",
+        "param",
+        "preset",
+        "seed_everything",
+        "settings",
+        "setup",
+        "max_threads",
+    }
     assert G.SCALES == ("quick", "full") and G.DEVICES == ("cuda", "mps", "cpu")
     assert G.SEED_MAX == 2**32 - 1 and math.isclose(G.SEED_MAX + 1, 2**32)
-    assert os.environ.get("GTLIB_DEVICE") == "cpu"  # the suite's conftest, which these tests keep
+    assert (
+        os.environ.get("GTLIB_DEVICE") == "cpu"
+    )  # the suite's conftest, which these tests keep
     assert field is not None
 
 
@@ -159,16 +213,45 @@ def test_public_names():
 # config.Settings
 # =================================================================================================
 @pytest.mark.reference
-@pytest.mark.parametrize("kw", [
-    dict(a=-5), dict(a=np.int64(2)), dict(b=3), dict(b=-2.5), dict(c=np.bool_(False)),
-    dict(d="x"), dict(e=[1, 2]), dict(e=(3,)), dict(e=np.array([0.5])),
-    dict(e=torch.tensor([0.5])), dict(f=[1, 2.5]), dict(g={}), dict(h=len), dict(h=_Later),
-    dict(i=torch.ones(1)), dict(j=np.ones(1)), dict(j=torch.ones(1)), dict(k=None), dict(k=3),
-    dict(m=3), dict(m="x"), dict(n=None), dict(n=1), dict(o=_Later()),
-    dict(p=torch.nn.Linear(1, 1)), dict(q=object()), dict(r=Path("x")), dict(r="anything"),
-    dict(s="ab"), dict(s=None), dict(t=(1, 2.5)), dict(u={"a": 1}),
-    dict(o=object()),  # a class outside gtlib and torch: not checked
-    dict(v=Settings("quick", 0, "r", "cpu", 1, "c"))])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(a=-5),
+        dict(a=np.int64(2)),
+        dict(b=3),
+        dict(b=-2.5),
+        dict(c=np.bool_(False)),
+        dict(d="x"),
+        dict(e=[1, 2]),
+        dict(e=(3,)),
+        dict(e=np.array([0.5])),
+        dict(e=torch.tensor([0.5])),
+        dict(f=[1, 2.5]),
+        dict(g={}),
+        dict(h=len),
+        dict(h=_Later),
+        dict(i=torch.ones(1)),
+        dict(j=np.ones(1)),
+        dict(j=torch.ones(1)),
+        dict(k=None),
+        dict(k=3),
+        dict(m=3),
+        dict(m="x"),
+        dict(n=None),
+        dict(n=1),
+        dict(o=_Later()),
+        dict(p=torch.nn.Linear(1, 1)),
+        dict(q=object()),
+        dict(r=Path("x")),
+        dict(r="anything"),
+        dict(s="ab"),
+        dict(s=None),
+        dict(t=(1, 2.5)),
+        dict(u={"a": 1}),
+        dict(o=object()),  # a class outside gtlib and torch: not checked
+        dict(v=Settings("quick", 0, "r", "cpu", 1, "c")),
+    ],
+)
 def test_annotations_accept(kw):
     assert _annotated(**kw) == "ok"
 
@@ -176,7 +259,11 @@ def test_annotations_accept(kw):
 @pytest.mark.reference
 def test_settings_record_edges():
     s = _settings(seed=2**32 - 1, threads=64, results_dir=Path("a"), cache_dir="b/c")
-    assert s.seed == 2**32 - 1 and s.results_dir == Path("a") and s.cache_dir == Path("b/c")
+    assert (
+        s.seed == 2**32 - 1
+        and s.results_dir == Path("a")
+        and s.cache_dir == Path("b/c")
+    )
     assert isinstance(s.cache_dir, Path)
     assert _settings(scale="full", device="cuda").device == "cuda"
     with pytest.raises(FrozenInstanceError):
@@ -184,24 +271,51 @@ def test_settings_record_edges():
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("kw,err", [
-    (dict(scale="Quick"), ValueError), (dict(scale="medium"), ValueError), (dict(scale=None), ValueError), (dict(seed=-1), ValueError),
-    (dict(seed=2**32), ValueError), (dict(seed=True), TypeError), (dict(seed=1.0), TypeError),
-    (dict(device="gpu"), ValueError), (dict(device=None), ValueError),
-    (dict(threads=0), ValueError), (dict(threads=True), TypeError),
-    (dict(results_dir=""), TypeError), (dict(results_dir=" "), TypeError),
-    (dict(cache_dir=3), TypeError), (dict(cache_dir=None), TypeError)])
+@pytest.mark.parametrize(
+    "kw,err",
+    [
+        (dict(scale="Quick"), ValueError),
+        (dict(scale="medium"), ValueError),
+        (dict(scale=None), ValueError),
+        (dict(seed=-1), ValueError),
+        (dict(seed=2**32), ValueError),
+        (dict(seed=True), TypeError),
+        (dict(seed=1.0), TypeError),
+        (dict(device="gpu"), ValueError),
+        (dict(device=None), ValueError),
+        (dict(threads=0), ValueError),
+        (dict(threads=True), TypeError),
+        (dict(results_dir=""), TypeError),
+        (dict(results_dir=" "), TypeError),
+        (dict(cache_dir=3), TypeError),
+        (dict(cache_dir=None), TypeError),
+    ],
+)
 def test_settings_record_refuses(kw, err):
     with pytest.raises(err, match=list(kw)[0]):
         _settings(**kw)
 
 
 @pytest.mark.boundary
-@pytest.mark.parametrize("kw,name", [({"seed": -1}, "seed"), ({"scale": "huge"}, "scale"),
-                                     ({"threads": 0}, "threads"), ({"device": "gpu9"}, "device"),
-                                     ({"cache_dir": None}, "cache_dir")])
+@pytest.mark.parametrize(
+    "kw,name",
+    [
+        ({"seed": -1}, "seed"),
+        ({"scale": "huge"}, "scale"),
+        ({"threads": 0}, "threads"),
+        ({"device": "gpu9"}, "device"),
+        ({"cache_dir": None}, "cache_dir"),
+    ],
+)
 def test_settings_cannot_hold_invalid_values(kw, name):
-    good = dict(scale="quick", seed=0, results_dir="/tmp", device="cpu", threads=1, cache_dir="/tmp")
+    good = dict(
+        scale="quick",
+        seed=0,
+        results_dir="/tmp",
+        device="cpu",
+        threads=1,
+        cache_dir="/tmp",
+    )
     with pytest.raises(BAD, match=name):
         config.Settings(**{**good, **kw})
 
@@ -221,9 +335,21 @@ def test_gtlib_scale_garbage(clean_env, raw):
 # config.read_seed
 # =================================================================================================
 @pytest.mark.reference
-@pytest.mark.parametrize("raw,expected", [
-    (None, 0), ("", 0), ("   ", 0), ("\t\n", 0), ("7", 7), (" 7 ", 7), ("+3", 3), ("0", 0),
-    ("4294967295", 2**32 - 1), ("007", 7)])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        (None, 0),
+        ("", 0),
+        ("   ", 0),
+        ("\t\n", 0),
+        ("7", 7),
+        (" 7 ", 7),
+        ("+3", 3),
+        ("0", 0),
+        ("4294967295", 2**32 - 1),
+        ("007", 7),
+    ],
+)
 def test_gtlib_seed_parsing(clean_env, raw, expected):
     if raw is not None:
         clean_env.setenv("GTLIB_SEED", raw)
@@ -232,13 +358,25 @@ def test_gtlib_seed_parsing(clean_env, raw, expected):
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("raw,words", [
-    ("4294967296", "got 4294967296"), ("-1", "got -1"), ("1.0", "got '1.0'"), ("abc", "got 'abc'"),
-    ("1e3", "got '1e3'"), ("0x10", "got '0x10'"), ("3 4", "got '3 4'"), ("nan", "got 'nan'")])
+@pytest.mark.parametrize(
+    "raw,words",
+    [
+        ("4294967296", "got 4294967296"),
+        ("-1", "got -1"),
+        ("1.0", "got '1.0'"),
+        ("abc", "got 'abc'"),
+        ("1e3", "got '1e3'"),
+        ("0x10", "got '0x10'"),
+        ("3 4", "got '3 4'"),
+        ("nan", "got 'nan'"),
+    ],
+)
 def test_gtlib_seed_garbage_and_range(clean_env, raw, words):
     clean_env.setenv("GTLIB_SEED", raw)
-    with pytest.raises(ValueError, match=r"^GTLIB_SEED must be an integer in \[0, 4294967295\], "
-                                         + words):
+    with pytest.raises(
+        ValueError,
+        match=r"^GTLIB_SEED must be an integer in \[0, 4294967295\], " + words,
+    ):
         G.read_seed()
 
 
@@ -261,7 +399,9 @@ def test_gtlib_threads_parsing_at_both_ends(clean_env):
         assert G.read_threads() == want
     for raw in ("0", "13", "-2", "two", "1.5"):
         clean_env.setenv("GTLIB_THREADS", raw)
-        with pytest.raises(ValueError, match=r"^GTLIB_THREADS must be an integer in \[1, 12\]"):
+        with pytest.raises(
+            ValueError, match=r"^GTLIB_THREADS must be an integer in \[1, 12\]"
+        ):
             G.read_threads()
     clean_env.setattr(G.os, "cpu_count", lambda: None)
     assert G.max_threads() == 4
@@ -283,8 +423,13 @@ def test_gtlib_device_parsing(clean_env):
     for raw, want in (("", "cpu"), ("  ", "cpu"), ("cpu", "cpu"), (" CPU ", "cpu")):
         clean_env.setenv("GTLIB_DEVICE", raw)
         assert G.read_device() == want
-    for raw, words in (("cuda", "no CUDA device"), ("mps", "no MPS device"), ("tpu", "one of"),
-                       ("cuda:0", "one of"), ("gpu", "one of")):
+    for raw, words in (
+        ("cuda", "no CUDA device"),
+        ("mps", "no MPS device"),
+        ("tpu", "one of"),
+        ("cuda:0", "one of"),
+        ("gpu", "one of"),
+    ):
         clean_env.setenv("GTLIB_DEVICE", raw)
         with pytest.raises(ValueError, match="GTLIB_DEVICE"):
             G.read_device()
@@ -344,7 +489,9 @@ def test_results_and_cache_folders(clean_env, tmp_path):
 def test_defaults(monkeypatch):
     monkeypatch.delenv("GTLIB_SEED", raising=False)
     s = config.settings()
-    assert s.scale == "quick" and s.seed == 0 and s.device == "cpu" and s.threads >= 1
+    assert (
+        s.scale == "quick" and s.seed == 0 and s.device == "cpu" and s.threads >= 1
+    )
     assert "<table>" in s._repr_html_()
 
 
@@ -357,21 +504,41 @@ def test_env_is_read(monkeypatch, tmp_path):
     assert config.by_scale(1, 2) == 2
 
 
-@pytest.mark.parametrize("name,value", [("GTLIB_SCALE", "huge"), ("GTLIB_SEED", "-1"),
-                                        ("GTLIB_SEED", "abc"), ("GTLIB_DEVICE", "tpu"),
-                                        ("GTLIB_THREADS", "0")])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("GTLIB_SCALE", "huge"),
+        ("GTLIB_SEED", "-1"),
+        ("GTLIB_SEED", "abc"),
+        ("GTLIB_DEVICE", "tpu"),
+        ("GTLIB_THREADS", "0"),
+    ],
+)
 def test_bad_settings_name_the_variable(monkeypatch, name, value):
     monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match=name):
         config.settings()
 
 
-@pytest.mark.parametrize("name,value", [("GTLIB_SEED", "99999999999999999999999"),
-                                        ("GTLIB_THREADS", "100000"), ("GTLIB_DEVICE", "mps"),
-                                        ("GTLIB_DEVICE", "cuda"), ("GTLIB_THREADS", "1.5")])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("GTLIB_SEED", "99999999999999999999999"),
+        ("GTLIB_THREADS", "100000"),
+        ("GTLIB_DEVICE", "mps"),
+        ("GTLIB_DEVICE", "cuda"),
+        ("GTLIB_THREADS", "1.5"),
+    ],
+)
 def test_out_of_range_settings_name_the_variable(monkeypatch, name, value):
-    if name == "GTLIB_DEVICE" and getattr(config, f"_{'mps' if value == 'mps' else 'cuda'}"
-                                          "_available", lambda: torch.cuda.is_available())():
+    if (
+        name == "GTLIB_DEVICE"
+        and getattr(
+            config,
+            f"_{'mps' if value == 'mps' else 'cuda'}_available",
+            lambda: torch.cuda.is_available(),
+        )()
+    ):
         pytest.skip("the device exists here")
     monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match=name):
@@ -390,6 +557,7 @@ def test_a_file_in_place_of_a_folder_names_the_variable(monkeypatch, tmp_path, n
 
 def test_settings_table_shows_no_machine_paths(monkeypatch):
     from pathlib import Path
+
     monkeypatch.delenv("GTLIB_RESULTS_DIR", raising=False)
     monkeypatch.delenv("GTLIB_CACHE_DIR", raising=False)
     html = config.settings()._repr_html_()
@@ -414,13 +582,19 @@ def test_setup_seeds_and_threads(monkeypatch):
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("seed,offset", [(0, 0), (2, 3), (3, 2), (0, 7), (4294967295, 4294967295)])
-def test_setup_seeds_base_plus_offset_and_sets_threads(keep_rngs, clean_env, seed, offset):
+@pytest.mark.parametrize(
+    "seed,offset", [(0, 0), (2, 3), (3, 2), (0, 7), (4294967295, 4294967295)]
+)
+def test_setup_seeds_base_plus_offset_and_sets_threads(
+    keep_rngs, clean_env, seed, offset
+):
     clean_env.setenv("GTLIB_SEED", str(seed))
     clean_env.setenv("GTLIB_THREADS", "2")
     s = G.setup(offset)
     assert torch.get_num_threads() == 2
-    assert _draws() == _reference_draws(seed + offset, (seed + offset) % 2**32, seed + offset)
+    assert _draws() == _reference_draws(
+        seed + offset, (seed + offset) % 2**32, seed + offset
+    )
     assert (s.seed, s.threads, s.scale) == (seed, 2, "quick")
 
 
@@ -439,9 +613,19 @@ def test_setup_offsets_give_distinct_streams(keep_rngs, clean_env):
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("bad,err", [(-1, ValueError), (2**32, ValueError), (True, TypeError),
-                                     (0.0, TypeError), (None, TypeError)])
-def test_setup_refuses_a_bad_offset_before_touching_anything(keep_rngs, clean_env, bad, err):
+@pytest.mark.parametrize(
+    "bad,err",
+    [
+        (-1, ValueError),
+        (2**32, ValueError),
+        (True, TypeError),
+        (0.0, TypeError),
+        (None, TypeError),
+    ],
+)
+def test_setup_refuses_a_bad_offset_before_touching_anything(
+    keep_rngs, clean_env, bad, err
+):
     clean_env.setenv("GTLIB_THREADS", "2")
     torch.set_num_threads(1)
     with pytest.raises(err, match="seed_offset"):
@@ -461,16 +645,23 @@ def test_setup_seeds_with_the_base_seed_plus_the_offset(monkeypatch):
     """setup(k) under GTLIB_SEED=s draws what a generator seeded with s + k draws."""
     monkeypatch.setenv("GTLIB_SEED", "2")
     monkeypatch.setenv("GTLIB_THREADS", "1")
-    threads, states = torch.get_num_threads(), (random.getstate(), np.random.get_state())
+    threads, states = (
+        torch.get_num_threads(),
+        (random.getstate(), np.random.get_state()),
+    )
     try:
-        with torch.random.fork_rng(devices=[]):  # leave the other tests' global streams alone
+        with torch.random.fork_rng(
+            devices=[]
+        ):  # leave the other tests' global streams alone
             setup(3)
             got = torch.rand(4)
     finally:
         torch.set_num_threads(threads)
         random.setstate(states[0])
         np.random.set_state(states[1])
-    assert torch.equal(got, torch.rand(4, generator=torch.Generator().manual_seed(5)))
+    assert torch.equal(
+        got, torch.rand(4, generator=torch.Generator().manual_seed(5))
+    )
 
 
 @pytest.mark.mutation
@@ -490,7 +681,12 @@ def test_setup_applies_the_thread_count(monkeypatch):
 # =================================================================================================
 def test_seed_everything_bounds():
     config.seed_everything(2**63 - 1)
-    for bad, err in ((2**70, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)):
+    for bad, err in (
+        (2**70, ValueError),
+        (-1, ValueError),
+        (1.5, TypeError),
+        (True, TypeError),
+    ):
         with pytest.raises(err, match="seed"):
             config.seed_everything(bad)
 
@@ -499,19 +695,29 @@ def test_seed_everything_seeds_every_generator():
     import random
 
     import numpy as np
+
     draws = []
     for _ in range(2):
         config.seed_everything(5)
-        draws.append((random.random(), float(np.random.rand()), float(torch.rand(1))))
+        draws.append(
+            (random.random(), float(np.random.rand()), float(torch.rand(1)))
+        )
     assert draws[0] == draws[1]
     config.seed_everything(6)
-    assert all(a != b for a, b in zip(draws[0], (random.random(), float(np.random.rand()),
-                                                 float(torch.rand(1)))))
+    assert all(
+        a != b
+        for a, b in zip(
+            draws[0],
+            (random.random(), float(np.random.rand()), float(torch.rand(1))),
+        )
+    )
 
 
 @pytest.mark.reference
 @pytest.mark.parametrize("seed", [0, 1, 12345, 2**32 - 1, 2**32 + 5, 2**63 - 1])
-def test_seed_everything_seeds_each_generator_as_its_own_seeding_does(keep_rngs, seed):
+def test_seed_everything_seeds_each_generator_as_its_own_seeding_does(
+    keep_rngs, seed
+):
     G.seed_everything(seed)
     assert _draws() == _reference_draws(seed, seed % 2**32, seed)
     assert torch.initial_seed() == seed
@@ -530,8 +736,17 @@ def test_seed_everything_seeds_differ_and_repeat(keep_rngs):
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("bad,err", [(-1, ValueError), (2**63, ValueError), (True, TypeError),
-                                     (1.0, TypeError), ("3", TypeError), (None, TypeError)])
+@pytest.mark.parametrize(
+    "bad,err",
+    [
+        (-1, ValueError),
+        (2**63, ValueError),
+        (True, TypeError),
+        (1.0, TypeError),
+        ("3", TypeError),
+        (None, TypeError),
+    ],
+)
 def test_seed_everything_refuses(keep_rngs, bad, err):
     with pytest.raises(err, match="seed"):
         G.seed_everything(bad)
@@ -541,8 +756,17 @@ def test_seed_everything_refuses(keep_rngs, bad, err):
 # config.by_scale
 # =================================================================================================
 @pytest.mark.reference
-@pytest.mark.parametrize("raw,expected", [(None, "quick"), ("", "quick"), ("  ", "quick"),
-                                          ("full", "full"), (" FULL ", "full"), ("Quick", "quick")])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        (None, "quick"),
+        ("", "quick"),
+        ("  ", "quick"),
+        ("full", "full"),
+        (" FULL ", "full"),
+        ("Quick", "quick"),
+    ],
+)
 def test_gtlib_scale_parsing(clean_env, raw, expected):
     if raw is not None:
         clean_env.setenv("GTLIB_SCALE", raw)
@@ -566,13 +790,19 @@ def test_by_scale(clean_env):
 # =================================================================================================
 @pytest.mark.reference
 def test_presets_refuse_unknown_fields_and_bad_values():
-    with pytest.raises(TypeError, match=r"_Cfg has no field 'm'; its fields are \['n', 'lr'"):
+    with pytest.raises(
+        TypeError, match=r"_Cfg has no field 'm'; its fields are \['n', 'lr'"
+    ):
         _Cfg.quick(m=1)
     with pytest.raises(TypeError, match="no field 'm'"):
         _Cfg.full(m=1)
-    with pytest.raises(ValueError, match="_Cfg.lr must be a finite number > 0, got 0"):
+    with pytest.raises(
+        ValueError, match="_Cfg.lr must be a finite number > 0, got 0"
+    ):
         _Cfg.full(lr=0)
-    with pytest.raises(ValueError, match=r"_Cfg.n must be at least len\(widths\) = 3, got 2"):
+    with pytest.raises(
+        ValueError, match=r"_Cfg.n must be at least len\(widths\) = 3, got 2"
+    ):
         _Cfg.full(n=2)
 
     @dataclass
@@ -622,8 +852,12 @@ def test_every_gtlib_config_declares_every_field():
     assert found, "no config derives from gtlib.config.Config"
     for cls in found:
         for f in dataclasses.fields(cls):
-            assert "constraint" in f.metadata, f"{cls.__name__}.{f.name} has no constraint"
-        assert set(cls.FULL) <= {f.name for f in dataclasses.fields(cls)}, cls.__name__
+            assert "constraint" in f.metadata, (
+                f"{cls.__name__}.{f.name} has no constraint"
+            )
+        assert set(cls.FULL) <= {f.name for f in dataclasses.fields(cls)}, (
+            cls.__name__
+        )
         cls.quick(), cls.full()  # both presets are valid
 
 
@@ -681,17 +915,38 @@ def test_result_to_dict_converts_every_kind_of_value(tmp_path):
         cfg: Any
         s: Any = "x"
 
-    r = R(t=torch.tensor([[1.5, 2.0]], requires_grad=True) * 1, a=np.array([1, 2], dtype=np.int8),
-          g=np.float32(0.25), p=tmp_path / "f", m={1: np.int64(4), "k": (np.bool_(True),)},
-          tup=(1, (2, np.float64(3.5))), dc=Plain(3), res=Inner(v=torch.tensor(7)),
-          cfg=_Cfg(n=8))
+    r = R(
+        t=torch.tensor([[1.5, 2.0]], requires_grad=True) * 1,
+        a=np.array([1, 2], dtype=np.int8),
+        g=np.float32(0.25),
+        p=tmp_path / "f",
+        m={1: np.int64(4), "k": (np.bool_(True),)},
+        tup=(1, (2, np.float64(3.5))),
+        dc=Plain(3),
+        res=Inner(v=torch.tensor(7)),
+        cfg=_Cfg(n=8),
+    )
     d = r.to_dict()
-    assert d == {"t": [[1.5, 2.0]], "a": [1, 2], "g": 0.25, "p": str(tmp_path / "f"),
-                 "m": {"1": 4, "k": [True]}, "tup": [1, [2, 3.5]], "dc": {"z": 3},
-                 "res": {"v": 7}, "cfg": _Cfg(n=8).to_dict(), "s": "x"}
-    assert type(d["g"]) is float and type(d["m"]["1"]) is int and type(d["m"]["k"][0]) is bool
+    assert d == {
+        "t": [[1.5, 2.0]],
+        "a": [1, 2],
+        "g": 0.25,
+        "p": str(tmp_path / "f"),
+        "m": {"1": 4, "k": [True]},
+        "tup": [1, [2, 3.5]],
+        "dc": {"z": 3},
+        "res": {"v": 7},
+        "cfg": _Cfg(n=8).to_dict(),
+        "s": "x",
+    }
+    assert (
+        type(d["g"]) is float
+        and type(d["m"]["1"]) is int
+        and type(d["m"]["k"][0]) is bool
+    )
     assert list(d) == [f.name for f in fields(R)]
     import json
+
     json.dumps(d)
 
 
@@ -718,8 +973,14 @@ def test_preset_and_by_scale_validate():
 
 
 def test_presets_and_overrides(monkeypatch):
-    assert _Toy.quick() == _Toy() and _Toy.full().n == 100 and _Toy.full().widths == (8, 16, 32)
-    assert config.preset(_Toy, "full", lr=0.5) == _Toy(n=100, widths=(8, 16, 32), lr=0.5)
+    assert (
+        _Toy.quick() == _Toy()
+        and _Toy.full().n == 100
+        and _Toy.full().widths == (8, 16, 32)
+    )
+    assert config.preset(_Toy, "full", lr=0.5) == _Toy(
+        n=100, widths=(8, 16, 32), lr=0.5
+    )
     monkeypatch.setenv("GTLIB_SCALE", "full")
     assert config.preset(_Toy).n == 100
     with pytest.raises(TypeError, match="no field 'm'"):
@@ -736,9 +997,18 @@ def test_preset_refuses_a_non_config():
 @pytest.mark.reference
 def test_defaults_are_the_quick_preset():
     c = _Cfg()
-    assert (c.n, c.lr, c.opt, c.widths, c.inner, c.frac) == (6, 0.1, "sgd", (4, 8), _Inner(), None)
+    assert (c.n, c.lr, c.opt, c.widths, c.inner, c.frac) == (
+        6,
+        0.1,
+        "sgd",
+        (4, 8),
+        _Inner(),
+        None,
+    )
     assert _Cfg.quick() == c and G.preset(_Cfg, "quick") == c
-    assert c.inner is not _Cfg().inner  # the factory builds a fresh default each time
+    assert (
+        c.inner is not _Cfg().inner
+    )  # the factory builds a fresh default each time
 
 
 @pytest.mark.reference
@@ -777,8 +1047,12 @@ def test_preset_for_other_classes_and_refusals():
         def full(cls):
             return cls(10, 20)
 
-    assert preset(Plain, "full") == Plain(10, 20) and preset(Plain, "quick") == Plain(1, 2)
-    assert preset(Plain, "full", b=5) == Plain(10, 5) and preset(Plain, "quick", a=0) == Plain(0, 2)
+    assert preset(Plain, "full") == Plain(10, 20) and preset(
+        Plain, "quick"
+    ) == Plain(1, 2)
+    assert preset(Plain, "full", b=5) == Plain(10, 5) and preset(
+        Plain, "quick", a=0
+    ) == Plain(0, 2)
     for bad in (int, object(), None, "x"):
         with pytest.raises(TypeError, match="cls must be a config class"):
             preset(bad, "quick")
@@ -821,8 +1095,14 @@ def test_changed_str_and_to_dict():
     assert str(long) == "_Cfg(n=20, widths=(1, 2, 3, ..., 9) [9 values])"
     eight = _Cfg(n=20, widths=tuple(range(1, 9)))
     assert str(eight) == "_Cfg(n=20, widths=(1, 2, 3, 4, 5, 6, 7, 8))"
-    assert c.to_dict() == {"n": 9, "lr": 0.123456789, "opt": "sgd", "widths": [1, 2],
-                           "inner": {"k": 5}, "frac": None}
+    assert c.to_dict() == {
+        "n": 9,
+        "lr": 0.123456789,
+        "opt": "sgd",
+        "widths": [1, 2],
+        "inner": {"k": 5},
+        "frac": None,
+    }
     assert G._short(np.float64(0.5)) == "0.5" and G._short("a") == "'a'"
     assert G._short(np.int64(3)) == "3" and G._short(1e-7) == "1e-07"
 
@@ -839,35 +1119,52 @@ def test_settings_table_rows_and_short_paths(clean_env, tmp_path):
     assert G._short_path(tmp_path / ".cache" / "gtlib") == "~/.cache/gtlib"
     assert G._short_path(Path("/nowhere/else")) == "/nowhere/else"
     assert G._short_path(tmp_path) == "~/"
-    s = _settings(results_dir=root / "_build" / "x", cache_dir=tmp_path / "c", seed=17,
-                  scale="full", threads=3)
+    s = _settings(
+        results_dir=root / "_build" / "x",
+        cache_dir=tmp_path / "c",
+        seed=17,
+        scale="full",
+        threads=3,
+    )
     html_text = s._repr_html_()
     rows = html_text.split("<tr>")[2:]
     assert [r.split("<code>")[1].split("</code>")[0] for r in rows] == [
-        "scale", "seed", "results_dir", "device", "threads", "cache_dir"]
+        "scale",
+        "seed",
+        "results_dir",
+        "device",
+        "threads",
+        "cache_dir",
+    ]
     cells = [r.split("<td>")[2].split("</td>")[0] for r in rows]
     assert cells == ["full", "17", "_build/x", "cpu", "3", "~/c"]
     assert html_text.startswith("<table><tr><th>setting</th><th>value</th></tr>")
-    clean_env.setenv("HOME", str(root.parent))  # a checkout under home: the repository wins
+    clean_env.setenv(
+        "HOME", str(root.parent)
+    )  # a checkout under home: the repository wins
     assert G._short_path(root / "_build") == "_build"
 
 
 # =================================================================================================
 # gtlib.config as a whole
 # =================================================================================================
-@pytest.mark.parametrize("kw,err,words", [
-    ({"n": 0}, ValueError, ["_Toy.n", ">= 1", "0"]),
-    ({"n": 2.0}, TypeError, ["_Toy.n", "an int"]),
-    ({"n": True}, TypeError, ["_Toy.n"]),
-    ({"lr": float("inf")}, ValueError, ["_Toy.lr", "finite", "inf"]),
-    ({"lr": float("nan")}, ValueError, ["_Toy.lr", "nan"]),
-    ({"lr": 0.0}, ValueError, ["_Toy.lr", "> 0"]),
-    ({"opt": "adam"}, ValueError, ["_Toy.opt", "'adam'", "'sgd'"]),
-    ({"widths": (16, 8)}, ValueError, ["_Toy.widths", "increasing"]),
-    ({"widths": (8, -1)}, ValueError, ["_Toy.widths[1]"]),
-    ({"widths": 8}, TypeError, ["_Toy.widths"]),
-    ({"frac": 0.0}, ValueError, ["_Toy.frac", "(0, 1]"]),
-    ({"n": 1}, ValueError, ["_Toy.n", "len(widths)"])])
+@pytest.mark.parametrize(
+    "kw,err,words",
+    [
+        ({"n": 0}, ValueError, ["_Toy.n", ">= 1", "0"]),
+        ({"n": 2.0}, TypeError, ["_Toy.n", "an int"]),
+        ({"n": True}, TypeError, ["_Toy.n"]),
+        ({"lr": float("inf")}, ValueError, ["_Toy.lr", "finite", "inf"]),
+        ({"lr": float("nan")}, ValueError, ["_Toy.lr", "nan"]),
+        ({"lr": 0.0}, ValueError, ["_Toy.lr", "> 0"]),
+        ({"opt": "adam"}, ValueError, ["_Toy.opt", "'adam'", "'sgd'"]),
+        ({"widths": (16, 8)}, ValueError, ["_Toy.widths", "increasing"]),
+        ({"widths": (8, -1)}, ValueError, ["_Toy.widths[1]"]),
+        ({"widths": 8}, TypeError, ["_Toy.widths"]),
+        ({"frac": 0.0}, ValueError, ["_Toy.frac", "(0, 1]"]),
+        ({"n": 1}, ValueError, ["_Toy.n", "len(widths)"]),
+    ],
+)
 def test_config_refuses_bad_fields_naming_them(kw, err, words):
     with pytest.raises(err) as info:
         _Toy(**kw)
@@ -893,21 +1190,40 @@ def test_config_shows_compactly():
     c = _Toy(lr=0.5)
     assert str(c) == "_Toy(lr=0.5)" and str(_Toy()) == "_Toy()"
     html = c._repr_html_()
-    assert html.startswith("<table>") and "<caption>_Toy</caption>" in html and "(8, 16, 32)" in html
-    assert c.to_dict() == {"n": 10, "lr": 0.5, "opt": "sgd", "widths": [8, 16], "frac": None}
+    assert (
+        html.startswith("<table>")
+        and "<caption>_Toy</caption>" in html
+        and "(8, 16, 32)" in html
+    )
+    assert c.to_dict() == {
+        "n": 10,
+        "lr": 0.5,
+        "opt": "sgd",
+        "widths": [8, 16],
+        "frac": None,
+    }
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("var,reader", [("GTLIB_RESULTS_DIR", "read_results_dir"),
-                                        ("GTLIB_CACHE_DIR", "read_cache_dir")])
+@pytest.mark.parametrize(
+    "var,reader",
+    [
+        ("GTLIB_RESULTS_DIR", "read_results_dir"),
+        ("GTLIB_CACHE_DIR", "read_cache_dir"),
+    ],
+)
 def test_a_file_in_the_way_of_a_folder(clean_env, tmp_path, var, reader):
     f = tmp_path / "file"
     f.write_text("x")
     clean_env.setenv(var, str(f))
-    with pytest.raises(ValueError, match=f"^{var} must name a folder, but .* is a file$"):
+    with pytest.raises(
+        ValueError, match=f"^{var} must name a folder, but .* is a file$"
+    ):
         getattr(G, reader)()
     clean_env.setenv(var, str(f / "sub" / "deeper"))
-    with pytest.raises(ValueError, match=f"^{var} must name a folder, .* lies under the file"):
+    with pytest.raises(
+        ValueError, match=f"^{var} must name a folder, .* lies under the file"
+    ):
         getattr(G, reader)()
     clean_env.setenv(var, str(tmp_path / "sub" / "deeper"))
     assert getattr(G, reader)() == tmp_path / "sub" / "deeper"
@@ -916,8 +1232,23 @@ def test_a_file_in_the_way_of_a_folder(clean_env, tmp_path, var, reader):
 @pytest.mark.boundary
 def test_every_chapter_config_is_covered():
     names = {c.__name__ for c in CONFIGS}
-    assert {"TrainConfig", "Recipe", "ContrastiveConfig", "PrelimConfig", "TheoryConfig",
-            "DefaultConfig", "DistillConfig", "Mnist1dConfig", "PolyConfig", "GPConfig",
-            "RFConfig", "MLPSweepConfig", "CompressionConfig", "LongTailConfig",
-            "ConnectivityConfig", "CorruptionConfig", "MarginSweepConfig",
-            "SpheresConfig"} <= names
+    assert {
+        "TrainConfig",
+        "Recipe",
+        "ContrastiveConfig",
+        "PrelimConfig",
+        "TheoryConfig",
+        "DefaultConfig",
+        "DistillConfig",
+        "Mnist1dConfig",
+        "PolyConfig",
+        "GPConfig",
+        "RFConfig",
+        "MLPSweepConfig",
+        "CompressionConfig",
+        "LongTailConfig",
+        "ConnectivityConfig",
+        "CorruptionConfig",
+        "MarginSweepConfig",
+        "SpheresConfig",
+    } <= names

@@ -5,6 +5,7 @@ The public names are each module's ``__all__``; the modules are found as ``gtlib
 (``book/api.md``) renders these docstrings, so a missing ``Parameters`` entry would be a missing
 line on the site.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -40,11 +41,16 @@ def _modules() -> list[str]:
     # a chapter split into a package (gtlib/<p>/__init__.py) is one module here: its __init__
     # re-exports its submodules' __all__, and book/api.md documents it under the package's name
     names = []
-    for path in sorted([*(ROOT / "gtlib").glob("*.py"), *(ROOT / "gtlib").glob("*/__init__.py")]):
+    for path in sorted(
+        [*(ROOT / "gtlib").glob("*.py"), *(ROOT / "gtlib").glob("*/__init__.py")]
+    ):
         if path == ROOT / "gtlib" / "__init__.py":
             names.append("gtlib")
         else:
-            names.append("gtlib." + (path.parent.name if path.stem == "__init__" else path.stem))
+            names.append(
+                "gtlib."
+                + (path.parent.name if path.stem == "__init__" else path.stem)
+            )
     return names
 
 
@@ -64,8 +70,12 @@ def _public() -> list[tuple[str, str]]:
 
 
 def test_every_module_declares_all():
-    missing = [m for m in _modules() if m not in SKIP_MODULES
-               and not hasattr(importlib.import_module(m), "__all__")]
+    missing = [
+        m
+        for m in _modules()
+        if m not in SKIP_MODULES
+        and not hasattr(importlib.import_module(m), "__all__")
+    ]
     assert not missing, f"modules without __all__ (their public API): {missing}"
 
 
@@ -75,7 +85,9 @@ def test_all_names_exist():
         names = list(getattr(module, "__all__", ()))
         assert len(names) == len(set(names)), f"{modname}.__all__ repeats a name"
         absent = [n for n in names if not hasattr(module, n)]
-        assert not absent, f"{modname}.__all__ names what the module does not define: {absent}"
+        assert not absent, (
+            f"{modname}.__all__ names what the module does not define: {absent}"
+        )
 
 
 @pytest.mark.parametrize("modname,name", _public(), ids=lambda v: v)
@@ -96,15 +108,20 @@ def test_api_page_lists_every_public_name():
     import re
 
     page = (ROOT / "book" / "api.md").read_text()
-    sections = dict(re.findall(r"^## `([\w.]+)`\n(.*?)(?=^## |\Z)", page, re.M | re.S))
+    sections = dict(
+        re.findall(r"^## `([\w.]+)`\n(.*?)(?=^## |\Z)", page, re.M | re.S)
+    )
     for modname in _modules():
         if modname in SKIP_MODULES:
             continue
         assert modname in sections, f"book/api.md has no section for {modname}"
         module = importlib.import_module(modname)
         listed = re.findall(r"^   (\w+)$", sections[modname], re.M)
-        if modname == "gtlib":  # the package lists its own function; its re-exports are linked
+        if (
+            modname == "gtlib"
+        ):  # the package lists its own function; its re-exports are linked
             assert listed == ["setup_chapter"]
         else:
             assert listed == list(getattr(module, "__all__", [])), (
-                f"book/api.md's autosummary of {modname} is not its __all__")
+                f"book/api.md's autosummary of {modname} is not its __all__"
+            )

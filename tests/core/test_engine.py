@@ -2,13 +2,20 @@
 independent reference implementations (marker ``reference``), bad input refused at the boundary
 (``boundary``), equivalence of the engine with the loops it replaced (``engine``) and tests pinned
 by mutation testing (``mutation``)."""
+
 import copy
 import math
 import pytest
 import torch
 
-from gtlib.engine import (EpochBatches, ReplacementBatches, StackedOptimizer, StreamBatches, fit,
-                          stop_rule)
+from gtlib.engine import (
+    EpochBatches,
+    ReplacementBatches,
+    StackedOptimizer,
+    StreamBatches,
+    fit,
+    stop_rule,
+)
 from gtlib.engine import _member_batch as member_batch
 from gtlib.models import BatchedMLP, make_mlp
 from gtlib.train import TrainConfig, train, train_ensemble
@@ -16,7 +23,11 @@ from gtlib.train import TrainConfig, train, train_ensemble
 from tests.oracles.engine_loops import old_train, old_train_ensemble
 
 
-TORCH = {"sgd": torch.optim.SGD, "adamw": torch.optim.AdamW, "adam": torch.optim.Adam}
+TORCH = {
+    "sgd": torch.optim.SGD,
+    "adamw": torch.optim.AdamW,
+    "adam": torch.optim.Adam,
+}
 
 
 def _torch_opt(kind, p, lr, momentum, wd):
@@ -29,15 +40,25 @@ def _run_both(kinds, lrs, moms, wds, active_pattern, scales, steps=12, E=4):
     """Random gradients fed to the stacked optimizer and to E torch optimizers, float64."""
     g = torch.Generator().manual_seed(0)
     shapes = [(E, 3, 5), (E, 3)]
-    stacked = [torch.randn(s, generator=g, dtype=torch.float64).requires_grad_() for s in shapes]
-    ref = [[p.detach()[e].clone().requires_grad_() for p in stacked] for e in range(E)]
+    stacked = [
+        torch.randn(s, generator=g, dtype=torch.float64).requires_grad_()
+        for s in shapes
+    ]
+    ref = [
+        [p.detach()[e].clone().requires_grad_() for p in stacked] for e in range(E)
+    ]
     opt = StackedOptimizer(stacked, kinds, lrs, moms, wds, members=E)
 
     def pick(v, e):
         return v[e] if isinstance(v, list) else v
 
-    refs = [[_torch_opt(pick(kinds, e), q, pick(lrs, e), pick(moms, e), pick(wds, e)) for q in ref[e]]
-            for e in range(E)]
+    refs = [
+        [
+            _torch_opt(pick(kinds, e), q, pick(lrs, e), pick(moms, e), pick(wds, e))
+            for q in ref[e]
+        ]
+        for e in range(E)
+    ]
     for t in range(steps):
         grads = [torch.randn(s, generator=g, dtype=torch.float64) for s in shapes]
         active = active_pattern(t)
@@ -51,18 +72,48 @@ def _run_both(kinds, lrs, moms, wds, active_pattern, scales, steps=12, E=4):
                     o.step()
     for e in range(E):
         for p, q in zip(stacked, ref[e]):
-            torch.testing.assert_close(p.detach()[e], q.detach(), rtol=1e-12, atol=1e-14)
+            torch.testing.assert_close(
+                p.detach()[e], q.detach(), rtol=1e-12, atol=1e-14
+            )
 
 
 CONFIGS = [
-    TrainConfig(optimizer="sgd", lr=0.05, momentum=0.9, weight_decay=1e-3, batch_size=16,
-                epochs=3, check_every=5),
-    TrainConfig(optimizer="adamw", lr=1e-2, weight_decay=0.1, batch_size=25, epochs=2,
-                check_every=3, loss="mse"),
-    TrainConfig(optimizer="sgd", lr=0.5, batch_size=None, epochs=30, check_every=4,
-                target_train_acc=0.9),
-    TrainConfig(optimizer="sgd", lr=0.3, momentum=0.5, batch_size=10, epochs=20, check_every=7,
-                margin_gamma=0.5, margin_fraction=0.8),
+    TrainConfig(
+        optimizer="sgd",
+        lr=0.05,
+        momentum=0.9,
+        weight_decay=1e-3,
+        batch_size=16,
+        epochs=3,
+        check_every=5,
+    ),
+    TrainConfig(
+        optimizer="adamw",
+        lr=1e-2,
+        weight_decay=0.1,
+        batch_size=25,
+        epochs=2,
+        check_every=3,
+        loss="mse",
+    ),
+    TrainConfig(
+        optimizer="sgd",
+        lr=0.5,
+        batch_size=None,
+        epochs=30,
+        check_every=4,
+        target_train_acc=0.9,
+    ),
+    TrainConfig(
+        optimizer="sgd",
+        lr=0.3,
+        momentum=0.5,
+        batch_size=10,
+        epochs=20,
+        check_every=7,
+        margin_gamma=0.5,
+        margin_fraction=0.8,
+    ),
 ]
 
 
@@ -86,16 +137,44 @@ def _torch_opt_ref(kind, q, lr, momentum, wd, betas, eps):
     return cls([q], lr=lr, betas=betas, eps=eps, weight_decay=wd)
 
 
-def _compare(kinds, lrs, moms, wds, active, scale=lambda t: 1.0, betas=(0.9, 0.999), eps=1e-8,
-             E=4, steps=7, seed=0):
+def _compare(
+    kinds,
+    lrs,
+    moms,
+    wds,
+    active,
+    scale=lambda t: 1.0,
+    betas=(0.9, 0.999),
+    eps=1e-8,
+    E=4,
+    steps=7,
+    seed=0,
+):
     """Random float64 gradients fed to one StackedOptimizer and to E torch optimizers."""
     g = torch.Generator().manual_seed(seed)
     shapes = [(E, 2, 3), (E, 3)]
     stacked = [torch.randn(s, generator=g, dtype=D).requires_grad_() for s in shapes]
-    ref = [[p.detach()[e].clone().requires_grad_() for p in stacked] for e in range(E)]
-    opt = StackedOptimizer(stacked, kinds, lrs, moms, wds, betas=betas, eps=eps, members=E)
-    refs = [[_torch_opt_ref(_pick(kinds, e), q, _pick(lrs, e), _pick(moms, e), _pick(wds, e), betas,
-                        eps) for q in ref[e]] for e in range(E)]
+    ref = [
+        [p.detach()[e].clone().requires_grad_() for p in stacked] for e in range(E)
+    ]
+    opt = StackedOptimizer(
+        stacked, kinds, lrs, moms, wds, betas=betas, eps=eps, members=E
+    )
+    refs = [
+        [
+            _torch_opt_ref(
+                _pick(kinds, e),
+                q,
+                _pick(lrs, e),
+                _pick(moms, e),
+                _pick(wds, e),
+                betas,
+                eps,
+            )
+            for q in ref[e]
+        ]
+        for e in range(E)
+    ]
     for t in range(steps):
         grads = [torch.randn(s, generator=g, dtype=D) for s in shapes]
         act = active(t)
@@ -108,7 +187,9 @@ def _compare(kinds, lrs, moms, wds, active, scale=lambda t: 1.0, betas=(0.9, 0.9
                     o.step()
     for e in range(E):
         for p, q in zip(stacked, ref[e]):
-            torch.testing.assert_close(p.detach()[e], q.detach(), rtol=1e-12, atol=1e-13)
+            torch.testing.assert_close(
+                p.detach()[e], q.detach(), rtol=1e-12, atol=1e-13
+            )
     return opt
 
 
@@ -141,15 +222,23 @@ def test_a_frozen_member_is_untouched_and_its_adam_clock_stops():
     assert float(opt.state[0]["m"][1].abs().sum()) == 0
 
 
-@pytest.mark.parametrize("kind,wd,mom", [("sgd", 0.01, 0.9), ("adamw", 0.1, 0.0), ("adam", 0.0, 0.0)])
+@pytest.mark.parametrize(
+    "kind,wd,mom", [("sgd", 0.01, 0.9), ("adamw", 0.1, 0.0), ("adam", 0.0, 0.0)]
+)
 def test_a_single_model_is_bitwise_torch_optim(kind, wd, mom):
     torch.manual_seed(0)
     a = torch.nn.Linear(5, 3)
     b = copy.deepcopy(a)
     mine = StackedOptimizer(a.parameters(), kind, 0.01, mom, wd)
-    theirs = _torch_opt(kind, None, 0.01, mom, wd) if False else (
-        torch.optim.SGD(b.parameters(), lr=0.01, momentum=mom, weight_decay=wd) if kind == "sgd"
-        else TORCH[kind](b.parameters(), lr=0.01, weight_decay=wd))
+    theirs = (
+        _torch_opt(kind, None, 0.01, mom, wd)
+        if False
+        else (
+            torch.optim.SGD(b.parameters(), lr=0.01, momentum=mom, weight_decay=wd)
+            if kind == "sgd"
+            else TORCH[kind](b.parameters(), lr=0.01, weight_decay=wd)
+        )
+    )
     x = torch.randn(20, 5)
     for _ in range(10):
         mine.step(torch.autograd.grad(a(x).square().mean(), list(a.parameters())))
@@ -190,8 +279,15 @@ def test_fit_checks_steps_starts_and_schedule():
         calls.append((step, due.tolist()))
         return torch.tensor([step >= 4, False, False])
 
-    out = fit(loss, opt, [10, 5, 6], check=check, every=[2, 5, 4], start=[0, 0, 3],
-              schedule=lambda s: lrs.append(s) or 0.5)
+    out = fit(
+        loss,
+        opt,
+        [10, 5, 6],
+        check=check,
+        every=[2, 5, 4],
+        start=[0, 0, 3],
+        schedule=lambda s: lrs.append(s) or 0.5,
+    )
     assert out.stop_step == [4, 5, 6] and out.met_rule == [True, False, False]
     assert calls[0] == (0, [True, True, True])
     assert (4, [True, False, True]) in calls and (5, [False, True, False]) in calls
@@ -217,7 +313,9 @@ def test_fit_can_hand_the_loss_the_active_members():
 def test_a_diverging_member_is_an_error_not_a_nan_result():
     w = torch.ones(2, 1, requires_grad=True)
     opt = StackedOptimizer([w], "sgd", 1.0, members=2)
-    with pytest.raises(ValueError, match=r"member\(s\) \[1\] at update 0: training diverged"):
+    with pytest.raises(
+        ValueError, match=r"member\(s\) \[1\] at update 0: training diverged"
+    ):
         fit(lambda s, b: w[:, 0] * torch.tensor([1.0, float("inf")]), opt, 3)
 
 
@@ -233,8 +331,16 @@ def test_adam_betas_eps_and_decay_are_torch_optims(kind, active):
 @pytest.mark.parametrize("kind", ["adam", "adamw"])
 @pytest.mark.parametrize("active", [ALL, SCATTERED, MIDDLE])
 def test_adam_per_member_learning_rates_are_torch_optims(kind, active):
-    _compare(kind, [0.01, 0.05, 0.002, 0.2], 0.0, 0.1, active, SCALE, betas=(0.8, 0.99),
-             eps=1e-3)
+    _compare(
+        kind,
+        [0.01, 0.05, 0.002, 0.2],
+        0.0,
+        0.1,
+        active,
+        SCALE,
+        betas=(0.8, 0.99),
+        eps=1e-3,
+    )
 
 
 @pytest.mark.reference
@@ -247,10 +353,25 @@ def test_sgd_momentum_decay_and_schedule_are_torch_optims(lrs, active):
 @pytest.mark.reference
 def test_per_member_momentum_decay_and_kind_are_torch_optims():
     """Every member has its own kind, momentum and decay; two share a group (same settings)."""
-    _compare(["sgd", "sgd", "adam", "sgd"], [0.1, 0.2, 0.05, 0.3], [0.3, 0.8, 0.0, 0.3],
-             [0.02, 0.0, 0.3, 0.02], SCATTERED, SCALE, betas=(0.85, 0.9), eps=0.01)
-    _compare(["adamw", "adam", "adamw", "adamw"], 0.04, 0.0, [0.5, 0.5, 0.05, 0.5], SCATTERED,
-             betas=(0.6, 0.97), eps=0.02)
+    _compare(
+        ["sgd", "sgd", "adam", "sgd"],
+        [0.1, 0.2, 0.05, 0.3],
+        [0.3, 0.8, 0.0, 0.3],
+        [0.02, 0.0, 0.3, 0.02],
+        SCATTERED,
+        SCALE,
+        betas=(0.85, 0.9),
+        eps=0.01,
+    )
+    _compare(
+        ["adamw", "adam", "adamw", "adamw"],
+        0.04,
+        0.0,
+        [0.5, 0.5, 0.05, 0.5],
+        SCATTERED,
+        betas=(0.6, 0.97),
+        eps=0.02,
+    )
 
 
 @pytest.mark.reference
@@ -264,8 +385,15 @@ def test_single_model_optimizer_with_a_schedule_is_torch_optim():
     for kind in ("sgd", "adamw", "adam"):
         p = torch.randn(3, 2, generator=g, dtype=D).requires_grad_()
         q = p.detach().clone().requires_grad_()
-        opt = StackedOptimizer([p], kind, 0.05, 0.4 if kind == "sgd" else 0.0, 0.1,
-                               betas=(0.75, 0.9), eps=0.1)
+        opt = StackedOptimizer(
+            [p],
+            kind,
+            0.05,
+            0.4 if kind == "sgd" else 0.0,
+            0.1,
+            betas=(0.75, 0.9),
+            eps=0.1,
+        )
         ref = _torch_opt_ref(kind, q, 0.05, 0.4, 0.1, (0.75, 0.9), 0.1)
         for t in range(5):
             gr = torch.randn(3, 2, generator=g, dtype=D)
@@ -315,8 +443,9 @@ def test_adam_first_step_by_hand():
     AdamW with decay 0.5: w = 2 (1 - 0.05) - 0.1 * 3 / 4 = 1.825."""
     for kind, want in (("adam", 1.92), ("adamw", 1.825)):
         w = torch.full((1, 1), 2.0, dtype=D, requires_grad=True)
-        opt = StackedOptimizer([w], kind, 0.1, weight_decay=0.5, betas=(0.6, 0.7), eps=1.0,
-                               members=1)
+        opt = StackedOptimizer(
+            [w], kind, 0.1, weight_decay=0.5, betas=(0.6, 0.7), eps=1.0, members=1
+        )
         opt.step([torch.full((1, 1), 3.0, dtype=D)])
         assert w.item() == pytest.approx(want, abs=1e-14)
 
@@ -325,7 +454,11 @@ def test_adam_first_step_by_hand():
 def test_shared_settings_are_shared_and_sequences_need_members():
     p = torch.zeros(3, 2, requires_grad=True)
     opt = StackedOptimizer([p], "adamw", 0.2, 0.0, 0.05, members=3)
-    assert opt.kinds == ["adamw"] * 3 and opt.lr == [0.2] * 3 and opt.weight_decay == [0.05] * 3
+    assert (
+        opt.kinds == ["adamw"] * 3
+        and opt.lr == [0.2] * 3
+        and opt.weight_decay == [0.05] * 3
+    )
     assert len(opt.groups) == 1 and opt.uniform_lr
     opt = StackedOptimizer([p], ["sgd", "adam", "sgd"], [0.1, 0.1, 0.2], members=3)
     assert sorted(idx.tolist() for _, idx in opt.groups) == [[0, 2], [1]]
@@ -340,7 +473,9 @@ def test_shared_settings_are_shared_and_sequences_need_members():
         StackedOptimizer([p], eps=0.0, members=3)
     with pytest.raises(ValueError, match="momentum"):
         StackedOptimizer([p], momentum=1.0, members=3)
-    StackedOptimizer([p], momentum=0.0, weight_decay=0.0, betas=(0.0, 0.0), members=3)  # edges
+    StackedOptimizer(
+        [p], momentum=0.0, weight_decay=0.0, betas=(0.0, 0.0), members=3
+    )  # edges
 
 
 @pytest.mark.reference
@@ -359,7 +494,7 @@ def test_schedule_is_indexed_by_update_and_scales_every_members_own_rate():
     assert w.detach()[:, 0].tolist() == pytest.approx(want, abs=1e-15)
     w1 = torch.zeros(2, dtype=D, requires_grad=True)  # a single model: a scalar loss
     opt = StackedOptimizer([w1], "sgd", 0.1)
-    out = fit(lambda s, b: -w1.sum(), opt, 3, schedule=lambda s: 2.0 ** s)
+    out = fit(lambda s, b: -w1.sum(), opt, 3, schedule=lambda s: 2.0**s)
     assert w1.detach().tolist() == pytest.approx([0.7, 0.7], abs=1e-15)
     assert out.stop_step == [3]
 
@@ -369,7 +504,12 @@ def test_frozen_members_keep_their_momentum_buffers():
     """A member stopped by a check keeps its weights and its SGD buffer, exactly."""
     w = torch.zeros(2, 1, dtype=D, requires_grad=True)
     opt = StackedOptimizer([w], "sgd", 1.0, momentum=0.5, members=2)
-    fit(lambda s, b: -w[:, 0], opt, 3, check=lambda s, due: torch.tensor([s >= 1, False]))
+    fit(
+        lambda s, b: -w[:, 0],
+        opt,
+        3,
+        check=lambda s, due: torch.tensor([s >= 1, False]),
+    )
     # gradient -1: member 0 makes one update (buffer -1, w = 1); member 1 three
     # (buffers -1, -1.5, -1.75 -> w = 4.25)
     assert w.detach()[:, 0].tolist() == [1.0, 4.25]
@@ -385,10 +525,15 @@ def test_members_of_one_group_keep_their_own_learning_rates():
     for kind in ("sgd", "adam"):
         p = torch.randn(E, 4, generator=g, dtype=torch.float64).requires_grad_()
         ref = [p.detach()[e].clone().requires_grad_() for e in range(E)]
-        opt = StackedOptimizer([p], kind, lrs, momentum=0.5 if kind == "sgd" else 0.0,
-                               members=E)
-        refs = [torch.optim.SGD([q], lr=lr, momentum=0.5) if kind == "sgd"
-                else torch.optim.Adam([q], lr=lr) for q, lr in zip(ref, lrs)]
+        opt = StackedOptimizer(
+            [p], kind, lrs, momentum=0.5 if kind == "sgd" else 0.0, members=E
+        )
+        refs = [
+            torch.optim.SGD([q], lr=lr, momentum=0.5)
+            if kind == "sgd"
+            else torch.optim.Adam([q], lr=lr)
+            for q, lr in zip(ref, lrs)
+        ]
         for t in range(6):
             grad = torch.randn(E, 4, generator=g, dtype=torch.float64)
             active = None if t % 2 == 0 else torch.tensor([False, True, True])
@@ -398,7 +543,9 @@ def test_members_of_one_group_keep_their_own_learning_rates():
                     ref[e].grad = grad[e].clone()
                     refs[e].step()
         for e in range(E):
-            torch.testing.assert_close(p.detach()[e], ref[e].detach(), rtol=1e-12, atol=1e-14)
+            torch.testing.assert_close(
+                p.detach()[e], ref[e].detach(), rtol=1e-12, atol=1e-14
+            )
 
 
 # =================================================================================================
@@ -409,7 +556,9 @@ def test_epoch_batches_are_each_members_permutations():
     rows = [next(b) for _ in range(6)]
     for e, s in enumerate([5, 6]):
         g = torch.Generator().manual_seed(s)
-        want = torch.cat([torch.randperm(7, generator=g), torch.randperm(7, generator=g)])
+        want = torch.cat(
+            [torch.randperm(7, generator=g), torch.randperm(7, generator=g)]
+        )
         got = torch.cat([r[e] for r in rows])
         assert torch.equal(got, want)
     assert [r.shape[1] for r in rows] == [3, 3, 1, 3, 3, 1]
@@ -421,8 +570,12 @@ def test_epoch_batches_when_the_batch_divides_n_or_exceeds_it():
     rows = [next(b)[0] for _ in range(4)]
     g = torch.Generator().manual_seed(4)
     p1, p2 = torch.randperm(6, generator=g), torch.randperm(6, generator=g)
-    assert [r.tolist() for r in rows] == [p1[:3].tolist(), p1[3:].tolist(), p2[:3].tolist(),
-                                         p2[3:].tolist()]
+    assert [r.tolist() for r in rows] == [
+        p1[:3].tolist(),
+        p1[3:].tolist(),
+        p2[:3].tolist(),
+        p2[3:].tolist(),
+    ]
     big = EpochBatches(4, 10, [9, 2])
     one, two = next(big), next(big)
     for e, s in enumerate([9, 2]):
@@ -441,12 +594,18 @@ def test_batch_orders_draw_from_the_callers_generators():
     assert got[0].tolist() == torch.randperm(5, generator=r1).tolist()
     assert got[1].tolist() == torch.randperm(5, generator=r2).tolist()
     # the caller's generator advanced: its next draw is the reference's next draw
-    assert torch.randperm(5, generator=g1).tolist() == torch.randperm(5, generator=r1).tolist()
+    assert (
+        torch.randperm(5, generator=g1).tolist()
+        == torch.randperm(5, generator=r1).tolist()
+    )
     s = StreamBatches([5], 2, [g2])
     next(s)
     r = torch.Generator().manual_seed(22)
     torch.randperm(5, generator=r)
-    assert torch.randperm(5, generator=g2).tolist() == torch.randperm(5, generator=r).tolist()
+    assert (
+        torch.randperm(5, generator=g2).tolist()
+        == torch.randperm(5, generator=r).tolist()
+    )
 
 
 # =================================================================================================
@@ -456,7 +615,10 @@ def test_stream_batches_straddle_epochs_or_drop_the_remainder():
     s = StreamBatches([5, 3], 2, [1, 2])
     got = torch.cat([next(s)[1] for _ in range(3)])
     g = torch.Generator().manual_seed(2)
-    assert torch.equal(got, torch.cat([torch.randperm(3, generator=g), torch.randperm(3, generator=g)]))
+    assert torch.equal(
+        got,
+        torch.cat([torch.randperm(3, generator=g), torch.randperm(3, generator=g)]),
+    )
     d = StreamBatches([5], 2, [3], drop_remainder=True)
     got = [next(d)[0] for _ in range(3)]
     g = torch.Generator().manual_seed(3)
@@ -471,13 +633,17 @@ def test_stream_batches_members_of_different_sizes_and_a_batch_over_two_epochs()
     s = StreamBatches([2, 7], 5, [3, 4])
     got = [next(s) for _ in range(3)]
     assert all(t.shape == (2, 5) for t in got)
-    g = torch.Generator().manual_seed(3)  # size 2 < batch 5: three permutations per batch
+    g = torch.Generator().manual_seed(
+        3
+    )  # size 2 < batch 5: three permutations per batch
     want0 = torch.cat([torch.randperm(2, generator=g) for _ in range(8)])[:15]
     assert torch.cat([t[0] for t in got]).tolist() == want0.tolist()
     g = torch.Generator().manual_seed(4)
     want1 = torch.cat([torch.randperm(7, generator=g) for _ in range(3)])[:15]
     assert torch.cat([t[1] for t in got]).tolist() == want1.tolist()
-    with pytest.raises(ValueError, match=r"seeds must have one entry per member \(2\)"):
+    with pytest.raises(
+        ValueError, match=r"seeds must have one entry per member \(2\)"
+    ):
         StreamBatches([2, 7], 1, [3])
 
 
@@ -487,12 +653,19 @@ def test_stream_batches_drop_the_remainder_per_member():
     got = [next(s) for _ in range(3)]
     g = torch.Generator().manual_seed(1)
     p = [torch.randperm(5, generator=g) for _ in range(3)]
-    assert torch.cat([t[0] for t in got]).tolist() == torch.cat([p[0][:3], p[1][:3], p[2][:3]]
-                                                                ).tolist()
+    assert (
+        torch.cat([t[0] for t in got]).tolist()
+        == torch.cat([p[0][:3], p[1][:3], p[2][:3]]).tolist()
+    )
     g = torch.Generator().manual_seed(2)
     p = [torch.randperm(7, generator=g) for _ in range(2)]
-    assert torch.cat([t[1] for t in got]).tolist() == torch.cat([p[0][:6], p[1][:3]]).tolist()
-    StreamBatches([3, 4], 3, [0, 1], drop_remainder=True)  # batch == smallest size is allowed
+    assert (
+        torch.cat([t[1] for t in got]).tolist()
+        == torch.cat([p[0][:6], p[1][:3]]).tolist()
+    )
+    StreamBatches(
+        [3, 4], 3, [0, 1], drop_remainder=True
+    )  # batch == smallest size is allowed
 
 
 @pytest.mark.mutation
@@ -529,7 +702,7 @@ def test_replacement_batches_and_member_batch():
     assert idx.shape == (2, 4) and int(idx.max()) < 10
     g = torch.Generator().manual_seed(1)
     assert torch.equal(idx[1], torch.randint(0, 10, (4,), generator=g))
-    x, y = torch.arange(30.).view(10, 3), torch.arange(10)
+    x, y = torch.arange(30.0).view(10, 3), torch.arange(10)
     xb, yb = member_batch(x, y, idx)
     assert torch.equal(xb, x[idx]) and torch.equal(yb, idx)
     xs, ys = torch.stack([x, -x]), torch.stack([y, y + 1])
@@ -544,7 +717,10 @@ def test_member_batch_for_every_combination_of_shared_and_per_member_data():
     E, n, d = 2, 5, 3
     x = torch.arange(n * d, dtype=D).view(n, d)
     xs = torch.stack([x, 100 + x])
-    y, ys = torch.tensor([4, 3, 2, 1, 0]), torch.tensor([[0, 1, 2, 3, 4], [9, 8, 7, 6, 5]])
+    y, ys = (
+        torch.tensor([4, 3, 2, 1, 0]),
+        torch.tensor([[0, 1, 2, 3, 4], [9, 8, 7, 6, 5]]),
+    )
     idx = torch.tensor([[4, 0, 4], [1, 2, 3]])
     for xx in (x, xs):
         for yy in (y, ys, None):
@@ -567,7 +743,10 @@ def test_stop_rule_accuracy_and_margin():
     logits = torch.tensor([[[2.0, 0.0], [0.0, 1.0]], [[0.0, 2.0], [0.0, 1.0]]])
     y = torch.tensor([0, 1])
     assert stop_rule(target_train_acc=1.0)(logits, y).tolist() == [True, False]
-    assert stop_rule(margin_gamma=1.5, margin_fraction=0.5)(logits, y).tolist() == [True, False]
+    assert stop_rule(margin_gamma=1.5, margin_fraction=0.5)(logits, y).tolist() == [
+        True,
+        False,
+    ]
     assert stop_rule()(logits, y).tolist() == [False, False]
     with pytest.raises(ValueError, match="margin_gamma"):
         stop_rule(margin_gamma=float("nan"))
@@ -576,8 +755,12 @@ def test_stop_rule_accuracy_and_margin():
 @pytest.mark.reference
 def test_stop_rule_edges_by_hand():
     # member 0: margins 1, 0.5, 2, -1 (3 of 4 correct); member 1: margins 0.5, 0.5, 0.5, 0.5
-    logits = torch.tensor([[[1.0, 0.0], [0.0, 0.5], [2.0, 0.0], [0.0, 1.0]],
-                           [[0.5, 0.0], [0.0, 0.5], [0.5, 0.0], [0.0, 0.5]]])
+    logits = torch.tensor(
+        [
+            [[1.0, 0.0], [0.0, 0.5], [2.0, 0.0], [0.0, 1.0]],
+            [[0.5, 0.0], [0.0, 0.5], [0.5, 0.0], [0.0, 0.5]],
+        ]
+    )
     y = torch.tensor([0, 1, 0, 0])
     yb = torch.tensor([[0, 1, 0, 0], [0, 1, 0, 1]])
     assert stop_rule(target_train_acc=0.75)(logits, yb).tolist() == [True, True]
@@ -585,10 +768,21 @@ def test_stop_rule_edges_by_hand():
     assert stop_rule(target_train_acc=0.75)(logits, y).tolist() == [True, True]
     assert stop_rule(target_train_acc=0.0)(logits, y).tolist() == [True, True]
     # margin >= gamma counts at equality: member 0 has 3 of 4 at >= 0.5, member 1 all 4
-    assert stop_rule(margin_gamma=0.5, margin_fraction=0.75)(logits, yb).tolist() == [True, True]
-    assert stop_rule(margin_gamma=0.5, margin_fraction=0.8)(logits, yb).tolist() == [False, True]
-    assert stop_rule(margin_gamma=0.5)(logits, yb).tolist() == [False, True]  # default 0.99
-    assert stop_rule(margin_gamma=0.6, margin_fraction=0.5)(logits, yb).tolist() == [True, False]
+    assert stop_rule(margin_gamma=0.5, margin_fraction=0.75)(
+        logits, yb
+    ).tolist() == [True, True]
+    assert stop_rule(margin_gamma=0.5, margin_fraction=0.8)(logits, yb).tolist() == [
+        False,
+        True,
+    ]
+    assert stop_rule(margin_gamma=0.5)(logits, yb).tolist() == [
+        False,
+        True,
+    ]  # default 0.99
+    assert stop_rule(margin_gamma=0.6, margin_fraction=0.5)(logits, yb).tolist() == [
+        True,
+        False,
+    ]
     # either rule met is enough (accuracy met, margins not; and the other way round)
     r = stop_rule(target_train_acc=0.75, margin_gamma=5.0, margin_fraction=1.0)
     assert r(logits, yb).tolist() == [True, True]
@@ -611,7 +805,9 @@ def test_stop_rule_edges_by_hand():
 def test_fit_refuses_a_loss_of_the_wrong_shape():
     w = torch.zeros(2, 1, requires_grad=True)
     opt = StackedOptimizer([w], members=2)
-    with pytest.raises(ValueError, match=r"loss must return a tensor of shape \(2,\)"):
+    with pytest.raises(
+        ValueError, match=r"loss must return a tensor of shape \(2,\)"
+    ):
         fit(lambda s, b: w.sum(), opt, 3)
     with pytest.raises(ValueError, match="steps"):
         fit(lambda s, b: w[:, 0], opt, -1)
@@ -625,21 +821,46 @@ def test_engine_refuses_bad_input_naming_the_argument():
         (lambda: opt.step(None), TypeError, "grads"),
         (lambda: opt.step([g, g]), ValueError, "grads must have one entry"),
         (lambda: opt.step([g * float("nan")]), ValueError, r"grads\[0\]"),
-        (lambda: opt.step([torch.ones(3, 2)]), ValueError, r"grads\[0\] must have the shape"),
-        (lambda: opt.step([g], torch.ones(5, dtype=torch.bool)), ValueError, "active"),
+        (
+            lambda: opt.step([torch.ones(3, 2)]),
+            ValueError,
+            r"grads\[0\] must have the shape",
+        ),
+        (
+            lambda: opt.step([g], torch.ones(5, dtype=torch.bool)),
+            ValueError,
+            "active",
+        ),
         (lambda: opt.step([g], lr_scale=float("nan")), ValueError, "lr_scale"),
         (lambda: opt.step([g], lr_scale=-1.0), ValueError, "lr_scale"),
         (lambda: StackedOptimizer(None), TypeError, "params"),
         (lambda: EpochBatches(5, 2, [0], device="gpu9"), ValueError, "device"),
         (lambda: EpochBatches(5, 2, [0], device=3.5), TypeError, "device"),
         (lambda: StreamBatches([], 2, [0]), TypeError, "sizes"),
-        (lambda: StreamBatches([5], 2, [0], drop_remainder="yes"), TypeError, "drop_remainder"),
-        (lambda: fit(lambda s, b: w[:, 0], opt, 3, batches="abc"), TypeError, "batches"),
+        (
+            lambda: StreamBatches([5], 2, [0], drop_remainder="yes"),
+            TypeError,
+            "drop_remainder",
+        ),
+        (
+            lambda: fit(lambda s, b: w[:, 0], opt, 3, batches="abc"),
+            TypeError,
+            "batches",
+        ),
         (lambda: fit(lambda s, b: w[:, 0], opt, 3, check=3), TypeError, "check"),
         (lambda: fit(lambda s, b: w[:, 0], opt, 3, start=2), TypeError, "start"),
-        (lambda: fit(lambda s, b: w[:, 0], opt, 3, active_only="yes"), TypeError, "active_only"),
-        (lambda: fit(lambda s, b: w[:, 0], opt, 3, schedule=lambda s: float("nan")), ValueError,
-         "schedule"),
+        (
+            lambda: fit(lambda s, b: w[:, 0], opt, 3, active_only="yes"),
+            TypeError,
+            "active_only",
+        ),
+        (
+            lambda: fit(
+                lambda s, b: w[:, 0], opt, 3, schedule=lambda s: float("nan")
+            ),
+            ValueError,
+            "schedule",
+        ),
         (lambda: stop_rule(margin_gamma=0.0), ValueError, "margin_gamma"),
     ]
     for call, error, word in cases:
@@ -657,8 +878,12 @@ def test_a_stop_mask_counts_only_for_members_the_check_is_due_for():
         return torch.full((3,), step >= 2)  # says every member met the rule
 
     out = fit(lambda s, b: -w[:, 0], opt, [5, 5, 5], check=check, every=[2, 3, 4])
-    assert calls == [(0, [True, True, True]), (2, [True, False, False]),
-                     (3, [False, True, False]), (4, [False, False, True])]
+    assert calls == [
+        (0, [True, True, True]),
+        (2, [True, False, False]),
+        (3, [False, True, False]),
+        (4, [False, False, True]),
+    ]
     assert out.stop_step == [2, 3, 4] and out.met_rule == [True, True, True]
     assert w.detach()[:, 0].tolist() == [2.0, 3.0, 4.0]
 
@@ -686,8 +911,14 @@ def test_a_check_at_step_zero_stops_before_any_update_and_zero_steps_mean_none()
 def test_every_scalar_checks_multiples_and_the_last_step_once():
     w, opt = _counter(2)
     seen = []
-    out = fit(lambda s, b: -w[:, 0], opt, 7, check=lambda s, due: seen.append(s), every=3)
-    assert seen == [0, 3, 6, 7] and out.stop_step == [7, 7] and out.met_rule == [False, False]
+    out = fit(
+        lambda s, b: -w[:, 0], opt, 7, check=lambda s, due: seen.append(s), every=3
+    )
+    assert (
+        seen == [0, 3, 6, 7]
+        and out.stop_step == [7, 7]
+        and out.met_rule == [False, False]
+    )
     seen.clear()
     w, opt = _counter(2)
     fit(lambda s, b: -w[:, 0], opt, 6, check=lambda s, due: seen.append(s), every=3)
@@ -704,9 +935,20 @@ def test_every_counts_updates_from_zero_not_from_a_members_start():
     for a member that started late; the check at step 0 includes members not started yet."""
     w, opt = _counter(2)
     calls = []
-    fit(lambda s, b: -w[:, 0], opt, [6, 6], check=lambda s, due: calls.append((s, due.tolist())),
-        every=[4, 2], start=[0, 1])
-    assert calls == [(0, [True, True]), (2, [False, True]), (4, [True, True]), (6, [True, True])]
+    fit(
+        lambda s, b: -w[:, 0],
+        opt,
+        [6, 6],
+        check=lambda s, due: calls.append((s, due.tolist())),
+        every=[4, 2],
+        start=[0, 1],
+    )
+    assert calls == [
+        (0, [True, True]),
+        (2, [False, True]),
+        (4, [True, True]),
+        (6, [True, True]),
+    ]
     assert w.detach()[:, 0].tolist() == [6.0, 5.0]
 
 
@@ -732,17 +974,34 @@ def test_a_late_start_gets_the_batches_of_its_own_steps():
 @pytest.mark.reference
 def test_a_stopped_members_non_finite_loss_is_not_an_error_nor_an_update():
     w, opt = _counter(2)
-    out = fit(lambda s, b: -w[:, 0] * torch.tensor([1.0, math.nan if s > 0 else 1.0], dtype=D),
-              opt, 4, check=lambda s, due: torch.tensor([False, s >= 1]))
+    out = fit(
+        lambda s, b: (
+            -w[:, 0] * torch.tensor([1.0, math.nan if s > 0 else 1.0], dtype=D)
+        ),
+        opt,
+        4,
+        check=lambda s, due: torch.tensor([False, s >= 1]),
+    )
     assert out.stop_step == [4, 1] and w.detach()[:, 0].tolist() == [4.0, 1.0]
     w, opt = _counter(2)  # a member not yet started may return NaN too
-    fit(lambda s, b: -w[:, 0] * torch.tensor([1.0, math.nan if s < 2 else 1.0], dtype=D), opt,
-        4, start=[0, 2])
+    fit(
+        lambda s, b: (
+            -w[:, 0] * torch.tensor([1.0, math.nan if s < 2 else 1.0], dtype=D)
+        ),
+        opt,
+        4,
+        start=[0, 2],
+    )
     assert w.detach()[:, 0].tolist() == [4.0, 2.0]
     w, opt = _counter(2)
     with pytest.raises(ValueError, match=r"member\(s\) \[0\] at update 2"):
-        fit(lambda s, b: -w[:, 0] * torch.tensor([math.inf if s == 2 else 1.0, 1.0], dtype=D),
-            opt, 4)
+        fit(
+            lambda s, b: (
+                -w[:, 0] * torch.tensor([math.inf if s == 2 else 1.0, 1.0], dtype=D)
+            ),
+            opt,
+            4,
+        )
 
 
 @pytest.mark.reference
@@ -754,11 +1013,25 @@ def test_active_only_masks_follow_stops_and_starts():
         seen.append(active.tolist())
         return -(w[:, 0] * active)
 
-    out = fit(loss, opt, [4, 4, 4], check=lambda s, due: torch.tensor([s >= 1, False, False]),
-              start=[0, 0, 2], active_only=True)
-    assert seen == [[True, True, False], [False, True, False], [False, True, True],
-                    [False, True, True]]
-    assert out.stop_step == [1, 4, 4] and w.detach()[:, 0].tolist() == [1.0, 4.0, 2.0]
+    out = fit(
+        loss,
+        opt,
+        [4, 4, 4],
+        check=lambda s, due: torch.tensor([s >= 1, False, False]),
+        start=[0, 0, 2],
+        active_only=True,
+    )
+    assert seen == [
+        [True, True, False],
+        [False, True, False],
+        [False, True, True],
+        [False, True, True],
+    ]
+    assert out.stop_step == [1, 4, 4] and w.detach()[:, 0].tolist() == [
+        1.0,
+        4.0,
+        2.0,
+    ]
 
 
 # =================================================================================================
@@ -771,9 +1044,14 @@ def test_each_rule_matches_torch_optim_member_by_member(kind):
 
 def test_per_member_settings_frozen_members_and_schedule():
     kinds = ["sgd", "adamw", "adam", "sgd"]
-    _run_both(kinds, [0.1, 0.01, 0.02, 0.03], [0.9, 0.0, 0.0, 0.0], [0.0, 0.1, 0.01, 0.05],
-              lambda t: torch.tensor([True, t % 2 == 0, t % 3 != 0, t > 4]),
-              lambda t: 1.0 - t / 20)
+    _run_both(
+        kinds,
+        [0.1, 0.01, 0.02, 0.03],
+        [0.9, 0.0, 0.0, 0.0],
+        [0.0, 0.1, 0.01, 0.05],
+        lambda t: torch.tensor([True, t % 2 == 0, t % 3 != 0, t > 4]),
+        lambda t: 1.0 - t / 20,
+    )
 
 
 @pytest.mark.parametrize("cfg", CONFIGS)
@@ -781,9 +1059,16 @@ def test_train_gives_the_old_loops_numbers(cfg):
     x, y = _toy()
     a, b = make_mlp(3, 6, 12, 2, 3), make_mlp(3, 6, 12, 2, 3)
     ha = train(a, x, y, cfg, probes={"w": lambda m: m.layers[0].weight.sum().item()})
-    hb = old_train(b, x, y, cfg, probes={"w": lambda m: m.layers[0].weight.sum().item()})
-    assert (ha.step, ha.loss, ha.train_acc, ha.probes, ha.stopped_by) == \
-        (hb.step, hb.loss, hb.train_acc, hb.probes, hb.stopped_by)
+    hb = old_train(
+        b, x, y, cfg, probes={"w": lambda m: m.layers[0].weight.sum().item()}
+    )
+    assert (ha.step, ha.loss, ha.train_acc, ha.probes, ha.stopped_by) == (
+        hb.step,
+        hb.loss,
+        hb.train_acc,
+        hb.probes,
+        hb.stopped_by,
+    )
     for p, q in zip(a.parameters(), b.parameters()):
         assert torch.equal(p, q)
 
@@ -796,11 +1081,17 @@ def test_train_ensemble_gives_the_old_loops_numbers(cfg):
     ys = torch.stack([y, y, (y + 1) % 3, y])
     ha = train_ensemble(a, x, ys, cfg, seeds=seeds)
     hb = old_train_ensemble(b, x, ys, cfg, seeds=seeds)
-    assert ha.step == hb.step and ha.probes == hb.probes and ha.stopped_by == hb.stopped_by
+    assert (
+        ha.step == hb.step
+        and ha.probes == hb.probes
+        and ha.stopped_by == hb.stopped_by
+    )
     # the old loop let a stopped member train on and restored it at the end, so its later rows
     # described weights it did not keep; the engine freezes it: rows agree up to each member's stop
     stop = torch.tensor(ha.probes["stop_step"])
-    for step, u, v in zip(ha.step * 2, ha.loss + ha.train_acc, hb.loss + hb.train_acc):
+    for step, u, v in zip(
+        ha.step * 2, ha.loss + ha.train_acc, hb.loss + hb.train_acc
+    ):
         live = stop >= step
         assert torch.equal(u[live], v[live])
     for p, q in zip(a.parameters(), b.parameters()):
@@ -812,14 +1103,27 @@ def test_no_chapter_module_writes_its_own_training_step():
     import pathlib
 
     import gtlib
+
     root = pathlib.Path(gtlib.__file__).parent
-    chapters = ["preliminaries", "connectivity", "contamination", "contrastive", "soft", "uniform"]
+    chapters = [
+        "preliminaries",
+        "connectivity",
+        "contamination",
+        "contrastive",
+        "soft",
+        "uniform",
+    ]
     for name in chapters:
         # a chapter is a module gtlib/<name>.py or a package gtlib/<name>/
-        files = [root / f"{name}.py"] if (root / f"{name}.py").exists() else \
-            sorted((root / name).glob("*.py"))
+        files = (
+            [root / f"{name}.py"]
+            if (root / f"{name}.py").exists()
+            else sorted((root / name).glob("*.py"))
+        )
         assert files, f"gtlib has no chapter module or package {name!r}"
         for path in files:
             text = path.read_text()
             for word in ("backward(", "torch.optim", "MemberOptimizer"):
-                assert word not in text, f"{path.relative_to(root.parent)} contains {word!r}"
+                assert word not in text, (
+                    f"{path.relative_to(root.parent)} contains {word!r}"
+                )

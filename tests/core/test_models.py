@@ -2,6 +2,7 @@
 independent reference implementations (marker ``reference``), bad input refused at the boundary
 (``boundary``), equivalence of the engine with the loops it replaced (``engine``) and tests pinned
 by mutation testing (``mutation``)."""
+
 import dataclasses
 import math
 import matplotlib
@@ -12,13 +13,20 @@ from torch import nn
 
 from gtlib import models as gmodels, models, train as T
 from gtlib.models import BatchedMLP, make_mlp, MLP, activation, ACTIVATIONS
-from gtlib.train import (TrainConfig, train_ensemble, train_sequentially,
-                         total_steps, train)
+from gtlib.train import (
+    TrainConfig,
+    train_ensemble,
+    train_sequentially,
+    total_steps,
+    train,
+)
 
 
 def data(n=120, d=6, c=3, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(n, d, generator=g, dtype=torch.float64), torch.randint(c, (n,), generator=g)
+    return torch.randn(n, d, generator=g, dtype=torch.float64), torch.randint(
+        c, (n,), generator=g
+    )
 
 
 def _hand_step_member(params, x, y, lr, momentum, wd, bufs):
@@ -52,21 +60,32 @@ def _data(n=23, d=3, c=3, seed=0):
 def _scratch_train(model, x, y, cfg, probe=None):
     """cfg's training with torch.optim and torch.randperm only: rows (step, loss, acc, probe)."""
     if cfg.optimizer == "sgd":
-        opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum,
-                              weight_decay=cfg.weight_decay)
+        opt = torch.optim.SGD(
+            model.parameters(),
+            lr=cfg.lr,
+            momentum=cfg.momentum,
+            weight_decay=cfg.weight_decay,
+        )
     else:
-        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        opt = torch.optim.AdamW(
+            model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay
+        )
     n = len(y)
     g = torch.Generator().manual_seed(cfg.seed)
     order = []
     per_epoch = 1 if cfg.batch_size is None else math.ceil(n / cfg.batch_size)
-    total = cfg.epochs * per_epoch if cfg.steps is None else min(cfg.epochs * per_epoch,
-                                                                   cfg.steps)
+    total = (
+        cfg.epochs * per_epoch
+        if cfg.steps is None
+        else min(cfg.epochs * per_epoch, cfg.steps)
+    )
 
     def lossf(out, lab):
         if cfg.loss == "cross_entropy":
             return F.cross_entropy(out, lab)
-        return ((out - F.one_hot(lab, out.shape[1]).to(out.dtype)) ** 2).sum(1).mean()
+        return (
+            ((out - F.one_hot(lab, out.shape[1]).to(out.dtype)) ** 2).sum(1).mean()
+        )
 
     rows, stopped = [], "epochs"
 
@@ -75,15 +94,20 @@ def _scratch_train(model, x, y, cfg, probe=None):
         with torch.no_grad():
             out = model(x)
             acc = (out.argmax(1) == y).double().mean().item()
-            rows.append((step, lossf(out, y).item(), acc, probe(model) if probe else None))
+            rows.append(
+                (step, lossf(out, y).item(), acc, probe(model) if probe else None)
+            )
             srt = out.sort(1, descending=True).values
             true = out.gather(1, y[:, None])[:, 0]
             other = torch.where(out.argmax(1) == y, srt[:, 1], srt[:, 0])
             if cfg.target_train_acc is not None and acc >= cfg.target_train_acc:
                 stopped = "target_train_acc"
                 return True
-            if cfg.margin_gamma is not None and ((true - other) >= cfg.margin_gamma
-                                                 ).double().mean() >= cfg.margin_fraction:
+            if (
+                cfg.margin_gamma is not None
+                and ((true - other) >= cfg.margin_gamma).double().mean()
+                >= cfg.margin_fraction
+            ):
                 stopped = "margin"
                 return True
             return False
@@ -96,7 +120,9 @@ def _scratch_train(model, x, y, cfg, probe=None):
         else:
             if not order:
                 perm = torch.randperm(n, generator=g)
-                order = [perm[i:i + cfg.batch_size] for i in range(0, n, cfg.batch_size)]
+                order = [
+                    perm[i : i + cfg.batch_size] for i in range(0, n, cfg.batch_size)
+                ]
             idx = order.pop(0)
         opt.zero_grad()
         lossf(model(x[idx]), y[idx]).backward()
@@ -107,21 +133,56 @@ def _scratch_train(model, x, y, cfg, probe=None):
 
 
 SCRATCH = [
-    TrainConfig(optimizer="sgd", lr=0.2, momentum=0.7, weight_decay=0.03, batch_size=5,
-                epochs=3, check_every=4, seed=3),
-    TrainConfig(optimizer="adamw", lr=0.03, weight_decay=0.2, batch_size=7, epochs=2, steps=6,
-                check_every=5, seed=8, loss="mse"),
-    TrainConfig(optimizer="sgd", lr=0.5, batch_size=None, epochs=40, check_every=3,
-                target_train_acc=0.9),
-    TrainConfig(optimizer="sgd", lr=0.4, momentum=0.3, batch_size=6, epochs=30, check_every=2,
-                margin_gamma=0.3, margin_fraction=0.6, seed=1),
+    TrainConfig(
+        optimizer="sgd",
+        lr=0.2,
+        momentum=0.7,
+        weight_decay=0.03,
+        batch_size=5,
+        epochs=3,
+        check_every=4,
+        seed=3,
+    ),
+    TrainConfig(
+        optimizer="adamw",
+        lr=0.03,
+        weight_decay=0.2,
+        batch_size=7,
+        epochs=2,
+        steps=6,
+        check_every=5,
+        seed=8,
+        loss="mse",
+    ),
+    TrainConfig(
+        optimizer="sgd",
+        lr=0.5,
+        batch_size=None,
+        epochs=40,
+        check_every=3,
+        target_train_acc=0.9,
+    ),
+    TrainConfig(
+        optimizer="sgd",
+        lr=0.4,
+        momentum=0.3,
+        batch_size=6,
+        epochs=30,
+        check_every=2,
+        margin_gamma=0.3,
+        margin_fraction=0.6,
+        seed=1,
+    ),
 ]
 
 
 def _blobs(n=48, d=5, classes=3, seed=0):
     g = torch.Generator().manual_seed(seed)
     y = torch.arange(n) % classes
-    x = torch.randn(n, d, generator=g, dtype=torch.float64) + 2 * F.one_hot(y, d).double()
+    x = (
+        torch.randn(n, d, generator=g, dtype=torch.float64)
+        + 2 * F.one_hot(y, d).double()
+    )
     return x, y
 
 
@@ -138,16 +199,23 @@ NAN, INF = float("nan"), float("inf")
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))
 def test_every_activation_is_its_torch_function(name):
     z = torch.tensor([-3.0, -0.5, 0.0, 0.25, 2.0], dtype=D)
-    want = {"relu": torch.relu(z), "gelu": F.gelu(z), "silu": z * torch.sigmoid(z),
-            "tanh": torch.tanh(z), "sigmoid": 1 / (1 + torch.exp(-z)),
-            "leaky_relu": torch.tensor([-0.3, -0.05, 0.0, 0.25, 2.0], dtype=D),
-            "identity": z}[name]
+    want = {
+        "relu": torch.relu(z),
+        "gelu": F.gelu(z),
+        "silu": z * torch.sigmoid(z),
+        "tanh": torch.tanh(z),
+        "sigmoid": 1 / (1 + torch.exp(-z)),
+        "leaky_relu": torch.tensor([-0.3, -0.05, 0.0, 0.25, 2.0], dtype=D),
+        "identity": z,
+    }[name]
     torch.testing.assert_close(activation(name)(z), want, rtol=1e-14, atol=1e-15)
     torch.manual_seed(1)
     m = MLP(2, 3, 1, 2, activation=name).double()
     x = torch.tensor([[0.3, -1.2], [2.0, 0.5]], dtype=D)
     h = activation(name)(x @ m.layers[0].weight.T + m.layers[0].bias)
-    logits = h @ m.layers[1].weight.T + m.layers[1].bias  # the last layer has no activation
+    logits = (
+        h @ m.layers[1].weight.T + m.layers[1].bias
+    )  # the last layer has no activation
     torch.testing.assert_close(m(x), logits)
     feats = m.features(x)
     assert len(feats) == 2
@@ -181,10 +249,15 @@ def test_identity_activation_is_linear():
     assert torch.allclose(m(x + y) + m(torch.zeros(1, 3)), m(x) + m(y), atol=1e-5)
 
 
-@pytest.mark.parametrize("kw,err,match", [({"width": 0}, ValueError, "width"),
-                                          ({"depth": -1}, ValueError, "depth"),
-                                          ({"in_dim": 2.0}, TypeError, "in_dim"),
-                                          ({"activation": "swish"}, ValueError, "activation")])
+@pytest.mark.parametrize(
+    "kw,err,match",
+    [
+        ({"width": 0}, ValueError, "width"),
+        ({"depth": -1}, ValueError, "depth"),
+        ({"in_dim": 2.0}, TypeError, "in_dim"),
+        ({"activation": "swish"}, ValueError, "activation"),
+    ],
+)
 def test_bad_arguments(kw, err, match):
     args = {"in_dim": 4, "width": 8, "depth": 1, "out_dim": 2, **kw}
     with pytest.raises(err, match=match):
@@ -198,8 +271,14 @@ def test_bad_input_shape():
         activation(3)
 
 
-@pytest.mark.parametrize("act,fn", [("relu", torch.relu), ("tanh", torch.tanh),
-                                    ("leaky_relu", lambda z: torch.where(z > 0, z, 0.1 * z))])
+@pytest.mark.parametrize(
+    "act,fn",
+    [
+        ("relu", torch.relu),
+        ("tanh", torch.tanh),
+        ("leaky_relu", lambda z: torch.where(z > 0, z, 0.1 * z)),
+    ],
+)
 def test_features_are_post_activations_by_hand(act, fn):
     torch.manual_seed(0)
     m = MLP(4, 6, 2, 3, activation=act)
@@ -212,7 +291,9 @@ def test_features_are_post_activations_by_hand(act, fn):
         assert torch.allclose(got, want, atol=1e-6)
     assert torch.allclose(m(x), out, atol=1e-6)
     if act == "relu":
-        assert all(bool((f >= 0).all()) for f in feats[:-1])  # post-activation: never negative
+        assert all(
+            bool((f >= 0).all()) for f in feats[:-1]
+        )  # post-activation: never negative
 
 
 @pytest.mark.reference
@@ -221,7 +302,11 @@ def test_mlp_layers_are_nn_linear_built_in_order_under_the_seed():
     m = MLP(3, 5, 2, 2)
     torch.manual_seed(4)
     ref = [nn.Linear(3, 5), nn.Linear(5, 5), nn.Linear(5, 2)]
-    assert [(l.in_features, l.out_features) for l in m.layers] == [(3, 5), (5, 5), (5, 2)]
+    assert [(l.in_features, l.out_features) for l in m.layers] == [
+        (3, 5),
+        (5, 5),
+        (5, 2),
+    ]
     for l, r in zip(m.layers, ref):
         assert torch.equal(l.weight, r.weight) and torch.equal(l.bias, r.bias)
     x = torch.randn(4, 3)
@@ -231,8 +316,9 @@ def test_mlp_layers_are_nn_linear_built_in_order_under_the_seed():
     nb = MLP(3, 5, 1, 2, bias=False)
     torch.manual_seed(4)
     r0, r1 = nn.Linear(3, 5, bias=False), nn.Linear(5, 2, bias=False)
-    assert torch.equal(nb.layers[0].weight, r0.weight) and torch.equal(nb.layers[1].weight,
-                                                                       r1.weight)
+    assert torch.equal(nb.layers[0].weight, r0.weight) and torch.equal(
+        nb.layers[1].weight, r1.weight
+    )
     assert nb.depth == 1 and MLP(3, 5, 0, 2).depth == 0
 
 
@@ -249,6 +335,7 @@ def test_parameter_limit_is_inclusive_and_counts_every_weight_and_bias(monkeypat
 @pytest.mark.reference
 def test_mlp_refuses_wrong_dtype_and_non_finite_input_and_accepts_numpy_bools():
     import numpy as np
+
     m = MLP(2, 3, 1, 2, bias=np.bool_(False))
     assert m.layers[0].bias is None
     with pytest.raises(TypeError, match="dtype"):
@@ -302,7 +389,9 @@ def test_train_is_the_loop_written_with_torch_alone(cfg):
     rows, stopped = _scratch_train(b, x, y, cfg, probe)
     assert h.step == [r[0] for r in rows]
     assert h.loss == pytest.approx([r[1] for r in rows], rel=1e-11)
-    assert h.train_acc == pytest.approx([r[2] for r in rows], abs=1e-6)  # float32 mean
+    assert h.train_acc == pytest.approx(
+        [r[2] for r in rows], abs=1e-6
+    )  # float32 mean
     assert h.probes["norm"] == pytest.approx([r[3] for r in rows], rel=1e-11)
     assert h.stopped_by == stopped and h.steps_taken == rows[-1][0]
     for p, q in zip(a.parameters(), b.parameters()):
@@ -319,9 +408,15 @@ def test_make_mlp_leaves_the_global_generator_alone_and_passes_its_arguments():
     m = make_mlp(7, 3, 5, 2, 4, bias=False, act="gelu")
     assert torch.equal(torch.get_rng_state(), before)
     assert m.act_name == "gelu" and m.layers[0].bias is None and m.depth == 2
-    assert [(l.in_features, l.out_features) for l in m.layers] == [(3, 5), (5, 5), (5, 4)]
-    assert not torch.equal(make_mlp(7, 3, 5, 2, 4).layers[0].weight,
-                           make_mlp(8, 3, 5, 2, 4).layers[0].weight)
+    assert [(l.in_features, l.out_features) for l in m.layers] == [
+        (3, 5),
+        (5, 5),
+        (5, 4),
+    ]
+    assert not torch.equal(
+        make_mlp(7, 3, 5, 2, 4).layers[0].weight,
+        make_mlp(8, 3, 5, 2, 4).layers[0].weight,
+    )
 
 
 # =================================================================================================
@@ -341,8 +436,15 @@ def test_members_match_their_mlps():
 @pytest.mark.parametrize("opt,mom,wd", [("sgd", 0.9, 1e-3), ("adamw", 0.0, 1e-2)])
 def test_batched_training_equals_sequential(opt, mom, wd):
     x, y = data()
-    cfg = TrainConfig(optimizer=opt, lr=0.05 if opt == "sgd" else 1e-2, momentum=mom,
-                      weight_decay=wd, batch_size=32, epochs=6, check_every=7)
+    cfg = TrainConfig(
+        optimizer=opt,
+        lr=0.05 if opt == "sgd" else 1e-2,
+        momentum=mom,
+        weight_decay=wd,
+        batch_size=32,
+        epochs=6,
+        check_every=7,
+    )
     seeds = [3, 11, 5]
     b = BatchedMLP.init(seeds, 6, 8, 2, 3).double()
     train_ensemble(b, x, y, cfg, seeds=seeds)
@@ -363,15 +465,30 @@ def test_hidden_mask_makes_narrower_nets():
     assert torch.allclose(narrow(x), b(x)[0], atol=1e-6)
     loss = b(x).sum()
     loss.backward()
-    assert torch.all(b.weights[1].grad[0][:, 3:] == 0)  # masked units receive no gradient downstream
+    assert torch.all(
+        b.weights[1].grad[0][:, 3:] == 0
+    )  # masked units receive no gradient downstream
 
 
 def test_per_member_labels_and_stop_rules():
     x, y = data(n=60)
-    labels = torch.stack([y, torch.randint(3, (60,), generator=torch.Generator().manual_seed(9))])
+    labels = torch.stack(
+        [y, torch.randint(3, (60,), generator=torch.Generator().manual_seed(9))]
+    )
     b = BatchedMLP.init([0, 1], 6, 64, 1, 3).double()
-    h = train_ensemble(b, x, labels, TrainConfig(optimizer="adamw", lr=1e-2, batch_size=None, epochs=3000,
-                                                  target_train_acc=1.0, check_every=10))
+    h = train_ensemble(
+        b,
+        x,
+        labels,
+        TrainConfig(
+            optimizer="adamw",
+            lr=1e-2,
+            batch_size=None,
+            epochs=3000,
+            target_train_acc=1.0,
+            check_every=10,
+        ),
+    )
     stops = h.probes["stop_step"]
     assert all(s < 3000 for s in stops)
     with torch.no_grad():
@@ -384,9 +501,17 @@ def test_bad_input():
     with pytest.raises(ValueError, match="x must have shape"):
         b(torch.randn(3, 2, 4))
     with pytest.raises(ValueError, match="seeds"):
-        train_ensemble(b, torch.randn(5, 4), torch.zeros(5, dtype=torch.int64), TrainConfig(), seeds=[1])
+        train_ensemble(
+            b,
+            torch.randn(5, 4),
+            torch.zeros(5, dtype=torch.int64),
+            TrainConfig(),
+            seeds=[1],
+        )
     with pytest.raises(ValueError, match="y must have shape"):
-        train_ensemble(b, torch.randn(5, 4), torch.zeros(4, dtype=torch.int64), TrainConfig())
+        train_ensemble(
+            b, torch.randn(5, 4), torch.zeros(4, dtype=torch.int64), TrainConfig()
+        )
     with pytest.raises(ValueError, match="hidden_mask"):
         BatchedMLP.init([0, 1], 4, 8, 1, 2, hidden_mask=torch.ones(3, 8))
     with pytest.raises(ValueError, match="i must lie"):
@@ -398,11 +523,30 @@ def test_bad_input():
 def test_train_ensemble_equals_hand_sgd_member_by_member():
     x, y = data(n=40)
     b = BatchedMLP.init([0, 1, 2], 6, 5, 1, 3).double()
-    ref = [[(b.weights[l][e].detach().clone().requires_grad_(),
-             b.biases[l][e].detach().clone().requires_grad_()) for l in range(2)] for e in range(3)]
+    ref = [
+        [
+            (
+                b.weights[l][e].detach().clone().requires_grad_(),
+                b.biases[l][e].detach().clone().requires_grad_(),
+            )
+            for l in range(2)
+        ]
+        for e in range(3)
+    ]
     lr, mom, wd, steps = 0.1, 0.9, 0.03, 6
-    train_ensemble(b, x, y, TrainConfig(lr=lr, momentum=mom, weight_decay=wd, batch_size=None,
-                                        epochs=steps, check_every=100))
+    train_ensemble(
+        b,
+        x,
+        y,
+        TrainConfig(
+            lr=lr,
+            momentum=mom,
+            weight_decay=wd,
+            batch_size=None,
+            epochs=steps,
+            check_every=100,
+        ),
+    )
     for e in range(3):
         params, bufs = ref[e], [None] * 4
         for _ in range(steps):
@@ -424,8 +568,16 @@ def test_batched_features_are_post_activation_by_hand():
             assert torch.allclose(feats[l][e], h, atol=1e-6)
 
 
-@pytest.mark.parametrize("seeds,err", [([], ValueError), (0, TypeError), ([1.5], TypeError),
-                                       ([-1], ValueError), ([2**70], ValueError)])
+@pytest.mark.parametrize(
+    "seeds,err",
+    [
+        ([], ValueError),
+        (0, TypeError),
+        ([1.5], TypeError),
+        ([-1], ValueError),
+        ([2**70], ValueError),
+    ],
+)
 def test_bad_seeds_are_named_seeds(seeds, err):
     with pytest.raises(err, match="seeds"):
         BatchedMLP.init(seeds, 4, 8, 1, 2)
@@ -433,14 +585,29 @@ def test_bad_seeds_are_named_seeds(seeds, err):
 
 def test_stop_step_is_the_first_check_that_met_the_rule():
     x, y = data(n=60)
-    labels = torch.stack([y, torch.randint(3, (60,), generator=torch.Generator().manual_seed(9))])
+    labels = torch.stack(
+        [y, torch.randint(3, (60,), generator=torch.Generator().manual_seed(9))]
+    )
     b = BatchedMLP.init([0, 1], 6, 32, 1, 3).double()
-    h = train_ensemble(b, x, labels, TrainConfig(optimizer="adamw", lr=1e-2, batch_size=None,
-                                                  epochs=400, target_train_acc=0.9, check_every=1))
+    h = train_ensemble(
+        b,
+        x,
+        labels,
+        TrainConfig(
+            optimizer="adamw",
+            lr=1e-2,
+            batch_size=None,
+            epochs=400,
+            target_train_acc=0.9,
+            check_every=1,
+        ),
+    )
     for e, stop in enumerate(h.probes["stop_step"]):
         first = next(s for s, acc in zip(h.step, h.train_acc) if acc[e] >= 0.9)
         assert stop == first
-    with torch.no_grad():  # the stopped member keeps the weights it had at its stop step
+    with (
+        torch.no_grad()
+    ):  # the stopped member keeps the weights it had at its stop step
         assert torch.all((b(x).argmax(-1) == labels).double().mean(-1) >= 0.9)
 
 
@@ -462,19 +629,43 @@ def test_member_of_a_masked_stack_is_the_same_function_for_any_activation():
         model = BatchedMLP.init([0, 1], 5, 8, 2, 3, act=act, hidden_mask=mask)
         x = torch.randn(7, 5)
         for i in range(2):
-            torch.testing.assert_close(model.member(i)(x), model(x)[i], rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(
+                model.member(i)(x), model(x)[i], rtol=1e-5, atol=1e-6
+            )
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("cfg", [
-    TrainConfig(optimizer="sgd", lr=0.3, momentum=0.5, weight_decay=0.01, batch_size=6, epochs=4,
-                check_every=3, target_train_acc=0.8),
-    TrainConfig(optimizer="adamw", lr=0.05, weight_decay=0.1, batch_size=None, epochs=25,
-                check_every=2, margin_gamma=0.2, margin_fraction=0.7, loss="mse"),
-])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        TrainConfig(
+            optimizer="sgd",
+            lr=0.3,
+            momentum=0.5,
+            weight_decay=0.01,
+            batch_size=6,
+            epochs=4,
+            check_every=3,
+            target_train_acc=0.8,
+        ),
+        TrainConfig(
+            optimizer="adamw",
+            lr=0.05,
+            weight_decay=0.1,
+            batch_size=None,
+            epochs=25,
+            check_every=2,
+            margin_gamma=0.2,
+            margin_fraction=0.7,
+            loss="mse",
+        ),
+    ],
+)
 def test_each_ensemble_member_is_train_alone_with_its_own_seed_and_labels(cfg):
     x, y = _data(seed=2)
-    ys = torch.stack([y.flip(0), (y + 1) % 3, y])  # stop steps (16, 16, 12) and (25, 18, 8)
+    ys = torch.stack(
+        [y.flip(0), (y + 1) % 3, y]
+    )  # stop steps (16, 16, 12) and (25, 18, 8)
     seeds = [4, 9, 1]
     ens = BatchedMLP.init([7, 8, 9], 3, 6, 1, 3).double()
     h = train_ensemble(ens, x, ys, cfg, seeds=seeds)
@@ -484,12 +675,22 @@ def test_each_ensemble_member_is_train_alone_with_its_own_seed_and_labels(cfg):
         assert h.probes["stop_step"][e] == he.steps_taken
         rows = [i for i, s in enumerate(h.step) if s in he.step]
         assert [h.step[i] for i in rows] == he.step
-        assert [h.loss[i][e].item() for i in rows] == pytest.approx(he.loss, rel=1e-10)
-        assert [h.train_acc[i][e].item() for i in rows] == pytest.approx(he.train_acc, abs=1e-6)
+        assert [h.loss[i][e].item() for i in rows] == pytest.approx(
+            he.loss, rel=1e-10
+        )
+        assert [h.train_acc[i][e].item() for i in rows] == pytest.approx(
+            he.train_acc, abs=1e-6
+        )
         torch.testing.assert_close(ens(x)[e], m(x), rtol=1e-10, atol=1e-11)
     stops = h.probes["stop_step"]
-    assert stops != sorted(stops) and len(set(stops)) > 1  # members stop at their own steps
-    want = "all members met the stop rule" if max(stops) < total_steps(len(y), cfg) else "epochs"
+    assert (
+        stops != sorted(stops) and len(set(stops)) > 1
+    )  # members stop at their own steps
+    want = (
+        "all members met the stop rule"
+        if max(stops) < total_steps(len(y), cfg)
+        else "epochs"
+    )
     assert h.stopped_by == want
 
 
@@ -497,20 +698,31 @@ def test_each_ensemble_member_is_train_alone_with_its_own_seed_and_labels(cfg):
 def test_train_ensemble_history_rows_and_probes():
     x, y = _data(n=10)
     ens = BatchedMLP.init([1, 2], 3, 4, 1, 3).double()
-    h = train_ensemble(ens, x, y, TrainConfig(lr=0.1, batch_size=4, epochs=2, check_every=4),
-                       seeds=[0, 1], probes={"w": lambda m: float(m.weights[0].sum())})
+    h = train_ensemble(
+        ens,
+        x,
+        y,
+        TrainConfig(lr=0.1, batch_size=4, epochs=2, check_every=4),
+        seeds=[0, 1],
+        probes={"w": lambda m: float(m.weights[0].sum())},
+    )
     assert h.step == [0, 4, 6] and len(h.probes["w"]) == 3
     assert all(r.shape == (2,) for r in h.loss + h.train_acc)
     assert h.probes["stop_step"] == [6, 6] and h.stopped_by == "epochs"
     with torch.no_grad():
         assert h.loss[-1].tolist() == pytest.approx(
-            [F.cross_entropy(ens(x)[e], y).item() for e in range(2)], rel=1e-12)
-        assert h.probes["w"][-1] == pytest.approx(float(ens.weights[0].sum()), rel=1e-12)
+            [F.cross_entropy(ens(x)[e], y).item() for e in range(2)], rel=1e-12
+        )
+        assert h.probes["w"][-1] == pytest.approx(
+            float(ens.weights[0].sum()), rel=1e-12
+        )
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("rule", [{"margin_gamma": 0.5, "margin_fraction": 0.0},
-                                  {"target_train_acc": 0.0}])
+@pytest.mark.parametrize(
+    "rule",
+    [{"margin_gamma": 0.5, "margin_fraction": 0.0}, {"target_train_acc": 0.0}],
+)
 def test_either_rule_alone_met_by_every_member_is_reported(rule):
     """A fraction 0 (or an accuracy target 0) is met at the check before the first update."""
     x, y = _data(n=8)
@@ -541,7 +753,9 @@ def test_batched_mlp_per_member_inputs_and_no_bias_by_hand():
         torch.testing.assert_close(feats[0][e], h, rtol=1e-14, atol=1e-15)
         h = torch.sigmoid(h @ m.layers[1].weight.T)
         torch.testing.assert_close(feats[1][e], h, rtol=1e-14, atol=1e-15)
-        torch.testing.assert_close(out[e], h @ m.layers[2].weight.T, rtol=1e-14, atol=1e-15)
+        torch.testing.assert_close(
+            out[e], h @ m.layers[2].weight.T, rtol=1e-14, atol=1e-15
+        )
         mem = ens.member(e)
         assert mem.layers[0].bias is None and mem.act_name == "sigmoid"
         torch.testing.assert_close(mem(xs[e]), out[e], rtol=1e-14, atol=1e-15)
@@ -555,24 +769,34 @@ def test_batched_mlp_construction_checks_and_linear_members():
     x = torch.randn(4, 3)
     for e, s in enumerate([0, 5]):
         m = make_mlp(s, 3, 7, 0, 2)
-        torch.testing.assert_close(lin(x)[e], x @ m.layers[0].weight.T + m.layers[0].bias)
+        torch.testing.assert_close(
+            lin(x)[e], x @ m.layers[0].weight.T + m.layers[0].bias
+        )
         torch.testing.assert_close(lin.member(e)(x), lin(x)[e])
     assert lin.member(1).depth == 0
     w = [torch.zeros(2, 3, 4), torch.zeros(2, 5, 3)]
     b = [torch.zeros(2, 3), torch.zeros(2, 5)]
     with pytest.raises(ValueError, match=r"weights\[1\] must take 3 inputs"):
         BatchedMLP([w[0], torch.zeros(2, 5, 4)], None)
-    with pytest.raises(ValueError, match=r"weights\[1\] must have shape \(E, out, in\) with E = 2"):
+    with pytest.raises(
+        ValueError, match=r"weights\[1\] must have shape \(E, out, in\) with E = 2"
+    ):
         BatchedMLP([w[0], torch.zeros(3, 5, 3)], None)
     with pytest.raises(ValueError, match=r"biases\[1\] must have shape \(2, 5\)"):
         BatchedMLP(w, [b[0], torch.zeros(2, 4)])
     with pytest.raises(ValueError, match="one entry per layer"):
         BatchedMLP(w, b[:1])
-    with pytest.raises(ValueError, match="models\\[1\\] must have the shape and activation"):
-        BatchedMLP.from_models([make_mlp(0, 3, 4, 1, 2), make_mlp(0, 3, 4, 1, 2, act="tanh")])
+    with pytest.raises(
+        ValueError, match="models\\[1\\] must have the shape and activation"
+    ):
+        BatchedMLP.from_models(
+            [make_mlp(0, 3, 4, 1, 2), make_mlp(0, 3, 4, 1, 2, act="tanh")]
+        )
     ok = BatchedMLP(w, b, act="tanh")
     assert ok.size == 2 and ok(torch.zeros(1, 4)).shape == (2, 1, 5)
-    with pytest.raises(ValueError, match=r"x must have shape \(n, 4\) or \(2, n, 4\)"):
+    with pytest.raises(
+        ValueError, match=r"x must have shape \(n, 4\) or \(2, n, 4\)"
+    ):
         ok(torch.zeros(3, 1, 4))
 
 
@@ -604,7 +828,9 @@ def test_default_minibatch_seeds_are_the_config_seed_plus_the_member_index():
     train_ensemble(a, x, y, cfg)
     train_ensemble(b, x, y, cfg, seeds=[5, 6])
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
-    assert not torch.equal(a.weights[0][0], a.weights[0][1])  # same init, different orders
+    assert not torch.equal(
+        a.weights[0][0], a.weights[0][1]
+    )  # same init, different orders
 
 
 @pytest.mark.reference
@@ -615,16 +841,34 @@ def test_train_models_uses_the_configs_learning_rate_and_weight_decay():
     x, y = _blobs(n=60)
     x = x.float()
     ds = Dataset(x, y, x[:12], y[:12], num_classes=3)
-    cfg = prelim.PrelimConfig(width=8, depth=1, seeds=2, epochs=3, batch_size=20, lr=0.03,
-                              weight_decay=0.2)
+    cfg = prelim.PrelimConfig(
+        width=8, depth=1, seeds=2, epochs=3, batch_size=20, lr=0.03, weight_decay=0.2
+    )
     model, _ = prelim.train_models(ds, cfg, depth=1, seed=0)
     # the reference: each member alone, AdamW with the config's settings, the same seeds
-    ref = train_sequentially([0, 1], x, y, TrainConfig(optimizer="adamw", lr=0.03, weight_decay=0.2,
-                             batch_size=20, epochs=3, check_every=10**9), 5, 8, 1, 3)
+    ref = train_sequentially(
+        [0, 1],
+        x,
+        y,
+        TrainConfig(
+            optimizer="adamw",
+            lr=0.03,
+            weight_decay=0.2,
+            batch_size=20,
+            epochs=3,
+            check_every=10**9,
+        ),
+        5,
+        8,
+        1,
+        3,
+    )
     for e, m in enumerate(ref):
         assert torch.allclose(model(x)[e], m(x), atol=1e-5)
-    assert not math.isclose(float(model.weights[0].norm()), float(
-        BatchedMLP.init([0, 1], 5, 8, 1, 3).weights[0].norm()))
+    assert not math.isclose(
+        float(model.weights[0].norm()),
+        float(BatchedMLP.init([0, 1], 5, 8, 1, 3).weights[0].norm()),
+    )
 
 
 @pytest.mark.mutation
@@ -634,7 +878,9 @@ def test_default_minibatch_seeds_are_cfg_seed_plus_member_index():
     g = torch.Generator().manual_seed(2)
     x = torch.randn(40, 5, generator=g, dtype=torch.float64)
     y = torch.randint(3, (40,), generator=g)
-    cfg = TrainConfig(lr=0.1, momentum=0.5, batch_size=8, epochs=2, check_every=100, seed=5)
+    cfg = TrainConfig(
+        lr=0.1, momentum=0.5, batch_size=8, epochs=2, check_every=100, seed=5
+    )
     b = BatchedMLP.init([5, 6], 5, 7, 1, 3).double()
     train_ensemble(b, x, y, cfg)
     ref = train_sequentially([5, 6], x, y, cfg, 5, 7, 1, 3)

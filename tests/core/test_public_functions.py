@@ -14,6 +14,7 @@ raises before the function's body runs, so no experiment is trained.
 The hand-written bad-input tests (tests/test_bad_input*.py, tests/test_boundary_*.py) check the
 messages and the cross-argument rules in detail; this one checks that nothing public was missed.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -27,6 +28,7 @@ from gtlib import checks
 from gtlib.checks import Constraint, _show
 
 ROOT = Path(__file__).resolve().parents[2]
+
 
 # Valid examples that no constraint proposes, by the constraint's class name: a matplotlib Axes
 # (the chapters' private ``_Axes`` constraint). An argument that must be an instance of a gtlib
@@ -49,10 +51,17 @@ EXAMPLES = {"_Axes": _axes}
 def _modules() -> list:
     # gtlib's modules, a chapter split into a package (gtlib/<p>/__init__.py) counted as one module:
     # its __init__ re-exports its submodules' __all__
-    paths = sorted([*(ROOT / "gtlib").glob("*.py"), *(ROOT / "gtlib").glob("*/__init__.py")])
-    return [importlib.import_module("gtlib" if p == ROOT / "gtlib" / "__init__.py" else
-                                    "gtlib." + (p.parent.name if p.stem == "__init__" else p.stem))
-            for p in paths]
+    paths = sorted(
+        [*(ROOT / "gtlib").glob("*.py"), *(ROOT / "gtlib").glob("*/__init__.py")]
+    )
+    return [
+        importlib.import_module(
+            "gtlib"
+            if p == ROOT / "gtlib" / "__init__.py"
+            else "gtlib." + (p.parent.name if p.stem == "__init__" else p.stem)
+        )
+        for p in paths
+    ]
 
 
 def _public_boundary_functions() -> list:
@@ -60,7 +69,11 @@ def _public_boundary_functions() -> list:
     for module in _modules():
         for name in getattr(module, "__all__", ()):
             f = getattr(module, name)
-            if inspect.isfunction(f) and hasattr(f, "__gtlib_constraints__") and f not in seen:
+            if (
+                inspect.isfunction(f)
+                and hasattr(f, "__gtlib_constraints__")
+                and f not in seen
+            ):
                 seen.add(f)
                 out.append(f)
     return out
@@ -73,7 +86,9 @@ def _valid(c: Constraint):
         pass
     if type(c).__name__ in EXAMPLES:
         return EXAMPLES[type(c).__name__]()
-    cls = getattr(c, "cls", None)  # InstanceOf of a class that needs arguments to be built
+    cls = getattr(
+        c, "cls", None
+    )  # InstanceOf of a class that needs arguments to be built
     if isinstance(cls, type):
         value = cls.__new__(cls)
         if not c.refuses(value):
@@ -90,7 +105,9 @@ def _valid_call(f) -> dict:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is not p.empty:
             continue
         if name not in plan:
-            kwargs[name] = object()  # not checked by the boundary: any value passes it
+            kwargs[name] = (
+                object()
+            )  # not checked by the boundary: any value passes it
             continue
         kwargs[name] = _valid(plan[name])
     return kwargs
@@ -134,24 +151,41 @@ def test_bad_arguments_are_refused_by_name(f):
     wrong = []
     for name, bad in cases:
         kwargs = dict(valid, **{name: bad})
-        args = [kwargs.pop(n) for n, p in sig.parameters.items()  # positional-only ones first
-                if p.kind is p.POSITIONAL_ONLY and n in kwargs]
+        args = [
+            kwargs.pop(n)
+            for n, p in sig.parameters.items()  # positional-only ones first
+            if p.kind is p.POSITIONAL_ONLY and n in kwargs
+        ]
         try:
             f(*args, **kwargs)
         except (TypeError, ValueError) as e:
             if not re.search(rf"\b{re.escape(name)}\b", str(e)):
-                wrong.append(f"{name}={_show(bad)}: the message does not name {name}: {e}")
+                wrong.append(
+                    f"{name}={_show(bad)}: the message does not name {name}: {e}"
+                )
         else:
             wrong.append(f"{name}={_show(bad)}: accepted")
     assert not wrong, f"{_label(f)}:\n  " + "\n  ".join(wrong)
 
 
-@pytest.mark.parametrize("c", [
-    checks.Interval(int, 0, 5), checks.Interval(float, 0, 1, "neither", optional=True),
-    checks.count(), checks.positive(), checks.SEED, checks.Options(("sgd", "adamw")),
-    checks.Boolean(), checks.InstanceOf(int), checks.tuple_of(checks.count(), 2, "strict"),
-    checks.Tensor("float", 2), checks.Tensor("int", (1, 2), optional=True), checks.Device(),
-], ids=lambda c: c.describe())
+@pytest.mark.parametrize(
+    "c",
+    [
+        checks.Interval(int, 0, 5),
+        checks.Interval(float, 0, 1, "neither", optional=True),
+        checks.count(),
+        checks.positive(),
+        checks.SEED,
+        checks.Options(("sgd", "adamw")),
+        checks.Boolean(),
+        checks.InstanceOf(int),
+        checks.tuple_of(checks.count(), 2, "strict"),
+        checks.Tensor("float", 2),
+        checks.Tensor("int", (1, 2), optional=True),
+        checks.Device(),
+    ],
+    ids=lambda c: c.describe(),
+)
 def test_constraints_propose_values_they_accept_and_refuse(c):
     """What the generated test relies on: a valid value that passes, invalid ones that do not."""
     good = c.valid_value()

@@ -4,6 +4,7 @@
 at commit 421960b (copied verbatim). The tests of gtlib.connectivity train tiny configurations
 with them and with the engine-based versions and require the same numbers.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -18,11 +19,18 @@ from gtlib.models import BatchedMLP, MLP
 
 
 # --- gtlib.connectivity.fit ---
-def old_fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
-            seeds: Sequence[int], start_steps: Sequence[int] | None = None,
-            stop_step: int | None = None, only_last_layer: bool = False,
-            freeze_last_layer: bool = False, snapshot_steps: Sequence[int] = ()
-            ) -> dict[int, list[MLP]]:
+def old_fit(
+    model: BatchedMLP,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    recipe: Recipe,
+    seeds: Sequence[int],
+    start_steps: Sequence[int] | None = None,
+    stop_step: int | None = None,
+    only_last_layer: bool = False,
+    freeze_last_layer: bool = False,
+    snapshot_steps: Sequence[int] = (),
+) -> dict[int, list[MLP]]:
     """Train every member of a stack in place with its own minibatch order (its SGD noise).
 
     Parameters
@@ -63,17 +71,23 @@ def old_fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     E = model.size
     seeds = list(seeds)
     if len(seeds) != E:
-        raise ValueError(f"seeds must have one entry per member ({E}), got {len(seeds)}")
+        raise ValueError(
+            f"seeds must have one entry per member ({E}), got {len(seeds)}"
+        )
     if x.ndim == 2:
         n = x.shape[0]
         if y.shape not in ((n,), (E, n)):
-            raise ValueError(f"y must have shape ({n},) or ({E}, {n}), got {tuple(y.shape)}")
+            raise ValueError(
+                f"y must have shape ({n},) or ({E}, {n}), got {tuple(y.shape)}"
+            )
     elif x.ndim == 3 and x.shape[0] == E:
         n = x.shape[1]
         if y.shape != (E, n):
             raise ValueError(f"y must have shape ({E}, {n}), got {tuple(y.shape)}")
     else:
-        raise ValueError(f"x must have shape (n, d) or ({E}, n, d), got {tuple(x.shape)}")
+        raise ValueError(
+            f"x must have shape (n, d) or ({E}, n, d), got {tuple(x.shape)}"
+        )
     if n == 0:
         raise ValueError("x must hold at least one training signal, got n = 0")
     if not bool(torch.isfinite(x).all()):
@@ -82,8 +96,11 @@ def old_fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
     last = total if stop_step is None else int(stop_step)
     if not 0 <= last <= total:
         raise ValueError(f"stop_step must lie in [0, {total}], got {stop_step}")
-    start = torch.zeros(E, dtype=torch.long) if start_steps is None else torch.as_tensor(
-        list(start_steps), dtype=torch.long)
+    start = (
+        torch.zeros(E, dtype=torch.long)
+        if start_steps is None
+        else torch.as_tensor(list(start_steps), dtype=torch.long)
+    )
     if start.shape != (E,) or bool((start < 0).any()):
         raise ValueError(f"start_steps must hold {E} non-negative ints")
     if only_last_layer and freeze_last_layer:
@@ -110,8 +127,10 @@ def old_fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
             break
         pos = step % per_epoch
         if pos == 0:
-            perms = torch.stack([torch.randperm(n, generator=g) for g in gens]).to(x.device)
-        idx = perms[:, pos * recipe.batch_size:(pos + 1) * recipe.batch_size]
+            perms = torch.stack([torch.randperm(n, generator=g) for g in gens]).to(
+                x.device
+            )
+        idx = perms[:, pos * recipe.batch_size : (pos + 1) * recipe.batch_size]
         active = (start <= step).to(x.device)
         if not bool(active.any()):
             continue
@@ -120,8 +139,15 @@ def old_fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
         else:
             xb, yb = x[rows, idx], y[rows, idx]
         logits = model(xb)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.reshape(-1),
-                               reduction="none").view(E, -1).mean(1)
+        loss = (
+            F.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]),
+                yb.reshape(-1),
+                reduction="none",
+            )
+            .view(E, -1)
+            .mean(1)
+        )
         opt.zero_grad(set_to_none=True)
         (loss * active).sum().backward()
         for g in opt.param_groups:
@@ -137,8 +163,15 @@ def old_fit(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
 
 
 # --- gtlib.connectivity.fit_bezier ---
-def old_fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Recipe,
-                   seed: int = 0, samples: int = 4) -> MLP:
+def old_fit_bezier(
+    a: MLP,
+    b: MLP,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    recipe: Recipe,
+    seed: int = 0,
+    samples: int = 4,
+) -> MLP:
     """Train the control point of a quadratic Bezier curve from ``a`` to ``b`` (Garipov et al. 2018).
 
     The endpoints stay fixed; the control point starts at the midpoint of the straight line and
@@ -153,10 +186,18 @@ def old_fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Rec
     mid = lerp(a, b, 0.5)
     pa, pb = params(a), params(b)
     wm = [w.clone().requires_grad_(True) for w in params(mid)[0]]
-    bm = None if pa[1] is None else [v.clone().requires_grad_(True) for v in params(mid)[1]]
+    bm = (
+        None
+        if pa[1] is None
+        else [v.clone().requires_grad_(True) for v in params(mid)[1]]
+    )
     trainable = wm + (bm or [])
-    opt = torch.optim.SGD(trainable, lr=recipe.lr, momentum=recipe.momentum,
-                          weight_decay=recipe.weight_decay)
+    opt = torch.optim.SGD(
+        trainable,
+        lr=recipe.lr,
+        momentum=recipe.momentum,
+        weight_decay=recipe.weight_decay,
+    )
     gen = torch.Generator().manual_seed(int(seed))
     n = x.shape[0]
     total = recipe.steps(n)
@@ -166,7 +207,7 @@ def old_fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Rec
         pos = step % per_epoch
         if pos == 0:
             perm = torch.randperm(n, generator=gen).to(x.device)
-        idx = perm[pos * recipe.batch_size:(pos + 1) * recipe.batch_size]
+        idx = perm[pos * recipe.batch_size : (pos + 1) * recipe.batch_size]
         t = torch.rand(samples, generator=gen).to(x.device)
         ws, bs = _bezier_params([pa, (wm, bm), pb], t)
         h = x[idx].unsqueeze(0)
@@ -182,9 +223,11 @@ def old_fit_bezier(a: MLP, b: MLP, x: torch.Tensor, y: torch.Tensor, recipe: Rec
         for g in opt.param_groups:
             g["lr"] = recipe.lr_at(step, total)
         opt.step()
-    return from_params([w.detach() for w in wm], None if bm is None else [v.detach() for v in bm],
-                       a.act_name)
-
+    return from_params(
+        [w.detach() for w in wm],
+        None if bm is None else [v.detach() for v in bm],
+        a.act_name,
+    )
 
 
 # --- gtlib.connectivity.Recipe.lr_at (now lr * Recipe.lr_factor) ---

@@ -4,6 +4,7 @@ Copied verbatim from commit 421960b (only the names changed, ``old_`` prefixed),
 tests of gtlib.contrastive can train one tiny configuration with both and require the same
 numbers. The helpers they call are unchanged in gtlib.contrastive and imported from it.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,19 +14,39 @@ import torch
 import torch.nn.functional as F
 
 from gtlib.checks import check_fraction
-from gtlib.contrastive import ContrastiveConfig, EncoderRun, LongTailConfig, feature_dictionary, feature_frequencies, infonce
+from gtlib.contrastive import (
+    ContrastiveConfig,
+    EncoderRun,
+    LongTailConfig,
+    feature_dictionary,
+    feature_frequencies,
+    infonce,
+)
 from gtlib.contrastive.longtail import _probe_per_class
 from gtlib.data import long_tailed, mnist1d
 from gtlib.contrastive.alignment import _alignment as alignment
-from gtlib.contrastive.data import _make_views as make_views, _sample_codes as sample_codes
-from gtlib.contrastive.encoder import _encode as encode, _magnitude_mask as magnitude_mask, _straight_through_mask as straight_through_mask
+from gtlib.contrastive.data import (
+    _make_views as make_views,
+    _sample_codes as sample_codes,
+)
+from gtlib.contrastive.encoder import (
+    _encode as encode,
+    _magnitude_mask as magnitude_mask,
+    _straight_through_mask as straight_through_mask,
+)
 from gtlib.contrastive.longtail import _augment_1d as augment_1d
 from gtlib.contrastive.training import _bias_schedule as bias_schedule
 
 
 # --- gtlib.contrastive.train_encoders ---
-def old_train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
-                       replicates: int | None = None, hard_mask: bool = False) -> EncoderRun:
+def old_train_encoders(
+    cfg: ContrastiveConfig,
+    ratios,
+    fractions,
+    seed: int = 0,
+    replicates: int | None = None,
+    hard_mask: bool = False,
+) -> EncoderRun:
     """Train one encoder per (ratio, fraction) pair and replicate, all at once (batched).
 
     Each model sees fresh population samples every step (common random numbers across models);
@@ -41,7 +62,9 @@ def old_train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     cfg.validate()
     ratios, fractions = list(ratios), list(fractions)
     if len(ratios) != len(fractions) or not ratios:
-        raise ValueError("ratios and fractions must be non-empty and of equal length")
+        raise ValueError(
+            "ratios and fractions must be non-empty and of equal length"
+        )
     R = cfg.replicates if replicates is None else int(replicates)
     if R < 1:
         raise ValueError(f"replicates must be >= 1, got {R}")
@@ -49,7 +72,12 @@ def old_train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     E = len(conds)
     d, K, m = cfg.dim, cfg.n_features, cfg.neurons
     M = feature_dictionary(d, K, seed=seed)
-    freqs = torch.stack([feature_frequencies(K, cfg.n_minority, cfg.base_freq, r) for r, _, _ in conds])
+    freqs = torch.stack(
+        [
+            feature_frequencies(K, cfg.n_minority, cfg.base_freq, r)
+            for r, _, _ in conds
+        ]
+    )
     inits = []
     for j in range(R):
         g0 = torch.Generator().manual_seed(seed * 1000 + j)
@@ -58,7 +86,10 @@ def old_train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
     A = torch.zeros(E, d, d, requires_grad=True)
     g = torch.Generator().manual_seed(seed * 1000 + 999)
     fr = [f for _, f, _ in conds]
-    hist = {k: [] for k in ("step", "noise", "top", "second", "ratio", "proj", "neuron_noise")}
+    hist = {
+        k: []
+        for k in ("step", "noise", "top", "second", "ratio", "proj", "neuron_noise")
+    }
     mask = None
     for t in range(cfg.steps + 1):
         if t % cfg.log_every == 0 or t == cfg.steps:
@@ -93,12 +124,22 @@ def old_train_encoders(cfg: ContrastiveConfig, ratios, fractions, seed: int = 0,
             W.mul_(1 - cfg.lr * cfg.weight_decay).sub_(cfg.lr * gW)
             A.mul_(1 - cfg.lr * cfg.weight_decay).sub_(cfg.lr * gA)
     history = {k: np.array(v) for k, v in hist.items()}
-    return EncoderRun(config=cfg, M=M, W=W.detach(), A=A.detach(), ratios=[c[0] for c in conds],
-                      fractions=fr, seeds=[seed * 1000 + c[2] for c in conds], history=history)
+    return EncoderRun(
+        config=cfg,
+        M=M,
+        W=W.detach(),
+        A=A.detach(),
+        ratios=[c[0] for c in conds],
+        fractions=fr,
+        seeds=[seed * 1000 + c[2] for c in conds],
+        history=history,
+    )
 
 
 # --- gtlib.contrastive.train_longtail ---
-def old_train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 0) -> dict:
+def old_train_longtail(
+    cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: int = 0
+) -> dict:
     """Contrastive pretraining of MLP encoders (one per pruning fraction, batched, same init and
     same minibatches) on long-tailed MNIST-1D; then per-class linear-probe test accuracy.
 
@@ -112,30 +153,53 @@ def old_train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: in
     fr = [check_fraction("prune_fraction", f) for f in prune_fractions]
     E, h, o = len(fr), cfg.width, cfg.out_dim
     g = torch.Generator().manual_seed(seed)
-    W1 = (torch.randn(h, ds.dim, generator=g) / math.sqrt(ds.dim)).expand(E, h, ds.dim).clone()
+    W1 = (
+        (torch.randn(h, ds.dim, generator=g) / math.sqrt(ds.dim))
+        .expand(E, h, ds.dim)
+        .clone()
+    )
     W2 = (torch.randn(o, h, generator=g) / math.sqrt(h)).expand(E, o, h).clone()
-    params = [W1.requires_grad_(), torch.zeros(E, h, requires_grad=True), W2.requires_grad_()]
-    opt = torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    params = [
+        W1.requires_grad_(),
+        torch.zeros(E, h, requires_grad=True),
+        W2.requires_grad_(),
+    ]
+    opt = torch.optim.SGD(
+        params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay
+    )
 
     def hidden(x, mask=None):
-        hid = F.relu(torch.einsum("end,ehd->enh", x, params[0]) + params[1][:, None, :])
+        hid = F.relu(
+            torch.einsum("end,ehd->enh", x, params[0]) + params[1][:, None, :]
+        )
         return hid if mask is None else straight_through_mask(hid, mask[:, None, :])
 
     with torch.no_grad():
-        acc_random = _probe_per_class(hidden(ds.x[None]), hidden(ds.x_test[None]), ds)[0]
+        acc_random = _probe_per_class(
+            hidden(ds.x[None]), hidden(ds.x_test[None]), ds
+        )[0]
     mask = None
     eye = torch.arange(cfg.batch)
     for t in range(cfg.steps):
         if t % cfg.prune_every == 0:
             mask = magnitude_mask(params[0], fr)
         xb = lt.x[torch.randint(0, lt.n, (cfg.batch,), generator=g)]
-        x1 = augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
-        x2 = augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(E, -1, -1)
+        x1 = augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(
+            E, -1, -1
+        )
+        x2 = augment_1d(xb, g, cfg.shift, cfg.scale, cfg.jitter)[None].expand(
+            E, -1, -1
+        )
         z1 = F.normalize(hidden(x1, mask) @ params[2].transpose(1, 2), dim=-1)
         with torch.no_grad():
             z2 = F.normalize(hidden(x2) @ params[2].transpose(1, 2), dim=-1)
         logits = z1 @ z2.transpose(1, 2) / cfg.tau
-        loss = F.cross_entropy(logits.reshape(-1, cfg.batch), eye.repeat(E), reduction="sum") / cfg.batch
+        loss = (
+            F.cross_entropy(
+                logits.reshape(-1, cfg.batch), eye.repeat(E), reduction="sum"
+            )
+            / cfg.batch
+        )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -143,5 +207,9 @@ def old_train_longtail(cfg: LongTailConfig, prune_fractions=(0.0, 0.5), seed: in
         ftr = hidden(ds.x[None].expand(E, -1, -1))
         fte = hidden(ds.x_test[None].expand(E, -1, -1))
     acc = _probe_per_class(ftr, fte, ds)
-    return {"acc": acc, "acc_random": acc_random,
-            "counts": torch.bincount(lt.y, minlength=ds.num_classes).numpy(), "fractions": fr}
+    return {
+        "acc": acc,
+        "acc_random": acc_random,
+        "counts": torch.bincount(lt.y, minlength=ds.num_classes).numpy(),
+        "fractions": fr,
+    }

@@ -5,6 +5,7 @@ check of ``steps`` inlined), so that tests/chapters/soft/test_compression.py can
 configuration with both and require the same numbers. The network they train,
 :class:`gtlib.soft.SubspaceNet`, is unchanged and imported from gtlib.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,15 @@ from gtlib.soft import SubspaceNet
 
 
 # --- gtlib.soft.train_subspace ---
-def old_train_subspace(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, steps: int, lr: float,
-                       batch_size: int | None = None, seed: int = 0) -> None:
+def old_train_subspace(
+    model: SubspaceNet,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    steps: int,
+    lr: float,
+    batch_size: int | None = None,
+    seed: int = 0,
+) -> None:
     """Adam on the subspace coordinates ``z`` (cross-entropy), the learning rate decayed to 0
     along a cosine; full batch when ``batch_size`` is None, else minibatches drawn without
     replacement (reshuffled each epoch) from a generator seeded by ``seed``."""
@@ -33,7 +41,7 @@ def old_train_subspace(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, ste
         else:
             if pos + batch_size > n:
                 order, pos = torch.randperm(n, generator=g), 0
-            idx = order[pos:pos + batch_size].to(x.device)
+            idx = order[pos : pos + batch_size].to(x.device)
             pos += batch_size
             xb, yb = x[idx], y[idx]
         opt.zero_grad(set_to_none=True)
@@ -43,15 +51,24 @@ def old_train_subspace(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, ste
 
 
 # --- gtlib.soft.tune_centres ---
-def old_tune_centres(model: SubspaceNet, x: torch.Tensor, y: torch.Tensor, centres, symbols,
-                     steps: int = 30, lr: float = 0.01) -> np.ndarray:
+def old_tune_centres(
+    model: SubspaceNet,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    centres,
+    symbols,
+    steps: int = 30,
+    lr: float = 0.01,
+) -> np.ndarray:
     """Refit the ``L`` quantization centres to the training loss with the assignments held fixed.
 
     A learned codebook (as in Lotfi et al. 2022's quantization-aware training): only ``L`` numbers
     move, so the code length is unchanged while the quantized network's training error drops.
     Returns the new centres as float32.
     """
-    c = torch.nn.Parameter(torch.as_tensor(np.asarray(centres, dtype=np.float32), device=x.device))
+    c = torch.nn.Parameter(
+        torch.as_tensor(np.asarray(centres, dtype=np.float32), device=x.device)
+    )
     sym = torch.as_tensor(np.asarray(symbols), dtype=torch.int64, device=x.device)
     opt = torch.optim.Adam([c], lr=lr)
     for _ in range(int(steps)):

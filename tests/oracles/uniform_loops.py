@@ -6,6 +6,7 @@ gtlib.checks directly), so that tests/chapters/uniform/test_randomization.py and
 train one tiny configuration with both and require the same numbers. The other helpers they call
 are unchanged in gtlib.uniform and imported from it.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,8 +19,12 @@ from gtlib.checks import check_int, check_positive
 from gtlib.data import corrupt_labels, mnist1d
 from gtlib.models import BatchedMLP
 from gtlib.train import TrainConfig, accuracy, _ensemble_loss, margins
-from gtlib.uniform import (BatchedCNN1d, CNNRandomizationConfig, CNNRandomizationResult,
-                           SubsetTraining)
+from gtlib.uniform import (
+    BatchedCNN1d,
+    CNNRandomizationConfig,
+    CNNRandomizationResult,
+    SubsetTraining,
+)
 from gtlib.uniform.margin import _forward
 
 
@@ -39,8 +44,9 @@ def _sizes(name: str, values, minimum: int = 1) -> list[int]:
 
 
 # --- gtlib.uniform.cnn_randomization ---
-def old_cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
-                          device: str | None = None) -> CNNRandomizationResult:
+def old_cnn_randomization(
+    cfg: CNNRandomizationConfig, seed: int = 0, device: str | None = None
+) -> CNNRandomizationResult:
     """Zhang et al.'s randomization test (2017, Fig. 1a) with :class:`BatchedCNN1d` on MNIST-1D.
 
     Trains ``cfg.true_runs`` members on the true labels and ``cfg.random_runs`` on fully random
@@ -54,11 +60,20 @@ def old_cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
     ds = mnist1d(cfg.n_train, cfg.n_test, device=device)
     dev = ds.x.device
     K, R = cfg.true_runs, cfg.random_runs
-    ys = torch.stack([ds.y] * K + [corrupt_labels(ds.y, 1.0, ds.num_classes, seed=seed + 1000 + r)
-                                   for r in range(R)])
+    ys = torch.stack(
+        [ds.y] * K
+        + [
+            corrupt_labels(ds.y, 1.0, ds.num_classes, seed=seed + 1000 + r)
+            for r in range(R)
+        ]
+    )
     E = K + R
-    model = BatchedCNN1d([seed * 100 + 40 + e for e in range(E)], cfg.channels, cfg.hidden,
-                         ds.num_classes).to(dev)
+    model = BatchedCNN1d(
+        [seed * 100 + 40 + e for e in range(E)],
+        cfg.channels,
+        cfg.hidden,
+        ds.num_classes,
+    ).to(dev)
     params = list(model.parameters())
     with torch.no_grad():
         init_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
@@ -78,12 +93,23 @@ def old_cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
                     active[e], stop[e] = False, step
             if not bool(active.any()) or step == cfg.max_steps:
                 break
-        idx = torch.stack([torch.randint(0, cfg.n_train, (cfg.batch_size,), generator=g)
-                           for g in gens]).to(dev)                       # (E, b)
+        idx = torch.stack(
+            [
+                torch.randint(0, cfg.n_train, (cfg.batch_size,), generator=g)
+                for g in gens
+            ]
+        ).to(dev)  # (E, b)
         logits = model(ds.x[idx])
         yb = torch.gather(ys, 1, idx)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.reshape(-1),
-                               reduction="none").reshape(E, -1).mean(1)
+        loss = (
+            F.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]),
+                yb.reshape(-1),
+                reduction="none",
+            )
+            .reshape(E, -1)
+            .mean(1)
+        )
         grads = torch.autograd.grad((loss * active.to(dev)).sum(), params)
         with torch.no_grad():
             for p, g in zip(params, grads):
@@ -91,20 +117,31 @@ def old_cnn_randomization(cfg: CNNRandomizationConfig, seed: int = 0,
     with torch.no_grad():
         test_err = (1 - accuracy(model(ds.x_test), ds.y_test)).tolist()
     train_acc = full_acc()
-    names = [f"true labels, run {k + 1}" for k in range(K)] + \
-        [f"random labels, run {r + 1}" for r in range(R)]
-    return CNNRandomizationResult(names=names, labels=["true"] * K + ["random"] * R,
-                                  train_acc=train_acc.tolist(), test_error=test_err,
-                                  init_test_error=init_err, stop_step=stop,
-                                  reached_target=[bool(a >= cfg.target_train_acc)
-                                                  for a in train_acc])
+    names = [f"true labels, run {k + 1}" for k in range(K)] + [
+        f"random labels, run {r + 1}" for r in range(R)
+    ]
+    return CNNRandomizationResult(
+        names=names,
+        labels=["true"] * K + ["random"] * R,
+        train_acc=train_acc.tolist(),
+        test_error=test_err,
+        init_test_error=init_err,
+        stop_step=stop,
+        reached_target=[bool(a >= cfg.target_train_acc) for a in train_acc],
+    )
 
 
 # --- gtlib.uniform.train_on_subsets ---
-def old_train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, sizes: Sequence[int],
-                         cfg: TrainConfig, seeds: Sequence[int] | None = None,
-                         check_every_epochs: float = 1.0,
-                         max_epochs: float = 1000.0) -> SubsetTraining:
+def old_train_on_subsets(
+    model: BatchedMLP,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    sizes: Sequence[int],
+    cfg: TrainConfig,
+    seeds: Sequence[int] | None = None,
+    check_every_epochs: float = 1.0,
+    max_epochs: float = 1000.0,
+) -> SubsetTraining:
     """Train member ``i`` of ``model`` by minibatch SGD on ``(x[:sizes[i]], y[:sizes[i]])``, in place.
 
     This batches Nagarajan and Kolter's sweep over the training-set size: the training sets are
@@ -127,25 +164,43 @@ def old_train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, si
     """
     cfg.validate()
     if cfg.optimizer != "sgd" or cfg.momentum != 0 or cfg.weight_decay != 0:
-        raise ValueError("train_on_subsets supports plain SGD only (optimizer='sgd', momentum=0, "
-                         "weight_decay=0)")
+        raise ValueError(
+            "train_on_subsets supports plain SGD only (optimizer='sgd', momentum=0, "
+            "weight_decay=0)"
+        )
     if cfg.batch_size is None:
-        raise ValueError("cfg.batch_size must be set (full-batch training would not need this)")
+        raise ValueError(
+            "cfg.batch_size must be set (full-batch training would not need this)"
+        )
     if cfg.target_train_acc is None and cfg.margin_gamma is None:
-        raise ValueError("cfg must set a stop rule (target_train_acc or margin_gamma)")
+        raise ValueError(
+            "cfg must set a stop rule (target_train_acc or margin_gamma)"
+        )
     E = model.size
     sizes = _sizes("sizes", sizes)
     if len(sizes) != E:
-        raise ValueError(f"sizes must have one entry per member ({E}), got {len(sizes)}")
+        raise ValueError(
+            f"sizes must have one entry per member ({E}), got {len(sizes)}"
+        )
     if x.ndim != 2 or y.ndim != 1 or x.shape[0] != y.shape[0]:
-        raise ValueError(f"x must be (n, d) and y (n,); got {tuple(x.shape)} and {tuple(y.shape)}")
+        raise ValueError(
+            f"x must be (n, d) and y (n,); got {tuple(x.shape)} and {tuple(y.shape)}"
+        )
     if max(sizes) > x.shape[0]:
-        raise ValueError(f"sizes must not exceed len(x) = {x.shape[0]}, got {max(sizes)}")
+        raise ValueError(
+            f"sizes must not exceed len(x) = {x.shape[0]}, got {max(sizes)}"
+        )
     _pos("check_every_epochs", check_every_epochs)
     _pos("max_epochs", max_epochs)
-    seeds = [cfg.seed + i for i in range(E)] if seeds is None else [int(s) for s in seeds]
+    seeds = (
+        [cfg.seed + i for i in range(E)]
+        if seeds is None
+        else [int(s) for s in seeds]
+    )
     if len(seeds) != E:
-        raise ValueError(f"seeds must have one entry per member ({E}), got {len(seeds)}")
+        raise ValueError(
+            f"seeds must have one entry per member ({E}), got {len(seeds)}"
+        )
     b = cfg.batch_size
     act = model.act
     if model.hidden_mask is not None:
@@ -156,7 +211,9 @@ def old_train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, si
 
     def next_batch(i: int) -> torch.Tensor:
         while len(orders[i]) < b:
-            orders[i] = torch.cat([orders[i], torch.randperm(sizes[i], generator=gens[i])])
+            orders[i] = torch.cat(
+                [orders[i], torch.randperm(sizes[i], generator=gens[i])]
+            )
         out, orders[i] = orders[i][:b], orders[i][b:]
         return out
 
@@ -164,7 +221,11 @@ def old_train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, si
     max_steps = [max(1, int(math.ceil(max_epochs * s / b))) for s in sizes]
     ids = list(range(E))
     ws = [w.detach().clone().requires_grad_(True) for w in model.weights]
-    bs = [p.detach().clone().requires_grad_(True) for p in model.biases] if model.has_bias else None
+    bs = (
+        [p.detach().clone().requires_grad_(True) for p in model.biases]
+        if model.has_bias
+        else None
+    )
     final_w = [w.detach().clone() for w in model.weights]
     final_b = [p.detach().clone() for p in model.biases] if model.has_bias else None
     stop_step = [0] * E
@@ -172,13 +233,22 @@ def old_train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, si
 
     def meets_rule(i: int, k: int) -> bool:
         with torch.no_grad():
-            xi, yi = x[:sizes[i]], y[:sizes[i]]
-            logits = _forward([w[k] for w in ws], None if bs is None else [p[k] for p in bs],
-                              xi, act)
-            if cfg.target_train_acc is not None and accuracy(logits, yi) >= cfg.target_train_acc:
+            xi, yi = x[: sizes[i]], y[: sizes[i]]
+            logits = _forward(
+                [w[k] for w in ws],
+                None if bs is None else [p[k] for p in bs],
+                xi,
+                act,
+            )
+            if (
+                cfg.target_train_acc is not None
+                and accuracy(logits, yi) >= cfg.target_train_acc
+            ):
                 return True
             if cfg.margin_gamma is not None:
-                frac = (margins(logits, yi) >= cfg.margin_gamma).float().mean().item()
+                frac = (
+                    (margins(logits, yi) >= cfg.margin_gamma).float().mean().item()
+                )
                 return frac >= cfg.margin_fraction
             return False
 
@@ -209,7 +279,7 @@ def old_train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, si
             if bs is not None:
                 bs = [p.detach()[keep].clone().requires_grad_(True) for p in bs]
         step += 1
-        idx = torch.stack([next_batch(i) for i in ids]).to(x.device)      # (A, b)
+        idx = torch.stack([next_batch(i) for i in ids]).to(x.device)  # (A, b)
         logits = _forward(ws, bs, x[idx], act)
         loss = _ensemble_loss(cfg.loss, logits, y[idx]).sum()
         params = ws + (bs or [])
@@ -222,5 +292,8 @@ def old_train_on_subsets(model: BatchedMLP, x: torch.Tensor, y: torch.Tensor, si
             w.copy_(final_w[l])
             if final_b is not None:
                 model.biases[l].copy_(final_b[l])
-    return SubsetTraining(stop_step=stop_step, met_rule=met,
-                          epochs=[s * b / n for s, n in zip(stop_step, sizes)])
+    return SubsetTraining(
+        stop_step=stop_step,
+        met_rule=met,
+        epochs=[s * b / n for s, n in zip(stop_step, sizes)],
+    )

@@ -1,4 +1,5 @@
 """Fixtures of the site checks: the built site, served on 127.0.0.1 only."""
+
 import functools
 import http.server
 import os
@@ -15,8 +16,13 @@ SITE = Path(os.environ.get("GTLIB_SITE_DIR") or ROOT / "_build" / "html")
 def pages() -> list[Path]:
     """Every page of the built site (Sphinx's own search/genindex pages excluded)."""
     skip = {"search.html", "genindex.html"}
-    return sorted(p for p in SITE.rglob("*.html")
-                  if p.name not in skip and "_static" not in p.parts and "_sources" not in p.parts)
+    return sorted(
+        p
+        for p in SITE.rglob("*.html")
+        if p.name not in skip
+        and "_static" not in p.parts
+        and "_sources" not in p.parts
+    )
 
 
 @pytest.fixture(scope="session")

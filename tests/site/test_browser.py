@@ -13,6 +13,7 @@ table left as text, alt text on every figure, static sliders that change the fig
 pages of at most 4 MB, and no critical or serious axe-core violation (WCAG 2 A and AA).
 Screenshots of every page at both widths go to ``_build/screenshots``.
 """
+
 import json
 import os
 import re
@@ -24,11 +25,22 @@ from .conftest import ROOT, SITE, pages
 
 playwright = pytest.importorskip("playwright.sync_api")
 # The browser: GTLIB_CHROMIUM, else Debian's chromium, else a preinstalled Google Chrome.
-CHROMIUM = next((p for p in (os.environ.get("GTLIB_CHROMIUM"), "/usr/bin/chromium",
-                             "/usr/bin/google-chrome") if p and Path(p).exists()),
-                "/usr/bin/chromium")
+CHROMIUM = next(
+    (
+        p
+        for p in (
+            os.environ.get("GTLIB_CHROMIUM"),
+            "/usr/bin/chromium",
+            "/usr/bin/google-chrome",
+        )
+        if p and Path(p).exists()
+    ),
+    "/usr/bin/chromium",
+)
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "book").glob("*.ipynb"))
-AXE = ROOT / "tests" / "site" / "vendor" / "axe.min.js"  # `make vendor` copies it from npm
+AXE = (
+    ROOT / "tests" / "site" / "vendor" / "axe.min.js"
+)  # `make vendor` copies it from npm
 WIDTHS = (1366, 390)
 MAX_CHAPTER_BYTES = 4_000_000
 SHOTS = ROOT / "_build" / "screenshots"
@@ -40,9 +52,18 @@ def browser():
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is required: apt-get install chromium")
     with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         yield b
         b.close()
 
@@ -52,12 +73,19 @@ def open_page(browser, server, rel: str, width: int = 1280):
     ctx = browser.new_context(viewport={"width": width, "height": 900})
     page = ctx.new_page()
     log = {"errors": [], "failed": [], "external": []}
-    page.on("console", lambda m: log["errors"].append(m.text) if m.type == "error" else None)
+    page.on(
+        "console",
+        lambda m: log["errors"].append(m.text) if m.type == "error" else None,
+    )
     page.on("pageerror", lambda e: log["errors"].append(str(e)))
     page.on("requestfailed", lambda r: log["failed"].append(r.url))
     # a 404 (the favicon was one) is a response, not a failed request
-    page.on("response", lambda r: log["failed"].append(f"{r.status} {r.url}")
-            if r.status >= 400 else None)
+    page.on(
+        "response",
+        lambda r: (
+            log["failed"].append(f"{r.status} {r.url}") if r.status >= 400 else None
+        ),
+    )
 
     def route(r):
         url = r.request.url
@@ -69,10 +97,15 @@ def open_page(browser, server, rel: str, width: int = 1280):
 
     page.route("**/*", route)
     page.goto(f"{server}/{rel}", wait_until="load")
-    page.wait_for_load_state("networkidle", timeout=90000)  # a loaded CI machine is slow
+    page.wait_for_load_state(
+        "networkidle", timeout=90000
+    )  # a loaded CI machine is slow
     # MathJax typesets asynchronously: wait for it when the page loads it
-    page.wait_for_function("() => !window.MathJax || !MathJax.startup || !MathJax.startup.promise"
-                           " || MathJax.startup.promise.then(() => true)", timeout=30000)
+    page.wait_for_function(
+        "() => !window.MathJax || !MathJax.startup || !MathJax.startup.promise"
+        " || MathJax.startup.promise.then(() => true)",
+        timeout=30000,
+    )
     page.wait_for_timeout(300)
     # the page weight: every byte the page loaded (decoded), once fonts and MathJax are in
     log["bytes"] = page.evaluate("""async () => {
@@ -136,13 +169,17 @@ def test_page_loads_cleanly_offline(browser, server, rel):
     raw = re.findall(r"\\\(|\\\[|\$\$", r["text"])
     assert not raw, f"untypeset math on {rel}: {raw[:5]}"
     # MathJax (1.3 MB) only where there is mathematics
-    assert r["mathNodes"] > 0 or not r["mathjaxLoaded"], f"{rel} loads MathJax and has no math"
+    assert r["mathNodes"] > 0 or not r["mathjaxLoaded"], (
+        f"{rel} loads MathJax and has no math"
+    )
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_page(browser, server, site, name):
     rel = f"book/{name}.html"
-    assert (site / rel).exists(), f"{rel} was not built (is {name}.ipynb in _toc.yml?)"
+    assert (site / rel).exists(), (
+        f"{rel} was not built (is {name}.ipynb in _toc.yml?)"
+    )
     shot = SHOTS / f"{name}.png"
     shot.parent.mkdir(parents=True, exist_ok=True)
     r = visit(browser, server, rel, screenshot=shot)
@@ -150,19 +187,27 @@ def test_notebook_page(browser, server, site, name):
     assert all(f"/blob/main/book/{name}.ipynb" in h for h in r["colab"]), r["colab"]
     # the student edition (no solutions) one click away, opening this chapter's student notebook
     assert len(r["studentColab"]) == 1, r["studentColab"]
-    assert f"/blob/student-notebooks/book/{name}.ipynb" in r["studentColab"][0], r["studentColab"]
+    assert f"/blob/student-notebooks/book/{name}.ipynb" in r["studentColab"][0], r[
+        "studentColab"
+    ]
     assert r["mathjax"] > 0, f"no typeset math on {rel}"
     assert r["images"] > 0, f"no figures on {rel}"
     assert r["claimsRows"] > 0, f"no claims table on {rel}"
-    assert r["sliders"] > 0 or r["widgetViews"] > 0, f"no interactive control on {rel}"
+    assert r["sliders"] > 0 or r["widgetViews"] > 0, (
+        f"no interactive control on {rel}"
+    )
     if r["widgetViews"]:  # a live widget kept on the page must at least render
         assert r["widgetsRendered"] > 0, f"widgets on {rel} were not rendered"
     assert shot.exists() and shot.stat().st_size > 10_000
 
 
 def test_reproduction_report_lists_every_claim(browser, server, site):
-    r = visit(browser, server, "book/reproduction-report.html",
-              screenshot=SHOTS / "reproduction-report.png")
+    r = visit(
+        browser,
+        server,
+        "book/reproduction-report.html",
+        screenshot=SHOTS / "reproduction-report.png",
+    )
     results = [json.loads(p.read_text()) for p in RESULTS.glob("*.json")]
     ids = [c["id"] for res in results for c in res["claims"]]
     assert {res["chapter"] for res in results} >= set(NOTEBOOKS)
@@ -263,19 +308,25 @@ def test_readable_at_width(browser, server, rel, width):
     ctx, page, _ = open_page(browser, server, rel, width)
     r = page.evaluate(LAYOUT_JS)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{rel.replace('/', '_')[:-5]}-{width}.png"), full_page=True)
+    page.screenshot(
+        path=str(SHOTS / f"{rel.replace('/', '_')[:-5]}-{width}.png"), full_page=True
+    )
     ctx.close()
     problems = []
     if r["pageWidth"] > r["viewport"]:
-        problems.append(f"the page is {r['pageWidth']} px wide in a {r['viewport']} px viewport")
-    for key, what in [("scrollingCode", "code/output blocks that scroll sideways"),
-                      ("tooWide", "blocks wider than the text column, outside a scroll box"),
-                      ("dumps", "object dumps (Name(field=...) in text outputs"),
-                      ("pipeTables", "Markdown tables shown as text"),
-                      ("badAlt", "images without alt text (or with a file path as alt)"),
-                      ("distorted", "images drawn more than 5% off their aspect ratio"),
-                      ("smallTargets", "sliders less than 44 px tall"),
-                      ("wrapped", "code, output or listing lines that wrap on a laptop")]:
+        problems.append(
+            f"the page is {r['pageWidth']} px wide in a {r['viewport']} px viewport"
+        )
+    for key, what in [
+        ("scrollingCode", "code/output blocks that scroll sideways"),
+        ("tooWide", "blocks wider than the text column, outside a scroll box"),
+        ("dumps", "object dumps (Name(field=...) in text outputs"),
+        ("pipeTables", "Markdown tables shown as text"),
+        ("badAlt", "images without alt text (or with a file path as alt)"),
+        ("distorted", "images drawn more than 5% off their aspect ratio"),
+        ("smallTargets", "sliders less than 44 px tall"),
+        ("wrapped", "code, output or listing lines that wrap on a laptop"),
+    ]:
         if r[key]:
             problems.append(f"{len(r[key])} {what}: {r[key][:6]}")
     assert not problems, f"{rel} at {width} px:\n  " + "\n  ".join(problems)
@@ -296,17 +347,29 @@ def test_static_sliders_change_the_figure(browser, server, site, rel):
             label = box.locator(f"label[for='{slider.get_attribute('id')}']")
             if label.count() != 1 or not label.inner_text().strip():
                 unlabelled.append((b, j))
-            before, shown = img.get_attribute("src"), box.locator("output").nth(j).inner_text()
+            before, shown = (
+                img.get_attribute("src"),
+                box.locator("output").nth(j).inner_text(),
+            )
             slider.focus()  # keyboard, as a reader without a mouse would
-            page.keyboard.press("Home" if slider.input_value() != slider.get_attribute("min")
-                                else "End")
-            if img.get_attribute("src") == before or box.locator("output").nth(j).inner_text() \
-                    == shown:
+            page.keyboard.press(
+                "Home"
+                if slider.input_value() != slider.get_attribute("min")
+                else "End"
+            )
+            if (
+                img.get_attribute("src") == before
+                or box.locator("output").nth(j).inner_text() == shown
+            ):
                 dead.append((b, j))
     ctx.close()
     assert log["errors"] == [], log["errors"]
-    assert not unlabelled, f"{rel}: sliders (box, input) without a label: {unlabelled}"
-    assert not dead, f"{rel}: moving sliders (box, input) {dead} does not change the figure"
+    assert not unlabelled, (
+        f"{rel}: sliders (box, input) without a label: {unlabelled}"
+    )
+    assert not dead, (
+        f"{rel}: moving sliders (box, input) {dead} does not change the figure"
+    )
 
 
 @pytest.mark.parametrize("rel", CHAPTERS)
@@ -315,23 +378,35 @@ def test_chapter_page_weight(browser, server, site, rel):
         pytest.skip(f"{rel} was not built")
     ctx, page, log = open_page(browser, server, rel, 1366)
     ctx.close()
-    assert log["bytes"] <= MAX_CHAPTER_BYTES, \
+    assert log["bytes"] <= MAX_CHAPTER_BYTES, (
         f"{rel} weighs {log['bytes'] / 1e6:.1f} MB (at most {MAX_CHAPTER_BYTES / 1e6:.0f} MB)"
-    lazy = log["lazy"]  # every figure but the first waits until the reader scrolls near it
-    assert lazy["count"] < 2 or (lazy["lazy"] == lazy["count"] - 1 and lazy["firstLazy"] == 1), \
+    )
+    lazy = log[
+        "lazy"
+    ]  # every figure but the first waits until the reader scrolls near it
+    assert lazy["count"] < 2 or (
+        lazy["lazy"] == lazy["count"] - 1 and lazy["firstLazy"] == 1
+    ), (
         f"{rel}: {lazy['lazy']} of {lazy['count']} figures load lazily (all but the first should)"
+    )
 
 
 @pytest.mark.parametrize("rel", ALL)
 def test_no_serious_accessibility_violation(browser, server, rel):
     if not AXE.exists():
-        pytest.fail(f"{AXE.relative_to(ROOT)} is missing: run `make vendor` (npm axe-core)")
+        pytest.fail(
+            f"{AXE.relative_to(ROOT)} is missing: run `make vendor` (npm axe-core)"
+        )
     ctx, page, _ = open_page(browser, server, rel, 1366)
     page.add_script_tag(path=str(AXE))
     result = page.evaluate("""() => axe.run(document, {
         runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']},
         resultTypes: ['violations']})""")
     ctx.close()
-    bad = [f"{v['impact']} {v['id']} ({len(v['nodes'])}x, e.g. {v['nodes'][0]['target']}): "
-           f"{v['help']}" for v in result["violations"] if v["impact"] in ("critical", "serious")]
+    bad = [
+        f"{v['impact']} {v['id']} ({len(v['nodes'])}x, e.g. {v['nodes'][0]['target']}): "
+        f"{v['help']}"
+        for v in result["violations"]
+        if v["impact"] in ("critical", "serious")
+    ]
     assert not bad, f"axe-core on {rel}:\n  " + "\n  ".join(bad)

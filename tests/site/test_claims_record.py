@@ -7,6 +7,7 @@ documented non-reproduction carries a reason rule that holds; and no notebook ty
 hand (``holds=``). Whether a FAILED claim fails `make test` is the claims gate's decision
 (``book/_tools/claims_gate.py``, run before these checks).
 """
+
 import json
 import os
 import re
@@ -23,14 +24,18 @@ RESULTS = Path(os.environ.get("GTLIB_RESULTS_DIR") or ROOT / "_build" / "results
 
 def chapters() -> list[str]:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]
+    files = [
+        c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])
+    ]
     return [Path(f).name for f in files if (ROOT / f"{f}.ipynb").exists()]
 
 
 @pytest.mark.parametrize("slug", chapters())
 def test_no_outcome_is_typed_by_hand(slug):
     nb = json.loads((ROOT / "book" / f"{slug}.ipynb").read_text())
-    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    code = "\n".join(
+        "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"
+    )
     assert not re.search(r"\bholds\s*=", code), f"{slug} passes holds= by hand"
 
 
@@ -45,14 +50,20 @@ def test_every_stored_claim_re_evaluates_to_its_stored_outcome(slug):
         holds, control_holds = reevaluate(c)
         assert (holds, control_holds) == (c["holds"], c["control_holds"]), c["id"]
         if c["kind"] == "effect":
-            assert c["control"] and c["control"]["name"].strip(), f"{c['id']} has no control"
+            assert c["control"] and c["control"]["name"].strip(), (
+                f"{c['id']} has no control"
+            )
             if c["status"] == "reproduced":
-                assert control_holds is False, f"{c['id']}: the rule is true on the control"
+                assert control_holds is False, (
+                    f"{c['id']}: the rule is true on the control"
+                )
                 assert not c.get("refused"), f"{c['id']}: its control is refused"
             elif c["status"] == "documented non-reproduction":
                 r = c.get("reason") or {}
                 assert r.get("holds") is True and r.get("text", "").strip(), c["id"]
-                assert evaluate_rule(r["rule"], {**c.get("given", {}), **c["values"],
-                                                 **r.get("values", {})}), c["id"]
+                assert evaluate_rule(
+                    r["rule"],
+                    {**c.get("given", {}), **c["values"], **r.get("values", {})},
+                ), c["id"]
         else:
             assert c["kind"] == "sanity" and c["control"] is None

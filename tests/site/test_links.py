@@ -1,4 +1,5 @@
 """Every internal link and asset reference of the built site resolves (file and anchor)."""
+
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -20,7 +21,9 @@ class _Refs(HTMLParser):
         if tag == "a" and "name" in a:
             self.ids.add(a["name"])
         for key in ("href", "src"):
-            if a.get(key) and not (tag == "link" and a.get("rel") in ("preconnect", "dns-prefetch")):
+            if a.get(key) and not (
+                tag == "link" and a.get("rel") in ("preconnect", "dns-prefetch")
+            ):
                 self.refs.append(a[key])
 
 
@@ -49,18 +52,30 @@ def test_internal_links_resolve(site, page):
         parts = urlsplit(ref)
         if parts.scheme or ref.startswith(("//", "mailto:", "javascript:", "data:")):
             continue  # external links are not followed (the browser test checks nothing is fetched)
-        target = page if not parts.path else (page.parent / unquote(parts.path)).resolve()
+        target = (
+            page if not parts.path else (page.parent / unquote(parts.path)).resolve()
+        )
         if target.is_dir():
             target = target / "index.html"
         if not target.exists():
             broken.append(ref)
             continue
-        if parts.fragment and target.suffix == ".html" and parts.fragment not in _ids(target):
+        if (
+            parts.fragment
+            and target.suffix == ".html"
+            and parts.fragment not in _ids(target)
+        ):
             broken.append(ref)
-    assert not broken, f"{page.relative_to(SITE)}: broken internal links {broken[:10]}"
+    assert not broken, (
+        f"{page.relative_to(SITE)}: broken internal links {broken[:10]}"
+    )
 
 
 def test_site_has_the_expected_pages(site):
     rel = {str(p.relative_to(SITE)) for p in PAGES}
-    assert {"book/index.html", "book/preliminaries.html", "book/reproduction-report.html",
-            "book/bibliography.html"} <= rel
+    assert {
+        "book/index.html",
+        "book/preliminaries.html",
+        "book/reproduction-report.html",
+        "book/bibliography.html",
+    } <= rel

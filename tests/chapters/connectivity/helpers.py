@@ -1,5 +1,6 @@
 """Networks, data and reference implementations that several test
 modules of gtlib.connectivity use."""
+
 import copy
 import numpy as np
 import torch
@@ -38,13 +39,20 @@ X_ref, Y_ref = data()
 def npw(model):
     """Weights and biases of an MLP as float64 numpy arrays."""
     ws = [l.weight.detach().double().numpy() for l in model.layers]
-    bs = None if model.layers[0].bias is None else [l.bias.detach().double().numpy()
-                                                    for l in model.layers]
+    bs = (
+        None
+        if model.layers[0].bias is None
+        else [l.bias.detach().double().numpy() for l in model.layers]
+    )
     return ws, bs
 
 
-ACT = {"relu": lambda z: np.maximum(z, 0), "tanh": np.tanh,
-       "leaky_relu": lambda z: np.where(z > 0, z, 0.1 * z), "identity": lambda z: z}
+ACT = {
+    "relu": lambda z: np.maximum(z, 0),
+    "tanh": np.tanh,
+    "leaky_relu": lambda z: np.where(z > 0, z, 0.1 * z),
+    "identity": lambda z: z,
+}
 
 
 def np_forward(ws, bs, x, act="relu"):
@@ -70,8 +78,9 @@ def np_features(model, x):
 def same_params(m, n, atol=0.0):
     for p, q in zip(m.parameters(), n.parameters()):
         if atol:
-            torch.testing.assert_close(p.detach().double(), q.detach().double(), atol=atol,
-                                       rtol=0)
+            torch.testing.assert_close(
+                p.detach().double(), q.detach().double(), atol=atol, rtol=0
+            )
         else:
             assert torch.equal(p.detach(), q.detach())
 
@@ -97,7 +106,9 @@ def ref_fit_member(m, x, y, r, seed, start=0, stop=None, train="all", snaps=()):
         ps = [p for l in layers[:-1] for p in l.parameters()]
     else:
         ps = list(m.parameters())
-    opt = torch.optim.SGD(ps, lr=r.lr, momentum=r.momentum, weight_decay=r.weight_decay)
+    opt = torch.optim.SGD(
+        ps, lr=r.lr, momentum=r.momentum, weight_decay=r.weight_decay
+    )
     g = torch.Generator().manual_seed(seed)
     order, out = None, {}
     for step in range(stop + 1):
@@ -108,7 +119,7 @@ def ref_fit_member(m, x, y, r, seed, start=0, stop=None, train="all", snaps=()):
         pos = step % per_epoch
         if pos == 0:
             order = torch.randperm(n, generator=g)
-        idx = order[pos * r.batch_size:(pos + 1) * r.batch_size]
+        idx = order[pos * r.batch_size : (pos + 1) * r.batch_size]
         if step < start:
             continue
         for gr in opt.param_groups:
@@ -131,11 +142,23 @@ def ref_path(models, x, y):
 
 
 def tiny_cfg(**kw):
-    base = dict(n_train=20, n_test=20, depth=1, widths=(3, 4), alphas=5, max_iter=5,
-                recipe=C.Recipe(lr=0.1, batch_size=8, epochs=2, warmup=0.2),
-                spawn_width=4, spawn_fractions=(0.3, 0.0, 0.01), spawn_pairs=1,
-                spawn_recipe=C.Recipe(lr=0.1, batch_size=8, epochs=2, warmup=0.0),
-                epoch_width=4, epoch_snapshots=(0, 1), depths=(1, 2), depth_width=3)
+    base = dict(
+        n_train=20,
+        n_test=20,
+        depth=1,
+        widths=(3, 4),
+        alphas=5,
+        max_iter=5,
+        recipe=C.Recipe(lr=0.1, batch_size=8, epochs=2, warmup=0.2),
+        spawn_width=4,
+        spawn_fractions=(0.3, 0.0, 0.01),
+        spawn_pairs=1,
+        spawn_recipe=C.Recipe(lr=0.1, batch_size=8, epochs=2, warmup=0.0),
+        epoch_width=4,
+        epoch_snapshots=(0, 1),
+        depths=(1, 2),
+        depth_width=3,
+    )
     base.update(kw)
     return C.ConnectivityConfig(**base).validate()
 
@@ -143,7 +166,10 @@ def tiny_cfg(**kw):
 def _blobs(n=48, d=5, classes=3, seed=0):
     g = torch.Generator().manual_seed(seed)
     y = torch.arange(n) % classes
-    x = torch.randn(n, d, generator=g, dtype=torch.float64) + 2 * F.one_hot(y, d).double()
+    x = (
+        torch.randn(n, d, generator=g, dtype=torch.float64)
+        + 2 * F.one_hot(y, d).double()
+    )
     return x, y
 
 

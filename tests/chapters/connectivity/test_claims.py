@@ -1,4 +1,5 @@
 """Tests of gtlib.connectivity.claims, the chapter's claims table."""
+
 from gtlib.connectivity import CLAIMS
 
 from tests.conftest import check_claims_table

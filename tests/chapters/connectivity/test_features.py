@@ -1,4 +1,5 @@
 """Tests of gtlib.connectivity.features, one section per public function."""
+
 from __future__ import annotations
 import numpy as np
 import pytest
@@ -6,8 +7,19 @@ import torch
 from gtlib import connectivity as C
 from gtlib.connectivity import llfc_dissimilarity, cosine_dissimilarity
 from gtlib.models import make_mlp
-from tests.chapters.connectivity.helpers import (_blobs, ACT, data, net, net_ref, np_features, np_forward,
-                                                 npw, X, X_ref, Y)
+from tests.chapters.connectivity.helpers import (
+    _blobs,
+    ACT,
+    data,
+    net,
+    net_ref,
+    np_features,
+    np_forward,
+    npw,
+    X,
+    X_ref,
+    Y,
+)
 
 
 def np_cos_dis(u, v):
@@ -30,8 +42,9 @@ def test_llfc_of_identical_features_is_zero_and_scale_invariant():
     u = torch.rand(10, 5)
     assert C.cosine_dissimilarity(u, 3 * u) < 1e-6
     assert C.cosine_dissimilarity(torch.zeros(3, 4), torch.zeros(3, 4)) == 0.0
-    assert C.cosine_dissimilarity(torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 1.0]])) == \
-        pytest.approx(1.0)
+    assert C.cosine_dissimilarity(
+        torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 1.0]])
+    ) == pytest.approx(1.0)
 
 
 @pytest.mark.reference
@@ -62,24 +75,33 @@ def test_llfc_dissimilarity_against_numpy(alpha):
     a, b = net_ref(50, depth=2), net_ref(51, depth=2)
     fa, fb = np_features(a, X_ref), np_features(b, X_ref)
     fm = np_features(C.lerp(a, b, alpha), X_ref)
-    want = [np_cos_dis(m, (1 - alpha) * u + alpha * v) for u, v, m in zip(fa, fb, fm)]
+    want = [
+        np_cos_dis(m, (1 - alpha) * u + alpha * v) for u, v, m in zip(fa, fb, fm)
+    ]
     got = C.llfc_dissimilarity(a, b, X_ref, alpha)
     assert len(got) == 3
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
-    wrong = [np_cos_dis(m, alpha * u + (1 - alpha) * v) for u, v, m in zip(fa, fb, fm)]
+    wrong = [
+        np_cos_dis(m, alpha * u + (1 - alpha) * v) for u, v, m in zip(fa, fb, fm)
+    ]
     assert not np.allclose(got, wrong, rtol=1e-3)
-    np.testing.assert_allclose(C.llfc_dissimilarity(b, a, X_ref, 1 - alpha), got, rtol=1e-4,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        C.llfc_dissimilarity(b, a, X_ref, 1 - alpha), got, rtol=1e-4, atol=1e-6
+    )
 
 
 @pytest.mark.reference
 def test_llfc_default_alpha_is_one_half_and_profile_stacks_hidden_layers():
     a, b = net_ref(52, depth=3), net_ref(53, depth=3)
-    assert C.llfc_dissimilarity(a, b, X_ref) == C.llfc_dissimilarity(a, b, X_ref, 0.5)
+    assert C.llfc_dissimilarity(a, b, X_ref) == C.llfc_dissimilarity(
+        a, b, X_ref, 0.5
+    )
     prof = C.llfc_profile(a, b, X_ref, [0.2, 0.5, 0.9])
     assert prof.shape == (3, 3)
     for i, al in enumerate([0.2, 0.5, 0.9]):
-        np.testing.assert_allclose(prof[i], C.llfc_dissimilarity(a, b, X_ref, al)[:-1], rtol=1e-12)
+        np.testing.assert_allclose(
+            prof[i], C.llfc_dissimilarity(a, b, X_ref, al)[:-1], rtol=1e-12
+        )
     assert not np.allclose(prof[0], prof[2])
 
 
@@ -93,7 +115,9 @@ def test_llfc_is_symmetric_under_swapping_the_endpoints():
         assert ab == pytest.approx(ba, abs=1e-5)
     # at alpha = 0 the interpolated net is `a` itself and so are its target features
     assert max(C.llfc_dissimilarity(a, b, x, 0.0)) == pytest.approx(0.0, abs=1e-5)
-    assert max(C.llfc_dissimilarity(a, b, x, 0.3)) > 1e-4  # distinct nets: not trivially zero
+    assert (
+        max(C.llfc_dissimilarity(a, b, x, 0.3)) > 1e-4
+    )  # distinct nets: not trivially zero
 
 
 @pytest.mark.mutation
@@ -105,7 +129,10 @@ def test_llfc_weights_alpha_on_b_and_one_minus_alpha_on_a():
     a, b = make_mlp(0, 4, 6, 2, 3), make_mlp(1, 4, 6, 2, 3)
     for alpha in (0.0, 1.0):
         assert max(llfc_dissimilarity(a, b, x, alpha)) < 1e-6
-    a, b = make_mlp(0, 4, 6, 2, 3, act="identity"), make_mlp(1, 4, 6, 2, 3, act="identity")
+    a, b = (
+        make_mlp(0, 4, 6, 2, 3, act="identity"),
+        make_mlp(1, 4, 6, 2, 3, act="identity"),
+    )
     for alpha in (0.1, 0.3, 0.8):
         assert llfc_dissimilarity(a, b, x, alpha)[0] < 1e-6
 
@@ -119,8 +146,12 @@ def test_commutativity_residual_closed_form():
     a, b = net(0), net(1)
     ha, hb = a.features(X)[0], b.features(X)[0]
     wa, wb = a.layers[1].weight, b.layers[1].weight
-    want = ((ha @ wa.T + hb @ wb.T - hb @ wa.T - ha @ wb.T).norm() / (ha @ wa.T + hb @ wb.T).norm())
-    assert C.commutativity_residual(a, b, X)[0] == pytest.approx(float(want), rel=1e-4)
+    want = (ha @ wa.T + hb @ wb.T - hb @ wa.T - ha @ wb.T).norm() / (
+        ha @ wa.T + hb @ wb.T
+    ).norm()
+    assert C.commutativity_residual(a, b, X)[0] == pytest.approx(
+        float(want), rel=1e-4
+    )
 
 
 @pytest.mark.reference
@@ -146,20 +177,28 @@ def test_commutativity_bound_ratio_known_answers():
     a, b = net(0), net(1)
     r = C.commutativity_bound_ratio(a, b, X)
     assert len(r) == 3 and all(0.0 <= v <= 1.0 + 1e-6 for v in r)
-    assert C.commutativity_bound_ratio(a, a, X) == [0.0, 0.0, 0.0]  # no difference: 0/0 -> 0
+    assert C.commutativity_bound_ratio(a, a, X) == [
+        0.0,
+        0.0,
+        0.0,
+    ]  # no difference: 0/0 -> 0
     # residual / bound reproduces the residual of commutativity_residual up to the norms
     res = C.commutativity_residual(a, b, X)
     with torch.no_grad():
         fa, fb = a.features(X)[:-1], b.features(X)[:-1]
     for l in range(3):
         dw = (a.layers[l + 1].weight - b.layers[l + 1].weight).detach()
-        same = fa[l] @ a.layers[l + 1].weight.detach().T + fb[l] @ b.layers[l + 1].weight.detach().T
+        same = (
+            fa[l] @ a.layers[l + 1].weight.detach().T
+            + fb[l] @ b.layers[l + 1].weight.detach().T
+        )
         bound = torch.linalg.matrix_norm(dw, ord=2) * (fa[l] - fb[l]).norm()
         assert r[l] == pytest.approx(float(res[l] * same.norm() / bound), rel=1e-4)
     # permuting both networks the same way changes nothing
     p = C.random_perms(a, seed=3)
-    assert C.commutativity_bound_ratio(C.permute(a, p), C.permute(b, p), X) == \
-        pytest.approx(r, rel=1e-4)
+    assert C.commutativity_bound_ratio(
+        C.permute(a, p), C.permute(b, p), X
+    ) == pytest.approx(r, rel=1e-4)
 
 
 def test_commutativity_bound_ratio_is_one_for_a_rank_one_case():
@@ -183,7 +222,9 @@ def test_logit_interpolation_obeys_its_bound():
         assert r["lerp_error"] <= r["bound"] + 1e-9
         assert r["bound"] == pytest.approx(r["err_a"] + r["err_b"])
     a = net(0)
-    r = C.logit_interpolation(a, a, X, Y, 5)  # a pair of copies: the path is one network
+    r = C.logit_interpolation(
+        a, a, X, Y, 5
+    )  # a pair of copies: the path is one network
     assert r["path_error"] == r["lerp_error"] == pytest.approx(r["err_a"])
     assert r["bound"] == pytest.approx(2 * r["err_a"])
 
@@ -194,8 +235,13 @@ def test_logit_interpolation_obeys_its_bound():
 @pytest.mark.reference
 def test_endpoint_dissimilarity_against_numpy():
     a, b = net_ref(56, depth=2, act="tanh"), net_ref(57, depth=2, act="tanh")
-    want = [np_cos_dis(u, v) for u, v in zip(np_features(a, X_ref), np_features(b, X_ref))]
-    np.testing.assert_allclose(C.endpoint_dissimilarity(a, b, X_ref), want, rtol=1e-4, atol=1e-6)
+    want = [
+        np_cos_dis(u, v)
+        for u, v in zip(np_features(a, X_ref), np_features(b, X_ref))
+    ]
+    np.testing.assert_allclose(
+        C.endpoint_dissimilarity(a, b, X_ref), want, rtol=1e-4, atol=1e-6
+    )
 
 
 # =================================================================================================
@@ -205,15 +251,23 @@ def test_repair_keeps_endpoints_and_matches_target_statistics():
     a, b = net(0), net(1)
     stk = C.repair_stack(a, b, [0.0, 0.5, 1.0], X)
     out = stk(X)
-    assert torch.allclose(out[0], a(X), atol=1e-4) and torch.allclose(out[2], b(X), atol=1e-4)
+    assert torch.allclose(out[0], a(X), atol=1e-4) and torch.allclose(
+        out[2], b(X), atol=1e-4
+    )
     mid = stk.member(1)
     z = C.preactivations(mid, X)
     za, zb = C.preactivations(a, X), C.preactivations(b, X)
     for l in range(3):
         live = (za[l].std(0) + zb[l].std(0)) > 1e-3
-        assert torch.allclose(z[l].mean(0), (za[l].mean(0) + zb[l].mean(0)) / 2, atol=1e-4)
-        assert torch.allclose(z[l].std(0)[live], ((za[l].std(0) + zb[l].std(0)) / 2)[live],
-                              rtol=1e-3, atol=1e-4)
+        assert torch.allclose(
+            z[l].mean(0), (za[l].mean(0) + zb[l].mean(0)) / 2, atol=1e-4
+        )
+        assert torch.allclose(
+            z[l].std(0)[live],
+            ((za[l].std(0) + zb[l].std(0)) / 2)[live],
+            rtol=1e-3,
+            atol=1e-4,
+        )
     with pytest.raises(ValueError, match="biases"):
         C.repair_stack(net(bias=False), net(1, bias=False), [0.5], X)
 
@@ -236,10 +290,12 @@ def test_preactivations_against_numpy(act):
 def test_endpoint_dissimilarity_and_weak_additivity():
     m = net()
     assert max(C.endpoint_dissimilarity(m, m, X)) < 1e-6
-    assert max(C.weak_additivity(m, m, X)) < 1e-6          # relu(2z) = 2 relu(z)
+    assert max(C.weak_additivity(m, m, X)) < 1e-6  # relu(2z) = 2 relu(z)
     a, b = net(0), net(1)
     za, zb = C.preactivations(a, X)[0], C.preactivations(b, X)[0]
-    want = C.cosine_dissimilarity(torch.relu(za) + torch.relu(zb), torch.relu(za + zb))
+    want = C.cosine_dissimilarity(
+        torch.relu(za) + torch.relu(zb), torch.relu(za + zb)
+    )
     assert C.weak_additivity(a, b, X)[0] == pytest.approx(want)
     assert C.weak_additivity(a, b, X)[0] > 0.01
 

@@ -1,12 +1,22 @@
 """Tests of gtlib.connectivity.paths, one section per public function."""
+
 from __future__ import annotations
 import numpy as np
 import pytest
 import torch
 from gtlib import connectivity as C
 from gtlib.models import BatchedMLP
-from tests.chapters.connectivity.helpers import (net, net_ref, npw, ref_path, same_params, X, X_ref,
-                                                 Y, Y_ref)
+from tests.chapters.connectivity.helpers import (
+    net,
+    net_ref,
+    npw,
+    ref_path,
+    same_params,
+    X,
+    X_ref,
+    Y,
+    Y_ref,
+)
 
 
 # =================================================================================================
@@ -16,7 +26,9 @@ def test_path_endpoints_are_the_networks():
     a, b = net(0), net(1)
     stack = C.path_stack(a, b, [0.0, 0.25, 1.0])
     out = stack(X)
-    assert torch.allclose(out[0], a(X), atol=1e-5) and torch.allclose(out[2], b(X), atol=1e-5)
+    assert torch.allclose(out[0], a(X), atol=1e-5) and torch.allclose(
+        out[2], b(X), atol=1e-5
+    )
     assert torch.allclose(out[1], C.lerp(a, b, 0.25)(X), atol=1e-5)
 
 
@@ -59,12 +71,20 @@ def test_bezier_curve_endpoints_and_straight_line_case():
     mid = C.lerp(a, b, 0.5)
     ts = [0.0, 0.3, 1.0]
     out = C.bezier_stack(a, mid, b, ts)(X)
-    assert torch.allclose(out[0], a(X), atol=1e-5) and torch.allclose(out[2], b(X), atol=1e-5)
-    assert torch.allclose(out[1], C.lerp(a, b, 0.3)(X), atol=1e-5)  # midpoint control = line
+    assert torch.allclose(out[0], a(X), atol=1e-5) and torch.allclose(
+        out[2], b(X), atol=1e-5
+    )
+    assert torch.allclose(
+        out[1], C.lerp(a, b, 0.3)(X), atol=1e-5
+    )  # midpoint control = line
     x = torch.randn(64, 6)
     y = (x[:, 0] > 0).long()
-    a2, b2 = C.train_nets([0, 1], x, y, 8, 1, 2, C.Recipe(lr=0.1, epochs=3, batch_size=16))
-    m = C.fit_bezier(a2, b2, x, y, C.Recipe(lr=0.05, epochs=2, batch_size=16), seed=0)
+    a2, b2 = C.train_nets(
+        [0, 1], x, y, 8, 1, 2, C.Recipe(lr=0.1, epochs=3, batch_size=16)
+    )
+    m = C.fit_bezier(
+        a2, b2, x, y, C.Recipe(lr=0.05, epochs=2, batch_size=16), seed=0
+    )
     assert not torch.equal(m.layers[0].weight, C.lerp(a2, b2, 0.5).layers[0].weight)
     p = C.evaluate_bezier(a2, m, b2, x, y, 5)
     assert len(p.loss) == 5 and np.all(np.isfinite(p.loss))
@@ -78,14 +98,23 @@ def test_lerp_weights_by_hand_and_symmetry():
     m = C.lerp(a, b, 0.3)
     (wa, ba), (wb, bb), (wm, bm) = npw(a), npw(b), npw(m)
     for l in range(3):
-        np.testing.assert_allclose(wm[l], 0.7 * wa[l] + 0.3 * wb[l], rtol=1e-6, atol=1e-7)
-        np.testing.assert_allclose(bm[l], 0.7 * ba[l] + 0.3 * bb[l], rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(
+            wm[l], 0.7 * wa[l] + 0.3 * wb[l], rtol=1e-6, atol=1e-7
+        )
+        np.testing.assert_allclose(
+            bm[l], 0.7 * ba[l] + 0.3 * bb[l], rtol=1e-6, atol=1e-7
+        )
     assert m.act_name == "tanh"
     same_params(C.lerp(b, a, 0.7), m, atol=1e-7)
     same_params(C.lerp(a, b, 0.0), a)
     nb = C.lerp(net_ref(0, bias=False), net_ref(1, bias=False), 0.8)
-    np.testing.assert_allclose(npw(nb)[0][1], 0.2 * npw(net_ref(0, bias=False))[0][1]
-                               + 0.8 * npw(net_ref(1, bias=False))[0][1], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        npw(nb)[0][1],
+        0.2 * npw(net_ref(0, bias=False))[0][1]
+        + 0.8 * npw(net_ref(1, bias=False))[0][1],
+        rtol=1e-6,
+        atol=1e-7,
+    )
 
 
 # =================================================================================================
@@ -106,13 +135,18 @@ def test_path_stack_members_are_the_lerps(bias):
 # =================================================================================================
 @pytest.mark.reference
 def test_path_properties_by_hand():
-    p = C.Path(np.array([0.0, 0.1, 0.3, 0.55, 1.0]), np.array([1.0, 2.0, 3.0, 1.5, 2.0]),
-               np.array([0.9, 0.5, 0.4, 0.6, 0.7]))
+    p = C.Path(
+        np.array([0.0, 0.1, 0.3, 0.55, 1.0]),
+        np.array([1.0, 2.0, 3.0, 1.5, 2.0]),
+        np.array([0.9, 0.5, 0.4, 0.6, 0.7]),
+    )
     assert p.loss_barrier == pytest.approx(3.0 - (0.7 * 1 + 0.3 * 2))
     # error 0.1, 0.5, 0.6, 0.4, 0.3; chord 0.1 + 0.2 alpha = 0.1, 0.12, 0.16, 0.21, 0.3
     assert p.error_barrier == pytest.approx(0.6 - 0.16)
     assert p.error_barrier_mean == pytest.approx(0.6 - 0.2)
-    assert p.mid_acc == pytest.approx(0.6)   # alpha 0.55 is closest to 0.5 (not the middle)
+    assert p.mid_acc == pytest.approx(
+        0.6
+    )  # alpha 0.55 is closest to 0.5 (not the middle)
     assert p.end_acc == pytest.approx(0.8)
     with pytest.raises(ValueError):
         C.Path(np.zeros(3), np.zeros(3), np.zeros(2))
@@ -123,9 +157,11 @@ def test_path_properties_by_hand():
 # =================================================================================================
 def test_barrier_closed_forms():
     a = np.linspace(0, 1, 5)
-    assert C.barrier(a, 1 + a) == 0.0                   # a line has no barrier
+    assert C.barrier(a, 1 + a) == 0.0  # a line has no barrier
     assert C.barrier(a, a * (1 - a)) == pytest.approx(0.25)  # a bump of height 1/4
-    assert C.barrier(a, (a - 0.5) ** 2) == pytest.approx(0.0)  # convex: at most the chord
+    assert C.barrier(a, (a - 0.5) ** 2) == pytest.approx(
+        0.0
+    )  # convex: at most the chord
     assert C.barrier(a, -a * (1 - a)) == pytest.approx(0.0)
 
 
@@ -143,14 +179,21 @@ def test_barrier_and_barrier_mean_by_hand_on_a_nonuniform_grid():
     # a curve strictly under its chord: the endpoints give 0
     assert C.barrier([0, 0.4, 1], [2.0, 0.0, 1.0]) == pytest.approx(0.0)
     assert C.barrier_mean([0, 0.4, 1], [2.0, 0.0, 1.0]) == pytest.approx(0.5)
-    for bad in ([0.1, 0.5, 1.0], [0.0, 0.5, 0.9], [0.0, 0.6, 0.6, 1.0], [0.0, 0.7, 0.3, 1.0]):
+    for bad in (
+        [0.1, 0.5, 1.0],
+        [0.0, 0.5, 0.9],
+        [0.0, 0.6, 0.6, 1.0],
+        [0.0, 0.7, 0.3, 1.0],
+    ):
         with pytest.raises(ValueError):
             C.barrier(bad, [1.0] * len(bad))
         with pytest.raises(ValueError):
             C.barrier_mean(bad, [1.0] * len(bad))
     with pytest.raises(ValueError):
         C.barrier([0.0], [1.0])
-    assert C.barrier([0.0, 1.0], [1.0, 5.0]) == 0.0  # two points: nothing above the chord
+    assert (
+        C.barrier([0.0, 1.0], [1.0, 5.0]) == 0.0
+    )  # two points: nothing above the chord
 
 
 # =================================================================================================
@@ -158,9 +201,9 @@ def test_barrier_and_barrier_mean_by_hand_on_a_nonuniform_grid():
 # =================================================================================================
 def test_barrier_mean_closed_forms():
     a = np.linspace(0, 1, 5)
-    assert C.barrier_mean(a, 1 + a) == pytest.approx(0.5)     # max 2 minus mean 1.5
+    assert C.barrier_mean(a, 1 + a) == pytest.approx(0.5)  # max 2 minus mean 1.5
     assert C.barrier_mean(a, a * (1 - a)) == pytest.approx(0.25)
-    v = 0.3 + a * (1 - a)                                      # equal endpoints: both forms agree
+    v = 0.3 + a * (1 - a)  # equal endpoints: both forms agree
     assert C.barrier_mean(a, v) == pytest.approx(C.barrier(a, v))
     with pytest.raises(ValueError, match="alphas"):
         C.barrier_mean([0.0, 0.5], [1.0, 2.0])
@@ -189,7 +232,9 @@ def test_evaluate_path_against_a_numpy_cross_entropy():
     np.testing.assert_allclose(p5.alphas, [0, 0.25, 0.5, 0.75, 1])
     loss, _ = ref_path([C.lerp(a, b, t) for t in p5.alphas], X_ref, Y_ref)
     np.testing.assert_allclose(p5.loss, loss, rtol=1e-5)
-    assert len(C.evaluate_path(a, b, X_ref, Y_ref).alphas) == 25  # Git Re-Basin's 25 points
+    assert (
+        len(C.evaluate_path(a, b, X_ref, Y_ref).alphas) == 25
+    )  # Git Re-Basin's 25 points
 
 
 @pytest.mark.reference
@@ -199,9 +244,12 @@ def test_barrier_vs_epoch_labels_order_and_paths():
     assert [p.label for p in pts] == [0.0, 1.5]
     a, b = nets[6]
     bm = C.permute(b, C.weight_matching(a, b, max_iter=3, seed=1))
-    np.testing.assert_allclose(pts[1].naive.loss, C.evaluate_path(a, b, X_ref, Y_ref, 5).loss, rtol=1e-6)
-    np.testing.assert_allclose(pts[1].matched.loss, C.evaluate_path(a, bm, X_ref, Y_ref, 5).loss,
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        pts[1].naive.loss, C.evaluate_path(a, b, X_ref, Y_ref, 5).loss, rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        pts[1].matched.loss, C.evaluate_path(a, bm, X_ref, Y_ref, 5).loss, rtol=1e-6
+    )
 
 
 # =================================================================================================

@@ -1,12 +1,25 @@
 """Tests of gtlib.connectivity.repair, one section per public function."""
+
 from __future__ import annotations
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from gtlib import connectivity as C
-from tests.chapters.connectivity.helpers import (D, data, net, net_ref, np_forward, npw, ref_factor,
-                                                 ref_path, same_params, X, X_ref, Y_ref)
+from tests.chapters.connectivity.helpers import (
+    D,
+    data,
+    net,
+    net_ref,
+    np_forward,
+    npw,
+    ref_factor,
+    ref_path,
+    same_params,
+    X,
+    X_ref,
+    Y_ref,
+)
 
 
 def ref_fit_bezier(a, b, x, y, r, seed, samples):
@@ -14,10 +27,13 @@ def ref_fit_bezier(a, b, x, y, r, seed, samples):
     (wa, ba), (wb, bb) = npw(a), npw(b)
     pa = [torch.tensor(v) for v in wa], [torch.tensor(v) for v in ba]
     pb = [torch.tensor(v) for v in wb], [torch.tensor(v) for v in bb]
-    pm = ([((u + v) / 2).clone().requires_grad_(True) for u, v in zip(pa[0], pb[0])],
-          [((u + v) / 2).clone().requires_grad_(True) for u, v in zip(pa[1], pb[1])])
-    opt = torch.optim.SGD(pm[0] + pm[1], lr=r.lr, momentum=r.momentum,
-                          weight_decay=r.weight_decay)
+    pm = (
+        [((u + v) / 2).clone().requires_grad_(True) for u, v in zip(pa[0], pb[0])],
+        [((u + v) / 2).clone().requires_grad_(True) for u, v in zip(pa[1], pb[1])],
+    )
+    opt = torch.optim.SGD(
+        pm[0] + pm[1], lr=r.lr, momentum=r.momentum, weight_decay=r.weight_decay
+    )
     g = torch.Generator().manual_seed(seed)
     n = x.shape[0]
     total, per_epoch = r.steps(n), -(-n // r.batch_size)
@@ -26,14 +42,22 @@ def ref_fit_bezier(a, b, x, y, r, seed, samples):
         pos = step % per_epoch
         if pos == 0:
             order = torch.randperm(n, generator=g)
-        idx = order[pos * r.batch_size:(pos + 1) * r.batch_size]
+        idx = order[pos * r.batch_size : (pos + 1) * r.batch_size]
         ts = torch.rand(samples, generator=g).double()
         loss = 0.0
         for t in ts:
             h = xd[idx]
             for l in range(len(pa[0])):
-                w = (1 - t) ** 2 * pa[0][l] + 2 * t * (1 - t) * pm[0][l] + t ** 2 * pb[0][l]
-                c = (1 - t) ** 2 * pa[1][l] + 2 * t * (1 - t) * pm[1][l] + t ** 2 * pb[1][l]
+                w = (
+                    (1 - t) ** 2 * pa[0][l]
+                    + 2 * t * (1 - t) * pm[0][l]
+                    + t**2 * pb[0][l]
+                )
+                c = (
+                    (1 - t) ** 2 * pa[1][l]
+                    + 2 * t * (1 - t) * pm[1][l]
+                    + t**2 * pb[1][l]
+                )
                 h = h @ w.T + c
                 if l < len(pa[0]) - 1:
                     h = torch.relu(h)
@@ -56,8 +80,12 @@ def test_repair_stats_b_default_and_null():
     same = C.repair_stack(a, b, al, X, stats_b=b)
     assert all(torch.equal(u, v) for u, v in zip(plain.weights, same.weights))
     # a permuted copy of b as stats_b: b's statistics go to the wrong units, a's stay
-    shuffled = C.repair_stack(a, b, al, X, stats_b=C.permute(b, C.random_perms(b, seed=4)))
-    assert torch.allclose(shuffled.weights[0][0], plain.weights[0][0])  # alpha = 0: a alone
+    shuffled = C.repair_stack(
+        a, b, al, X, stats_b=C.permute(b, C.random_perms(b, seed=4))
+    )
+    assert torch.allclose(
+        shuffled.weights[0][0], plain.weights[0][0]
+    )  # alpha = 0: a alone
     assert not torch.allclose(shuffled.weights[0][1], plain.weights[0][1])
     with pytest.raises(ValueError, match="stats_b"):
         C.repair_stack(a, b, al, X, stats_b=net(2, width=8))
@@ -71,8 +99,12 @@ def test_repair_path_reuses_its_statistics_pass():
     for mode in ("full", "mean", "layer"):
         for xs in (X, X.clone(), X[: len(X) // 2]):
             got = C.repair_path(a, b, xs, X, y, [0.0, 0.3, 1.0], mode=mode)
-            ref = C.evaluate_stack(C.repair_stack(a, b, [0.0, 0.3, 1.0], xs, mode=mode),
-                                   [0.0, 0.3, 1.0], X, y)
+            ref = C.evaluate_stack(
+                C.repair_stack(a, b, [0.0, 0.3, 1.0], xs, mode=mode),
+                [0.0, 0.3, 1.0],
+                X,
+                y,
+            )
             assert np.allclose(got.loss, ref.loss, atol=1e-5)
             assert np.allclose(got.acc, ref.acc)
 
@@ -98,13 +130,19 @@ def test_repair_modes_mean_only_and_per_layer():
             zm = np_forward(*npw(m), x.double().numpy())[0]
             mu_t = (1 - t) * za[0].mean(0) + t * zb[0].mean(0)
             np.testing.assert_allclose(zm[0].mean(0), mu_t, atol=2e-5)  # means reset
-            ratio = npw(m)[0][0] / lin[0]  # first layer: one factor (mean) or one per layer
-            np.testing.assert_allclose(ratio, ratio[0, 0] * np.ones_like(ratio), rtol=1e-4)
+            ratio = (
+                npw(m)[0][0] / lin[0]
+            )  # first layer: one factor (mean) or one per layer
+            np.testing.assert_allclose(
+                ratio, ratio[0, 0] * np.ones_like(ratio), rtol=1e-4
+            )
             if mode == "mean":
                 np.testing.assert_allclose(ratio, 1.0, rtol=1e-5)
             else:  # the layer's mean deviation is the mean target deviation
                 sd_t = (1 - t) * za[0].std(0, ddof=1) + t * zb[0].std(0, ddof=1)
-                assert zm[0].std(0, ddof=1).mean() == pytest.approx(sd_t.mean(), rel=1e-4)
+                assert zm[0].std(0, ddof=1).mean() == pytest.approx(
+                    sd_t.mean(), rel=1e-4
+                )
     assert not torch.allclose(full.weights[0][1], s.weights[0][1])
     with pytest.raises(ValueError, match="mode"):
         C.repair_stack(a, b, al, x, mode="unit")
@@ -123,12 +161,20 @@ def test_repair_stack_statistics_and_folding():
             mu_t = (1 - t) * za[l].mean(0) + t * zb[l].mean(0)
             sd_t = (1 - t) * za[l].std(0, ddof=1) + t * zb[l].std(0, ddof=1)
             np.testing.assert_allclose(zm[l].mean(0), mu_t, atol=2e-5)
-            np.testing.assert_allclose(zm[l].std(0, ddof=1), sd_t, rtol=2e-4, atol=1e-5)
-            if l == 0:  # the first layer's rows are the interpolated rows times sd_t / sd
+            np.testing.assert_allclose(
+                zm[l].std(0, ddof=1), sd_t, rtol=2e-4, atol=1e-5
+            )
+            if (
+                l == 0
+            ):  # the first layer's rows are the interpolated rows times sd_t / sd
                 ratio = npw(m)[0][0] / lin[0]
-                np.testing.assert_allclose(ratio, ratio[:, :1] * np.ones((1, D)), rtol=1e-4)
+                np.testing.assert_allclose(
+                    ratio, ratio[:, :1] * np.ones((1, D)), rtol=1e-4
+                )
                 assert (ratio > 0).all()
-        np.testing.assert_allclose(npw(m)[0][-1], lin[-1], rtol=1e-6, atol=1e-7)  # head as is
+        np.testing.assert_allclose(
+            npw(m)[0][-1], lin[-1], rtol=1e-6, atol=1e-7
+        )  # head as is
     # the endpoints are the networks themselves
     torch.testing.assert_close(s(x)[0], a(x), atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(s(x)[2], b(x), atol=1e-4, rtol=1e-4)
@@ -137,7 +183,9 @@ def test_repair_stack_statistics_and_folding():
 @pytest.mark.reference
 def test_repair_eps_leaves_flat_units_unscaled_but_shifted():
     a, b = net_ref(72, depth=1), net_ref(73, depth=1)
-    with torch.no_grad():  # unit 2 of both networks ignores the input: constant pre-activation
+    with (
+        torch.no_grad()
+    ):  # unit 2 of both networks ignores the input: constant pre-activation
         a.layers[0].weight[2] = 0
         b.layers[0].weight[2] = 0
     x, _ = data(n=30, seed=4)
@@ -154,7 +202,9 @@ def test_repair_eps_leaves_flat_units_unscaled_but_shifted():
     zl = np_forward(wl, bl, x.double().numpy())[0][0]
     want_b = bl[0] - zl.mean(0) + 0.7 * za.mean(0) + 0.3 * zb.mean(0)
     np.testing.assert_allclose(npw(big)[1][0], want_b, atol=2e-5)
-    assert not np.allclose(npw(C.repair_stack(a, b, [0.3], x).member(0))[0][0], wl[0])
+    assert not np.allclose(
+        npw(C.repair_stack(a, b, [0.3], x).member(0))[0][0], wl[0]
+    )
 
 
 # =================================================================================================
@@ -184,16 +234,29 @@ def test_bezier_stack_by_hand_and_reversal():
     (wa, ba), (wm, bm), (wb, bb) = npw(a), npw(m), npw(b)
     got = npw(s.member(1))
     for l in range(3):  # (1 - t)^2, 2 t (1 - t), t^2 = 0.49, 0.42, 0.09
-        np.testing.assert_allclose(got[0][l], 0.49 * wa[l] + 0.42 * wm[l] + 0.09 * wb[l],
-                                   rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(got[1][l], 0.49 * ba[l] + 0.42 * bm[l] + 0.09 * bb[l],
-                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            got[0][l],
+            0.49 * wa[l] + 0.42 * wm[l] + 0.09 * wb[l],
+            rtol=1e-5,
+            atol=1e-6,
+        )
+        np.testing.assert_allclose(
+            got[1][l],
+            0.49 * ba[l] + 0.42 * bm[l] + 0.09 * bb[l],
+            rtol=1e-5,
+            atol=1e-6,
+        )
     same_params(s.member(0), a, atol=1e-7)
     same_params(s.member(2), b, atol=1e-7)
     same_params(C.bezier_stack(b, m, a, [0.7]).member(0), s.member(1), atol=1e-6)
-    nb = C.bezier_stack(net_ref(0, bias=False), net_ref(1, bias=False), net_ref(2, bias=False), [0.6])
-    want = 0.16 * npw(net_ref(0, bias=False))[0][0] + 0.48 * npw(net_ref(1, bias=False))[0][0] \
+    nb = C.bezier_stack(
+        net_ref(0, bias=False), net_ref(1, bias=False), net_ref(2, bias=False), [0.6]
+    )
+    want = (
+        0.16 * npw(net_ref(0, bias=False))[0][0]
+        + 0.48 * npw(net_ref(1, bias=False))[0][0]
         + 0.36 * npw(net_ref(2, bias=False))[0][0]
+    )
     np.testing.assert_allclose(npw(nb.member(0))[0][0], want, rtol=1e-5, atol=1e-6)
 
 
@@ -204,8 +267,15 @@ def test_bezier_stack_by_hand_and_reversal():
 def test_fit_bezier_against_a_hand_written_sgd_loop():
     a, b = net_ref(90, depth=1), net_ref(91, depth=1)
     x, y = data(n=13, seed=7)
-    r = C.Recipe(lr=0.3, momentum=0.6, batch_size=5, epochs=2, warmup=0.35, start_factor=0.25,
-                 weight_decay=0.03)
+    r = C.Recipe(
+        lr=0.3,
+        momentum=0.6,
+        batch_size=5,
+        epochs=2,
+        warmup=0.35,
+        start_factor=0.25,
+        weight_decay=0.03,
+    )
     m = C.fit_bezier(a, b, x, y, r, seed=4, samples=3)
     ws, bs = ref_fit_bezier(a, b, x, y, r, 4, 3)
     for l in range(2):
@@ -214,10 +284,14 @@ def test_fit_bezier_against_a_hand_written_sgd_loop():
     mid = npw(C.lerp(a, b, 0.5))[0][0]
     assert np.abs(npw(m)[0][0] - mid).max() > 1e-3
     # the default draws 4 values of t per step
-    same_params(C.fit_bezier(a, b, x, y, r, seed=4), C.fit_bezier(a, b, x, y, r, seed=4,
-                                                                  samples=4))
-    assert not torch.equal(C.fit_bezier(a, b, x, y, r, seed=5, samples=3).layers[0].weight,
-                           m.layers[0].weight)
+    same_params(
+        C.fit_bezier(a, b, x, y, r, seed=4),
+        C.fit_bezier(a, b, x, y, r, seed=4, samples=4),
+    )
+    assert not torch.equal(
+        C.fit_bezier(a, b, x, y, r, seed=5, samples=3).layers[0].weight,
+        m.layers[0].weight,
+    )
 
 
 # =================================================================================================
@@ -227,7 +301,11 @@ def test_fit_bezier_against_a_hand_written_sgd_loop():
 def test_evaluate_bezier_is_the_path_of_the_curve():
     a, m, b = net_ref(80), net_ref(81), net_ref(82)
     p = C.evaluate_bezier(a, m, b, X_ref, Y_ref, [0.0, 0.3, 1.0])
-    loss, acc = ref_path([C.bezier_stack(a, m, b, [t]).member(0) for t in (0.0, 0.3, 1.0)], X_ref, Y_ref)
+    loss, acc = ref_path(
+        [C.bezier_stack(a, m, b, [t]).member(0) for t in (0.0, 0.3, 1.0)],
+        X_ref,
+        Y_ref,
+    )
     np.testing.assert_allclose(p.loss, loss, rtol=1e-5)
     np.testing.assert_allclose(p.acc, acc)
     assert len(C.evaluate_bezier(a, m, b, X_ref, Y_ref).alphas) == 25
@@ -240,21 +318,31 @@ def test_repair_norm_mode_is_data_free_and_sets_row_norms():
     a, b, x, _, _ = _repair_case(76, 77, data_seed=6)
     al = [0.0, 0.5, 1.0]
     s = C.repair_stack(a, b, al, x, mode="norm")
-    other = C.repair_stack(a, b, al, 3 * x + 1, mode="norm")  # no statistics read from x
+    other = C.repair_stack(
+        a, b, al, 3 * x + 1, mode="norm"
+    )  # no statistics read from x
     for u, v in zip([*s.weights, *s.biases], [*other.weights, *other.biases]):
         torch.testing.assert_close(u, v)
     (wa, ba), (wb, bb) = C.params(a), C.params(b)
     lin = C.path_stack(a, b, al)
-    for l in range(len(wa) - 1):  # hidden layers: norms interpolated, directions kept
+    for l in range(
+        len(wa) - 1
+    ):  # hidden layers: norms interpolated, directions kept
         for i, t in enumerate(al):
             want = (1 - t) * rows(wa[l], ba[l]) + t * rows(wb[l], bb[l])
             torch.testing.assert_close(rows(s.weights[l][i], s.biases[l][i]), want)
             k = s.weights[l][i][:, 0] / lin.weights[l][i][:, 0]
-            torch.testing.assert_close(s.weights[l][i], k[:, None] * lin.weights[l][i])
-    torch.testing.assert_close(s.weights[-1], lin.weights[-1])  # logits layer untouched
+            torch.testing.assert_close(
+                s.weights[l][i], k[:, None] * lin.weights[l][i]
+            )
+    torch.testing.assert_close(
+        s.weights[-1], lin.weights[-1]
+    )  # logits layer untouched
     for i, t in ((0, 0.0), (2, 1.0)):  # the endpoints stay as they are
         end = a if t == 0.0 else b
         torch.testing.assert_close(s.member(i)(x), end(x), atol=1e-5, rtol=1e-5)
-    p = C.repair_path(a, b, x, x, torch.zeros(len(x), dtype=torch.long), al, mode="norm")
+    p = C.repair_path(
+        a, b, x, x, torch.zeros(len(x), dtype=torch.long), al, mode="norm"
+    )
     q = C.evaluate_stack(s, al, x, torch.zeros(len(x), dtype=torch.long))
     np.testing.assert_allclose(p.loss, q.loss, rtol=1e-5)

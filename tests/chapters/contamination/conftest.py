@@ -1,4 +1,5 @@
 """Fixtures the test modules of gtlib.contamination share."""
+
 import pytest
 
 from gtlib import contamination as fc

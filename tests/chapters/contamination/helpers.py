@@ -1,5 +1,6 @@
 """Networks, data and reference implementations that several test
 modules of gtlib.contamination use."""
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +11,9 @@ from gtlib.contamination.training import _CURVES
 def axis_embedding(dtype=torch.float32):
     """R^6 with core = (e4, e0) and background = (e1, e5, e2); e3 lies outside both."""
     eye = torch.eye(6, dtype=dtype)
-    return fc.Embedding(core=eye[:, [4, 0]].contiguous(), background=eye[:, [1, 5, 2]].contiguous())
+    return fc.Embedding(
+        core=eye[:, [4, 0]].contiguous(), background=eye[:, [1, 5, 2]].contiguous()
+    )
 
 
 def np_acts(name, z):
@@ -91,19 +94,35 @@ RTOL, ATOL = 1e-5, 1e-6
 def _specs():
     # every case of the chapter in one stack: SGD with momentum and coupled decay at two learning
     # rates, AdamW, hinge and logistic losses, five activations
-    return [fc.NetSpec(act="relu", lr=0.05, momentum=0.9, weight_decay=1e-3),
-            fc.NetSpec(act="identity", lr=0.05, momentum=0.9, weight_decay=1e-3),
-            fc.NetSpec(act="gelu", lr=0.02, momentum=0.5, weight_decay=0.0),
-            fc.NetSpec(act="relu", optimizer="adamw", lr=2.5e-3, weight_decay=1e-2),
-            fc.NetSpec(act="tanh", loss="logistic", lr=0.05, momentum=0.9, weight_decay=1e-3)]
+    return [
+        fc.NetSpec(act="relu", lr=0.05, momentum=0.9, weight_decay=1e-3),
+        fc.NetSpec(act="identity", lr=0.05, momentum=0.9, weight_decay=1e-3),
+        fc.NetSpec(act="gelu", lr=0.02, momentum=0.5, weight_decay=0.0),
+        fc.NetSpec(act="relu", optimizer="adamw", lr=2.5e-3, weight_decay=1e-2),
+        fc.NetSpec(
+            act="tanh", loss="logistic", lr=0.05, momentum=0.9, weight_decay=1e-3
+        ),
+    ]
 
 
 def _toy(kind="theory", replicates=None):
     emb = fc.random_embedding(3, 2, 8, seed=0)
     if replicates is None:
-        return emb, fc.sample_toy(41, emb, kind, seed=1), fc.sample_toy(21, emb, kind, seed=2)
-    parts = [[fc.sample_toy(n, emb, kind, seed=10 * r + s) for r in range(replicates)]
-             for n, s in ((41, 1), (21, 2))]
-    return (emb,) + tuple(fc.ToyData(*(torch.stack([getattr(p, k) for p in ps])
-                                       for k in ("x", "y", "core", "background")))
-                          for ps in parts)
+        return (
+            emb,
+            fc.sample_toy(41, emb, kind, seed=1),
+            fc.sample_toy(21, emb, kind, seed=2),
+        )
+    parts = [
+        [fc.sample_toy(n, emb, kind, seed=10 * r + s) for r in range(replicates)]
+        for n, s in ((41, 1), (21, 2))
+    ]
+    return (emb,) + tuple(
+        fc.ToyData(
+            *(
+                torch.stack([getattr(p, k) for p in ps])
+                for k in ("x", "y", "core", "background")
+            )
+        )
+        for ps in parts
+    )

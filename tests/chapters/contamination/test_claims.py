@@ -1,4 +1,5 @@
 """Tests of gtlib.contamination.claims, the chapter's claims table."""
+
 from gtlib.contamination import CLAIMS
 
 from tests.conftest import check_claims_table

@@ -1,4 +1,5 @@
 """Tests of gtlib.contamination.common, one section per public function."""
+
 import pytest
 import torch
 from tests.chapters.contamination.helpers import axis_embedding, NAN, nan_at, refused
@@ -19,18 +20,33 @@ def test_embed_is_core_plus_background_exactly():
     zc = torch.tensor([[1.5, -2.0], [0.25, 3.0]])
     zb = torch.tensor([[7.0, 11.0, 13.0], [-1.0, 0.5, 2.0]])
     x = emb.embed(zc, zb)
-    want = torch.tensor([[-2.0, 7.0, 13.0, 0.0, 1.5, 11.0],
-                         [3.0, -1.0, 2.0, 0.0, 0.25, 0.5]])
+    want = torch.tensor(
+        [[-2.0, 7.0, 13.0, 0.0, 1.5, 11.0], [3.0, -1.0, 2.0, 0.0, 0.25, 0.5]]
+    )
     assert torch.equal(x, want)
     assert emb.dim == 6
     moved = emb.to("cpu")
-    assert torch.equal(moved.core, emb.core) and torch.equal(moved.background, emb.background)
+    assert torch.equal(moved.core, emb.core) and torch.equal(
+        moved.background, emb.background
+    )
 
 
 @pytest.mark.boundary
 def test_embedding_methods(emb_bou):
-    refused(ValueError, "z_core", emb_bou.embed, torch.full((4, 3), NAN), torch.zeros(4, 3))
-    refused(TypeError, "z_background", emb_bou.embed, torch.zeros(4, 3), torch.zeros(4, 3).long())
+    refused(
+        ValueError,
+        "z_core",
+        emb_bou.embed,
+        torch.full((4, 3), NAN),
+        torch.zeros(4, 3),
+    )
+    refused(
+        TypeError,
+        "z_background",
+        emb_bou.embed,
+        torch.zeros(4, 3),
+        torch.zeros(4, 3).long(),
+    )
     refused(ValueError, "device", emb_bou.to, "gpu9")
     refused(TypeError, "device", emb_bou.to, 3.5)
     assert emb_bou.to("cpu").core.device.type == "cpu"

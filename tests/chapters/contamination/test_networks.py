@@ -1,4 +1,5 @@
 """Tests of gtlib.contamination.networks, one section per public function."""
+
 import copy
 import math
 import numpy as np
@@ -7,8 +8,18 @@ import torch
 from gtlib import contamination as fc
 from tests.oracles import contamination_loops as ref
 from gtlib.contamination.training import _optimizer
-from tests.chapters.contamination.helpers import (_double_emb, _np_forward, _specs, _toy, ATOL,
-                                                  axis_embedding, nan_at, np_loss, refused, RTOL)
+from tests.chapters.contamination.helpers import (
+    _double_emb,
+    _np_forward,
+    _specs,
+    _toy,
+    ATOL,
+    axis_embedding,
+    nan_at,
+    np_loss,
+    refused,
+    RTOL,
+)
 
 
 def _np_init(acts, dim, width, seeds, frozen_output, bias):
@@ -21,7 +32,9 @@ def _np_init(acts, dim, width, seeds, frozen_output, bias):
         Ws.append((2 * W - 1) * lim)
         bs.append((2 * bb - 1) * lim)
         if frozen_output:
-            as_.append(np.array([1 / width] * (width // 2) + [-1 / width] * (width // 2)))
+            as_.append(
+                np.array([1 / width] * (width // 2) + [-1 / width] * (width // 2))
+            )
         else:
             aa = torch.rand(width, generator=g).double().numpy()
             cc = float(torch.rand((), generator=g))
@@ -38,9 +51,12 @@ def _np_curves(W, b, a, c, acts, specs, emb, x, y, xt, yt, shift):
     v = W @ B
     along = v.sum(-1) / np.sqrt(k)
     orth = np.linalg.norm(v - along[..., None] / np.sqrt(k), axis=-1)
-    row = {"core_norm": np.linalg.norm(W @ C, axis=-1).mean(-1),
-           "background_norm": np.linalg.norm(v, axis=-1).mean(-1),
-           "background_mean": np.abs(along).mean(-1), "background_orth": orth.mean(-1)}
+    row = {
+        "core_norm": np.linalg.norm(W @ C, axis=-1).mean(-1),
+        "background_norm": np.linalg.norm(v, axis=-1).mean(-1),
+        "background_mean": np.abs(along).mean(-1),
+        "background_orth": orth.mean(-1),
+    }
     losses = [s.loss for s in specs]
 
     def member_losses(f, yy):
@@ -53,8 +69,14 @@ def _np_curves(W, b, a, c, acts, specs, emb, x, y, xt, yt, shift):
     f_id = _np_forward(W, acts, a, b, c, np.asarray(xt))[2]
     f_ood = _np_forward(W, acts, a, b, c, xo)[2]
     yb = np.broadcast_to(np.asarray(yt, float), f_id.shape)
-    row["id_loss"], row["ood_loss"] = member_losses(f_id, yt), member_losses(f_ood, yt)
-    row["id_acc"], row["ood_acc"] = (f_id * yb > 0).mean(-1), (f_ood * yb > 0).mean(-1)
+    row["id_loss"], row["ood_loss"] = (
+        member_losses(f_id, yt),
+        member_losses(f_ood, yt),
+    )
+    row["id_acc"], row["ood_acc"] = (
+        (f_id * yb > 0).mean(-1),
+        (f_ood * yb > 0).mean(-1),
+    )
     return row
 
 
@@ -62,24 +84,40 @@ def _reference_training(net, specs, x, y, xt, yt, emb, steps, records, shift):
     """Each member alone with torch.optim and a forward pass written out; curves by numpy."""
     params = []
     for e, s in enumerate(specs):
-        p = {k: getattr(net, k)[e].detach().clone() for k in ("W", "b", "a", "c")
-             if getattr(net, k) is not None}
+        p = {
+            k: getattr(net, k)[e].detach().clone()
+            for k in ("W", "b", "a", "c")
+            if getattr(net, k) is not None
+        }
         train_out = net.a.requires_grad
         leaves = [p[k].requires_grad_() for k in p if k in ("W", "b") or train_out]
-        opt = (torch.optim.SGD(leaves, lr=s.lr, momentum=s.momentum, weight_decay=s.weight_decay)
-               if s.optimizer == "sgd" else
-               torch.optim.AdamW(leaves, lr=s.lr, weight_decay=s.weight_decay))
+        opt = (
+            torch.optim.SGD(
+                leaves, lr=s.lr, momentum=s.momentum, weight_decay=s.weight_decay
+            )
+            if s.optimizer == "sgd"
+            else torch.optim.AdamW(leaves, lr=s.lr, weight_decay=s.weight_decay)
+        )
         params.append((p, opt))
     acts = net.acts
-    act_fn = {"relu": torch.relu, "identity": lambda z: z, "tanh": torch.tanh,
-              "sigmoid": torch.sigmoid}
+    act_fn = {
+        "relu": torch.relu,
+        "identity": lambda z: z,
+        "tanh": torch.tanh,
+        "sigmoid": torch.sigmoid,
+    }
     rows = {}
 
     def snapshot():
-        st = {k: np.stack([p[k].detach().numpy() for p, _ in params]) if k in params[0][0]
-              else None for k in ("W", "b", "a", "c")}
-        return _np_curves(st["W"], st["b"], st["a"], st["c"], acts, specs, emb, x, y, xt, yt,
-                          shift)
+        st = {
+            k: np.stack([p[k].detach().numpy() for p, _ in params])
+            if k in params[0][0]
+            else None
+            for k in ("W", "b", "a", "c")
+        }
+        return _np_curves(
+            st["W"], st["b"], st["a"], st["c"], acts, specs, emb, x, y, xt, yt, shift
+        )
 
     for step in range(steps + 1):
         if step in records:
@@ -91,22 +129,39 @@ def _reference_training(net, specs, x, y, xt, yt, emb, steps, records, shift):
             hid = act_fn[acts[e]](xe @ p["W"].T + (p["b"] if "b" in p else 0.0))
             f = hid @ p["a"] + (p["c"] if "c" in p else 0.0)
             m = ye * f
-            loss = (torch.relu(1 - m) if s.loss == "hinge" else torch.nn.functional.softplus(-m))
+            loss = (
+                torch.relu(1 - m)
+                if s.loss == "hinge"
+                else torch.nn.functional.softplus(-m)
+            )
             opt.zero_grad()
             loss.mean().backward()
             opt.step()
-    final = {k: np.stack([p[k].detach().numpy() for p, _ in params]) for k in params[0][0]}
+    final = {
+        k: np.stack([p[k].detach().numpy() for p, _ in params]) for k in params[0][0]
+    }
     return rows, final
 
 
-CURVES = ("core_norm", "background_norm", "background_mean", "background_orth", "train_loss",
-          "id_loss", "ood_loss", "id_acc", "ood_acc")
+CURVES = (
+    "core_norm",
+    "background_norm",
+    "background_mean",
+    "background_orth",
+    "train_loss",
+    "id_loss",
+    "ood_loss",
+    "id_acc",
+    "ood_acc",
+)
 
 
 def _compare(old_net, new_net, old_hist, new_hist, **tol):
     assert new_hist.step == old_hist.step
     for name, p in new_net.named_parameters():
-        torch.testing.assert_close(p.detach(), getattr(old_net, name).detach(), **tol)
+        torch.testing.assert_close(
+            p.detach(), getattr(old_net, name).detach(), **tol
+        )
     for name in CURVES:
         assert len(getattr(new_hist, name)) == len(getattr(old_hist, name))
         for a, b in zip(getattr(new_hist, name), getattr(old_hist, name)):
@@ -123,23 +178,34 @@ def test_the_specs_optimizer_matches_torch(opt):
     torch.manual_seed(0)
     w0 = torch.randn(2, 3, 4, dtype=torch.float64)
     x = torch.randn(6, 4, dtype=torch.float64)
-    specs = [fc.NetSpec(optimizer=opt, lr=0.05, momentum=0.9, weight_decay=0.1),
-             fc.NetSpec(optimizer=opt, lr=0.01, momentum=0.5, weight_decay=0.0)]
+    specs = [
+        fc.NetSpec(optimizer=opt, lr=0.05, momentum=0.9, weight_decay=0.1),
+        fc.NetSpec(optimizer=opt, lr=0.01, momentum=0.5, weight_decay=0.0),
+    ]
     W = torch.nn.Parameter(w0.clone())
     so = _optimizer([W, torch.zeros(2, requires_grad=False)], specs)
     assert so.params == [W]  # tensors that do not require grad are left out
     refs = [torch.nn.Parameter(w0[i].clone()) for i in range(2)]
-    topts = [torch.optim.SGD([refs[i]], lr=s.lr, momentum=s.momentum, weight_decay=s.weight_decay)
-             if opt == "sgd" else torch.optim.AdamW([refs[i]], lr=s.lr, weight_decay=s.weight_decay)
-             for i, s in enumerate(specs)]
+    topts = [
+        torch.optim.SGD(
+            [refs[i]], lr=s.lr, momentum=s.momentum, weight_decay=s.weight_decay
+        )
+        if opt == "sgd"
+        else torch.optim.AdamW([refs[i]], lr=s.lr, weight_decay=s.weight_decay)
+        for i, s in enumerate(specs)
+    ]
     for _ in range(5):
-        so.step(torch.autograd.grad((torch.tanh(x @ W.transpose(1, 2)) ** 2).sum(), [W]))
+        so.step(
+            torch.autograd.grad((torch.tanh(x @ W.transpose(1, 2)) ** 2).sum(), [W])
+        )
         for r, o in zip(refs, topts):
             o.zero_grad()
             (torch.tanh(x @ r.T) ** 2).sum().backward()
             o.step()
     for i in range(2):
-        torch.testing.assert_close(W[i].detach(), refs[i].detach(), rtol=1e-12, atol=1e-14)
+        torch.testing.assert_close(
+            W[i].detach(), refs[i].detach(), rtol=1e-12, atol=1e-14
+        )
 
 
 def test_bad_inputs_raise(emb):
@@ -175,11 +241,22 @@ def test_bad_inputs_raise(emb):
         fc.init_two_layer(["relu"], 3, 2, [0, 1])
     net = fc.init_two_layer(["relu"], 12, 2, [0])
     with pytest.raises(ValueError, match="specs"):
-        fc.train_two_layer(net, [fc.NetSpec(), fc.NetSpec()], torch.zeros(4, 12), torch.ones(4), 1, emb)
+        fc.train_two_layer(
+            net,
+            [fc.NetSpec(), fc.NetSpec()],
+            torch.zeros(4, 12),
+            torch.ones(4),
+            1,
+            emb,
+        )
     with pytest.raises(ValueError, match="act"):
-        fc.train_two_layer(net, [fc.NetSpec(act="gelu")], torch.zeros(4, 12), torch.ones(4), 1, emb)
+        fc.train_two_layer(
+            net, [fc.NetSpec(act="gelu")], torch.zeros(4, 12), torch.ones(4), 1, emb
+        )
     with pytest.raises(ValueError, match="x"):
-        fc.train_two_layer(net, [fc.NetSpec()], torch.zeros(4, 12), torch.ones(5), 1, emb)
+        fc.train_two_layer(
+            net, [fc.NetSpec()], torch.zeros(4, 12), torch.ones(5), 1, emb
+        )
     with pytest.raises(ValueError, match="target"):
         fc.relative_error(torch.ones(2, 2), torch.zeros(2, 2))
     with pytest.raises(ValueError, match="variants"):
@@ -195,12 +272,22 @@ def test_bad_inputs_raise(emb):
 @pytest.mark.reference
 def test_net_spec_defaults_and_name():
     s = fc.NetSpec()
-    assert (s.act, s.loss, s.optimizer, s.lr, s.momentum, s.weight_decay, s.label) == (
-        "relu", "hinge", "sgd", 1e-3, 0.9, 1e-3, "")
+    assert (
+        s.act,
+        s.loss,
+        s.optimizer,
+        s.lr,
+        s.momentum,
+        s.weight_decay,
+        s.label,
+    ) == ("relu", "hinge", "sgd", 1e-3, 0.9, 1e-3, "")
     assert s.name == "relu/sgd/hinge"
-    assert fc.NetSpec(act="tanh", optimizer="adamw", loss="logistic").name == "tanh/adamw/logistic"
+    assert (
+        fc.NetSpec(act="tanh", optimizer="adamw", loss="logistic").name
+        == "tanh/adamw/logistic"
+    )
     assert fc.NetSpec(label="mine").name == "mine"
-    fc.NetSpec(momentum=0.0, weight_decay=0.0)          # both ends that are allowed
+    fc.NetSpec(momentum=0.0, weight_decay=0.0)  # both ends that are allowed
     with pytest.raises(ValueError, match="momentum"):
         fc.NetSpec(momentum=1.0)
     with pytest.raises(ValueError, match="weight_decay"):
@@ -209,33 +296,60 @@ def test_net_spec_defaults_and_name():
 
 @pytest.mark.reference
 @pytest.mark.parametrize("frozen_output", [True, False])
-def test_train_two_layer_is_torch_optim_per_member_and_records_numpy_curves(frozen_output):
+def test_train_two_layer_is_torch_optim_per_member_and_records_numpy_curves(
+    frozen_output,
+):
     emb32 = fc.random_embedding(2, 3, 7, seed=1)
     tr, te = fc.sample_toy(9, emb32, seed=1), fc.sample_toy(7, emb32, seed=2)
     emb = _double_emb(emb32)
     x, y, xt = tr.x.double(), tr.y.double(), te.x.double()
-    y = y[torch.tensor([0, 2, 1, 3, 4, 5, 6, 7, 8])]      # shuffled, unbalanced (4 vs 5)
+    y = y[torch.tensor([0, 2, 1, 3, 4, 5, 6, 7, 8])]  # shuffled, unbalanced (4 vs 5)
     yt = te.y.double()
-    specs = [fc.NetSpec(act="relu", lr=0.3, momentum=0.9, weight_decay=0.05),
-             fc.NetSpec(act="identity", lr=0.1, momentum=0.0, weight_decay=0.2),
-             fc.NetSpec(act="tanh", loss="logistic", lr=0.2, momentum=0.5, weight_decay=0.0),
-             fc.NetSpec(act="relu", optimizer="adamw", loss="logistic", lr=0.05,
-                        weight_decay=0.3)]
-    net = fc.init_two_layer([s.act for s in specs], 7, 4, [2, 5, 1, 9],
-                            frozen_output=frozen_output, bias=True).double()
+    specs = [
+        fc.NetSpec(act="relu", lr=0.3, momentum=0.9, weight_decay=0.05),
+        fc.NetSpec(act="identity", lr=0.1, momentum=0.0, weight_decay=0.2),
+        fc.NetSpec(
+            act="tanh", loss="logistic", lr=0.2, momentum=0.5, weight_decay=0.0
+        ),
+        fc.NetSpec(
+            act="relu", optimizer="adamw", loss="logistic", lr=0.05, weight_decay=0.3
+        ),
+    ]
+    net = fc.init_two_layer(
+        [s.act for s in specs],
+        7,
+        4,
+        [2, 5, 1, 9],
+        frozen_output=frozen_output,
+        bias=True,
+    ).double()
     start = {k: getattr(net, k).detach().clone() for k in ("W", "b", "a")}
-    rows, final = _reference_training(net, specs, x, y, xt, yt, emb, 7, {0, 3, 6, 7}, 0.6)
-    hist = fc.train_two_layer(net, specs, x, y, 7, emb, xt, yt, shift=0.6, record_every=3)
+    rows, final = _reference_training(
+        net, specs, x, y, xt, yt, emb, 7, {0, 3, 6, 7}, 0.6
+    )
+    hist = fc.train_two_layer(
+        net, specs, x, y, 7, emb, xt, yt, shift=0.6, record_every=3
+    )
     assert hist.step == [0, 3, 6, 7]
     for k in final:
-        np.testing.assert_allclose(getattr(net, k).detach().numpy(), final[k], rtol=1e-10,
-                                   atol=1e-12, err_msg=k)
+        np.testing.assert_allclose(
+            getattr(net, k).detach().numpy(),
+            final[k],
+            rtol=1e-10,
+            atol=1e-12,
+            err_msg=k,
+        )
     assert not torch.allclose(net.W.detach(), start["W"])
     for i, step in enumerate(hist.step):
         for name, want in rows[step].items():
-            tol = 1e-6 if name.endswith("acc") else 1e-12      # accuracies are float32
-            np.testing.assert_allclose(hist.array(name)[i], want, rtol=1e-9, atol=tol,
-                                       err_msg=f"{name} at step {step}")
+            tol = 1e-6 if name.endswith("acc") else 1e-12  # accuracies are float32
+            np.testing.assert_allclose(
+                hist.array(name)[i],
+                want,
+                rtol=1e-9,
+                atol=tol,
+                err_msg=f"{name} at step {step}",
+            )
     assert hist.array("core_norm").shape == (4, 4)
 
 
@@ -247,23 +361,44 @@ def test_train_two_layer_on_one_sample_per_member_and_without_a_test_set():
     x = torch.stack([p.x for p in parts]).double()
     y = torch.stack([p.y for p in parts]).double()
     y[1] = -y[1]
-    specs = [fc.NetSpec(act="tanh", loss="logistic", optimizer="adamw", lr=0.05,
-                        weight_decay=0.01),
-             fc.NetSpec(act="tanh", loss="hinge", optimizer="sgd", lr=0.2, weight_decay=0.1)]
-    net = fc.init_two_layer(["tanh", "tanh"], 5, 6, [1, 2], frozen_output=False,
-                            bias=True).double()
+    specs = [
+        fc.NetSpec(
+            act="tanh",
+            loss="logistic",
+            optimizer="adamw",
+            lr=0.05,
+            weight_decay=0.01,
+        ),
+        fc.NetSpec(
+            act="tanh", loss="hinge", optimizer="sgd", lr=0.2, weight_decay=0.1
+        ),
+    ]
+    net = fc.init_two_layer(
+        ["tanh", "tanh"], 5, 6, [1, 2], frozen_output=False, bias=True
+    ).double()
     rows, final = _reference_training(net, specs, x, y, x, y, emb, 6, {0, 6}, 1.0)
-    hist = fc.train_two_layer(net, specs, x, y, 6, emb)        # record_every 25 by default
+    hist = fc.train_two_layer(net, specs, x, y, 6, emb)  # record_every 25 by default
     assert hist.step == [0, 6]
     assert hist.id_loss == [] and hist.ood_acc == []
     for k in final:
-        np.testing.assert_allclose(getattr(net, k).detach().numpy(), final[k], rtol=1e-10,
-                                   atol=1e-12)
+        np.testing.assert_allclose(
+            getattr(net, k).detach().numpy(), final[k], rtol=1e-10, atol=1e-12
+        )
     for i, step in enumerate(hist.step):
-        for name in ("core_norm", "background_norm", "background_mean", "background_orth",
-                     "train_loss"):
-            np.testing.assert_allclose(hist.array(name)[i], rows[step][name], rtol=1e-9,
-                                       atol=1e-12, err_msg=name)
+        for name in (
+            "core_norm",
+            "background_norm",
+            "background_mean",
+            "background_orth",
+            "train_loss",
+        ):
+            np.testing.assert_allclose(
+                hist.array(name)[i],
+                rows[step][name],
+                rtol=1e-9,
+                atol=1e-12,
+                err_msg=name,
+            )
     with pytest.raises(ValueError, match="not recorded"):
         hist.array("id_acc")
     with pytest.raises(ValueError, match="name"):
@@ -272,8 +407,10 @@ def test_train_two_layer_on_one_sample_per_member_and_without_a_test_set():
 
 @pytest.mark.reference
 def test_the_optimizer_leaves_frozen_tensors_out_and_sets_each_member():
-    specs = [fc.NetSpec(optimizer="adamw", lr=0.02, weight_decay=0.3),
-             fc.NetSpec(lr=0.4, momentum=0.25, weight_decay=0.0)]
+    specs = [
+        fc.NetSpec(optimizer="adamw", lr=0.02, weight_decay=0.3),
+        fc.NetSpec(lr=0.4, momentum=0.25, weight_decay=0.0),
+    ]
     W = torch.nn.Parameter(torch.ones(2, 3, dtype=torch.float64))
     frozen = torch.zeros(2, 3, dtype=torch.float64)
     opt = _optimizer([W, frozen], specs)
@@ -282,9 +419,12 @@ def test_the_optimizer_leaves_frozen_tensors_out_and_sets_each_member():
     opt.step([g])
     # member 1: SGD, first step buf = g, p = 1 - 0.4 g; member 0: AdamW, first step
     # p = (1 - lr wd) - lr sign(g) (|m_hat / sqrt(v_hat)| = 1)
-    np.testing.assert_allclose(W[1].detach().numpy(), 1 - 0.4 * g[1].numpy(), rtol=1e-12)
-    want0 = (1 - 0.02 * 0.3) - 0.02 * np.sign(g[0].numpy()) * np.abs(g[0].numpy()) / (
-        np.abs(g[0].numpy()) + 1e-8)
+    np.testing.assert_allclose(
+        W[1].detach().numpy(), 1 - 0.4 * g[1].numpy(), rtol=1e-12
+    )
+    want0 = (1 - 0.02 * 0.3) - 0.02 * np.sign(g[0].numpy()) * np.abs(
+        g[0].numpy()
+    ) / (np.abs(g[0].numpy()) + 1e-8)
     np.testing.assert_allclose(W[0].detach().numpy(), want0, rtol=1e-9)
 
 
@@ -341,23 +481,36 @@ def test_two_layer_nets_match_a_member_by_member_loop():
     E, h, d, n = 5, 3, 4, 7
     # interleaved so that the grouping's permutation (0, 3, 1, 2, 4) is not its own inverse
     acts = ["tanh", "relu", "relu", "tanh", "identity"]
-    W, a, b, c = (torch.randn(E, h, d, dtype=torch.float64), torch.randn(E, h, dtype=torch.float64),
-                  torch.randn(E, h, dtype=torch.float64), torch.randn(E, dtype=torch.float64))
+    W, a, b, c = (
+        torch.randn(E, h, d, dtype=torch.float64),
+        torch.randn(E, h, dtype=torch.float64),
+        torch.randn(E, h, dtype=torch.float64),
+        torch.randn(E, dtype=torch.float64),
+    )
     x = torch.randn(n, d, dtype=torch.float64)
     net = fc.TwoLayerNets(W, acts, a, b=b, c=c)
     assert (net.size, net.width) == (E, h)
     pre, hid, out = _np_forward(W, acts, a, b, c, x)
-    np.testing.assert_allclose(net.preactivations(x).detach().numpy(), pre, rtol=1e-12)
+    np.testing.assert_allclose(
+        net.preactivations(x).detach().numpy(), pre, rtol=1e-12
+    )
     np.testing.assert_allclose(net.hidden(x).detach().numpy(), hid, rtol=1e-12)
     np.testing.assert_allclose(net(x).detach().numpy(), out, rtol=1e-12, atol=1e-14)
     # one sample per member (E, n, d)
     xs = torch.randn(E, n, d, dtype=torch.float64)
-    np.testing.assert_allclose(net(xs).detach().numpy(), _np_forward(W, acts, a, b, c, xs)[2],
-                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        net(xs).detach().numpy(),
+        _np_forward(W, acts, a, b, c, xs)[2],
+        rtol=1e-12,
+        atol=1e-14,
+    )
     # without biases, and a single activation group
     plain = fc.TwoLayerNets(W[:2], ["sigmoid", "sigmoid"], a[:2])
-    np.testing.assert_allclose(plain(x).detach().numpy(),
-                               _np_forward(W[:2], ["sigmoid"] * 2, a[:2], x=x)[2], rtol=1e-12)
+    np.testing.assert_allclose(
+        plain(x).detach().numpy(),
+        _np_forward(W[:2], ["sigmoid"] * 2, a[:2], x=x)[2],
+        rtol=1e-12,
+    )
     # frozen output by default: a and c are buffers; train_output makes them parameters
     assert [k for k, _ in net.named_parameters()] == ["W", "b"]
     trained = fc.TwoLayerNets(W, acts, a, b=b, c=c, train_output=True)
@@ -379,20 +532,40 @@ def test_two_layer_nets_constructor():
     refused(ValueError, "acts", fc.TwoLayerNets, W, ["relu", "bogus"], a)
     refused(ValueError, "a", fc.TwoLayerNets, W, ["relu", "tanh"], nan_at(a))
     refused(TypeError, "a", fc.TwoLayerNets, W, ["relu", "tanh"], None)
-    refused(TypeError, "b", fc.TwoLayerNets, W, ["relu", "tanh"], a, b=[[0.0] * 6] * 2)
-    refused(TypeError, "train_output", fc.TwoLayerNets, W, ["relu", "tanh"], a,
-            train_output="yes")
-    refused(TypeError, "train_output", fc.TwoLayerNets, W, ["relu", "tanh"], a,
-            train_output=None)
+    refused(
+        TypeError, "b", fc.TwoLayerNets, W, ["relu", "tanh"], a, b=[[0.0] * 6] * 2
+    )
+    refused(
+        TypeError,
+        "train_output",
+        fc.TwoLayerNets,
+        W,
+        ["relu", "tanh"],
+        a,
+        train_output="yes",
+    )
+    refused(
+        TypeError,
+        "train_output",
+        fc.TwoLayerNets,
+        W,
+        ["relu", "tanh"],
+        a,
+        train_output=None,
+    )
 
 
 # =================================================================================================
 # contamination.init_two_layer
 # =================================================================================================
 def test_frozen_output_layer_and_forward():
-    net = fc.init_two_layer(["relu", "identity"], 5, 4, [0, 1], frozen_output=True, bias=False)
+    net = fc.init_two_layer(
+        ["relu", "identity"], 5, 4, [0, 1], frozen_output=True, bias=False
+    )
     assert torch.allclose(net.a[0], torch.tensor([0.25, 0.25, -0.25, -0.25]))
-    assert not net.a.requires_grad and [n for n, _ in net.named_parameters()] == ["W"]
+    assert not net.a.requires_grad and [n for n, _ in net.named_parameters()] == [
+        "W"
+    ]
     x = torch.randn(7, 5)
     out = net(x)
     W = net.W.detach()
@@ -403,17 +576,25 @@ def test_frozen_output_layer_and_forward():
 def test_identity_net_is_linear_and_member_order_is_kept():
     net = fc.init_two_layer(["gelu", "identity", "gelu"], 3, 2, [0, 1, 2], bias=True)
     x = torch.randn(5, 3)
-    assert torch.allclose(net(2 * x)[1] - net(x)[1], net(x)[1] - net(0 * x)[1], atol=1e-6)
+    assert torch.allclose(
+        net(2 * x)[1] - net(x)[1], net(x)[1] - net(0 * x)[1], atol=1e-6
+    )
     h = net.hidden(x)
-    assert torch.allclose(h[2], torch.nn.functional.gelu(x @ net.W[2].T + net.b[2]), atol=1e-6)
+    assert torch.allclose(
+        h[2], torch.nn.functional.gelu(x @ net.W[2].T + net.b[2]), atol=1e-6
+    )
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("frozen_output,bias", [(True, False), (True, True), (False, True),
-                                                (False, False)])
+@pytest.mark.parametrize(
+    "frozen_output,bias",
+    [(True, False), (True, True), (False, True), (False, False)],
+)
 def test_init_two_layer_is_nn_linear_uniform_per_seed(frozen_output, bias):
     acts, seeds = ["relu", "tanh", "identity"], [3, 11, 4]
-    net = fc.init_two_layer(acts, 5, 4, seeds, frozen_output=frozen_output, bias=bias)
+    net = fc.init_two_layer(
+        acts, 5, 4, seeds, frozen_output=frozen_output, bias=bias
+    )
     W, b, a, c = _np_init(acts, 5, 4, seeds, frozen_output, bias)
     np.testing.assert_allclose(net.W.detach().numpy(), W, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(net.a.detach().numpy(), a, rtol=1e-6, atol=1e-7)
@@ -440,13 +621,26 @@ def test_init_two_layer_defaults_are_frozen_output_without_bias():
 def test_train_two_layer_records_every_k_steps_and_the_last():
     emb = fc.random_embedding(2, 2, 5, seed=0)
     d = fc.sample_toy(6, emb, seed=0)
-    for steps, every, want in ((6, 3, [0, 3, 6]), (5, 2, [0, 2, 4, 5]), (3, 5, [0, 3]),
-                               (4, 1, [0, 1, 2, 3, 4])):
+    for steps, every, want in (
+        (6, 3, [0, 3, 6]),
+        (5, 2, [0, 2, 4, 5]),
+        (3, 5, [0, 3]),
+        (4, 1, [0, 1, 2, 3, 4]),
+    ):
         net = fc.init_two_layer(["relu"], 5, 2, [0])
-        assert fc.train_two_layer(net, [fc.NetSpec()], d.x, d.y, steps, emb,
-                                  record_every=every).step == want
+        assert (
+            fc.train_two_layer(
+                net, [fc.NetSpec()], d.x, d.y, steps, emb, record_every=every
+            ).step
+            == want
+        )
     net = fc.init_two_layer(["relu"], 5, 2, [0])
-    assert fc.train_two_layer(net, [fc.NetSpec()], d.x, d.y, 60, emb).step == [0, 25, 50, 60]
+    assert fc.train_two_layer(net, [fc.NetSpec()], d.x, d.y, 60, emb).step == [
+        0,
+        25,
+        50,
+        60,
+    ]
 
 
 @pytest.mark.boundary
@@ -455,8 +649,16 @@ def test_init_two_layer():
     refused(TypeError, "seeds", fc.init_two_layer, ["relu"], 10, 6, 3)
     refused(ValueError, r"seeds\[0\]", fc.init_two_layer, ["relu"], 10, 6, [-1])
     refused(TypeError, r"seeds\[0\]", fc.init_two_layer, ["relu"], 10, 6, [0.5])
-    refused(TypeError, "frozen_output", fc.init_two_layer, ["relu"], 10, 6, [0],
-            frozen_output="yes")
+    refused(
+        TypeError,
+        "frozen_output",
+        fc.init_two_layer,
+        ["relu"],
+        10,
+        6,
+        [0],
+        frozen_output="yes",
+    )
     refused(TypeError, "bias", fc.init_two_layer, ["relu"], 10, 6, [0], bias=None)
 
 
@@ -465,13 +667,21 @@ def test_init_two_layer():
 def test_train_two_layer_matches_the_old_loop(frozen_output):
     emb, train, test = _toy()
     specs = _specs()
-    net = fc.init_two_layer([s.act for s in specs], 8, 6, list(range(len(specs))),
-                            frozen_output=frozen_output, bias=True)
+    net = fc.init_two_layer(
+        [s.act for s in specs],
+        8,
+        6,
+        list(range(len(specs))),
+        frozen_output=frozen_output,
+        bias=True,
+    )
     old, new = copy.deepcopy(net), copy.deepcopy(net)
-    h_old = ref.old_train_two_layer(old, specs, train.x, train.y, 20, emb, test.x, test.y,
-                                    record_every=10)
-    h_new = fc.train_two_layer(new, specs, train.x, train.y, 20, emb, test.x, test.y,
-                               record_every=10)
+    h_old = ref.old_train_two_layer(
+        old, specs, train.x, train.y, 20, emb, test.x, test.y, record_every=10
+    )
+    h_new = fc.train_two_layer(
+        new, specs, train.x, train.y, 20, emb, test.x, test.y, record_every=10
+    )
     assert h_new.step == [0, 10, 20]
     assert not torch.equal(new.W, net.W)  # it trained
     _compare(old, new, h_old, h_new, rtol=RTOL, atol=ATOL)
@@ -482,15 +692,22 @@ def test_train_two_layer_matches_the_old_loop_on_replicates():
     # run_default's use: each member its own sample (E, n, d), trainable output, AdamW, logistic;
     # 25 steps recorded every 10 also checks the final record at a step that is not a multiple
     emb, train, test = _toy("default", replicates=3)
-    specs = [fc.NetSpec(act=a, loss="logistic", optimizer="adamw", lr=1e-2, weight_decay=1e-3)
-             for a in ("relu", "relu", "silu")]
-    net = fc.init_two_layer([s.act for s in specs], 8, 6, [5, 6, 7], frozen_output=False,
-                            bias=True)
+    specs = [
+        fc.NetSpec(
+            act=a, loss="logistic", optimizer="adamw", lr=1e-2, weight_decay=1e-3
+        )
+        for a in ("relu", "relu", "silu")
+    ]
+    net = fc.init_two_layer(
+        [s.act for s in specs], 8, 6, [5, 6, 7], frozen_output=False, bias=True
+    )
     old, new = copy.deepcopy(net), copy.deepcopy(net)
-    h_old = ref.old_train_two_layer(old, specs, train.x, train.y, 25, emb, test.x, test.y,
-                                    record_every=10)
-    h_new = fc.train_two_layer(new, specs, train.x, train.y, 25, emb, test.x, test.y,
-                               record_every=10)
+    h_old = ref.old_train_two_layer(
+        old, specs, train.x, train.y, 25, emb, test.x, test.y, record_every=10
+    )
+    h_new = fc.train_two_layer(
+        new, specs, train.x, train.y, 25, emb, test.x, test.y, record_every=10
+    )
     assert h_new.step == [0, 10, 20, 25]
     _compare(old, new, h_old, h_new, rtol=RTOL, atol=ATOL)
 

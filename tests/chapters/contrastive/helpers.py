@@ -1,5 +1,6 @@
 """Networks, data and reference implementations that several test
 modules of gtlib.contrastive use."""
+
 import matplotlib
 import numpy as np
 import torch
@@ -18,9 +19,21 @@ def rng(seed):
 
 
 def tiny_cfg(**kw):
-    base = dict(dim=7, n_features=5, n_minority=2, neurons=6, batch=12, steps=4, log_every=2,
-                bias_ramp=3, prune_every=2, replicates=1, probe_samples=30, n_tokens=3,
-                n_signal=2)
+    base = dict(
+        dim=7,
+        n_features=5,
+        n_minority=2,
+        neurons=6,
+        batch=12,
+        steps=4,
+        log_every=2,
+        bias_ramp=3,
+        prune_every=2,
+        replicates=1,
+        probe_samples=30,
+        n_tokens=3,
+        n_signal=2,
+    )
     base.update(kw)
     return C.ContrastiveConfig.quick(**base)
 
@@ -59,8 +72,15 @@ def _alignment_reference(W, M):
     noise = np.linalg.norm(W - coef @ M.T, axis=-1)
     srt = np.sort(proj, axis=-1)
     top, second = srt[..., -1], srt[..., -2]
-    return dict(proj=proj, noise=noise, dominant=proj.argmax(-1), top=top, second=second,
-                ratio=top / second, purity=top ** 2 / (proj ** 2).sum(-1))
+    return dict(
+        proj=proj,
+        noise=noise,
+        dominant=proj.argmax(-1),
+        top=top,
+        second=second,
+        ratio=top / second,
+        purity=top**2 / (proj**2).sum(-1),
+    )
 
 
 def _hand_run(cfg, ratios, fractions, seeds, seed=0):
@@ -68,11 +88,20 @@ def _hand_run(cfg, ratios, fractions, seeds, seed=0):
     g = rng(100 + seed)
     M = C.feature_dictionary(cfg.dim, cfg.n_features, seed=seed)
     W = torch.randn(E, cfg.neurons, cfg.dim, generator=g)
-    for e in range(E):  # neurons aligned with features, so that the probe has something to read
-        W[e, :cfg.n_features] += (2.0 + e) * M.T
+    for e in range(
+        E
+    ):  # neurons aligned with features, so that the probe has something to read
+        W[e, : cfg.n_features] += (2.0 + e) * M.T
     A = torch.randn(E, cfg.dim, cfg.dim, generator=g) * 0.3
-    return C.EncoderRun(config=cfg, M=M, W=W, A=A, ratios=list(ratios), fractions=list(fractions),
-                        seeds=list(seeds))
+    return C.EncoderRun(
+        config=cfg,
+        M=M,
+        W=W,
+        A=A,
+        ratios=list(ratios),
+        fractions=list(fractions),
+        seeds=list(seeds),
+    )
 
 
 matplotlib.use("Agg")
@@ -103,5 +132,14 @@ X4 = torch.randn(1, 5, 4, 12, generator=gen())
 A = torch.randn(1, 12, 12, generator=gen())
 
 
-TINY = C.ContrastiveConfig(steps=2, neurons=8, batch=8, dim=12, n_features=6, n_minority=3,
-                           bias_ramp=1, probe_samples=20, log_every=1)
+TINY = C.ContrastiveConfig(
+    steps=2,
+    neurons=8,
+    batch=8,
+    dim=12,
+    n_features=6,
+    n_minority=3,
+    bias_ramp=1,
+    probe_samples=20,
+    log_every=1,
+)

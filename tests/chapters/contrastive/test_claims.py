@@ -1,4 +1,5 @@
 """Tests of gtlib.contrastive.claims, the chapter's claims table."""
+
 from gtlib.contrastive import CLAIMS
 
 from tests.conftest import check_claims_table

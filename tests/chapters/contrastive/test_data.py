@@ -1,4 +1,5 @@
 """Tests of gtlib.contrastive.data, one section per public function."""
+
 import math
 import matplotlib.pyplot as plt
 import numpy as np
@@ -8,7 +9,17 @@ from gtlib import contrastive as C, contrastive as CL
 from gtlib.contrastive.encoder import _encode
 from gtlib.contrastive.encoder import _infonce
 from gtlib.contrastive.data import _make_views
-from tests.chapters.contrastive.helpers import _alignment_reference, A, DT, gen, M, rng, W, X4, Z
+from tests.chapters.contrastive.helpers import (
+    _alignment_reference,
+    A,
+    DT,
+    gen,
+    M,
+    rng,
+    W,
+    X4,
+    Z,
+)
 from gtlib.contrastive.alignment import _alignment
 from gtlib.contrastive.data import _sample_codes
 
@@ -54,12 +65,16 @@ def test_feature_dictionary_is_gram_schmidt_of_its_seeded_gaussian_matrix():
         a = torch.randn(dim, dim, generator=rng(seed)).double().numpy()
         M = C.feature_dictionary(dim, K, seed=seed)
         assert M.shape == (dim, K) and M.dtype == torch.float32 and M.is_contiguous()
-        np.testing.assert_allclose(M.double().numpy(), _gram_schmidt(a)[:, :K], atol=2e-5)
+        np.testing.assert_allclose(
+            M.double().numpy(), _gram_schmidt(a)[:, :K], atol=2e-5
+        )
     M5 = C.feature_dictionary(9, 4, seed=5)
     assert not torch.allclose(M5, C.feature_dictionary(9, 4, seed=6))
     # a prefix: fewer features are the first columns of more
     assert torch.equal(C.feature_dictionary(9, 2, seed=5), M5[:, :2])
-    assert torch.equal(C.feature_dictionary(9, 4), C.feature_dictionary(9, 4, seed=0))
+    assert torch.equal(
+        C.feature_dictionary(9, 4), C.feature_dictionary(9, 4, seed=0)
+    )
 
 
 @pytest.mark.reference
@@ -69,7 +84,7 @@ def test_make_views_noise_has_the_stated_expected_norm_and_batches():
     X = _make_views(M, z, 3, 1, 2.5, rng(0))  # (E, n, K) codes -> (E, n, L, d)
     assert X.shape == (2, 400, 3, 10)
     # E ||eps||^2 = noise^2 (std noise / sqrt(d) per coordinate)
-    assert float((X ** 2).sum(-1).mean()) == pytest.approx(2.5 ** 2, rel=0.03)
+    assert float((X**2).sum(-1).mean()) == pytest.approx(2.5**2, rel=0.03)
     assert float(X.std()) == pytest.approx(2.5 / math.sqrt(10), rel=0.03)
 
 
@@ -101,7 +116,9 @@ def test_frequencies_and_codes():
     assert set(torch.unique(z).tolist()) <= {-1.0, 0.0, 1.0}
     assert torch.allclose((z != 0).float().mean(0), p, atol=0.015)
     zz = _sample_codes(torch.stack([p, p]), 50, g)
-    assert zz.shape == (2, 50, 6) and torch.equal(zz[0], zz[1])  # common random numbers
+    assert zz.shape == (2, 50, 6) and torch.equal(
+        zz[0], zz[1]
+    )  # common random numbers
     with pytest.raises(ValueError, match="ratio"):
         C.feature_frequencies(6, 2, 0.3, 0.5)
     with pytest.raises(ValueError, match="n_minority"):
@@ -113,8 +130,12 @@ def test_feature_frequencies_by_hand_at_the_edges():
     p = C.feature_frequencies(5, 2, 0.2, 4.0)
     assert p.tolist() == pytest.approx([0.2, 0.2, 0.2, 0.05, 0.05])
     assert p.dtype == torch.float32
-    assert C.feature_frequencies(5, 4, 0.4, 8.0).tolist() == pytest.approx([0.4] + [0.05] * 4)
-    assert C.feature_frequencies(3, 1, 0.3, 1.0).tolist() == pytest.approx([0.3, 0.3, 0.3])
+    assert C.feature_frequencies(5, 4, 0.4, 8.0).tolist() == pytest.approx(
+        [0.4] + [0.05] * 4
+    )
+    assert C.feature_frequencies(3, 1, 0.3, 1.0).tolist() == pytest.approx(
+        [0.3, 0.3, 0.3]
+    )
     with pytest.raises(ValueError):
         C.feature_frequencies(5, 5, 0.2, 2.0)
 
@@ -161,7 +182,9 @@ def test_sample_codes_is_threshold_of_shared_uniforms_times_a_random_sign():
 def test_sample_codes_empirical_rates_and_balanced_signs():
     freqs = torch.tensor([0.7, 0.05, 0.3])
     z = _sample_codes(freqs, 20000, rng(11))
-    np.testing.assert_allclose((z != 0).float().mean(0).numpy(), freqs.numpy(), atol=0.015)
+    np.testing.assert_allclose(
+        (z != 0).float().mean(0).numpy(), freqs.numpy(), atol=0.015
+    )
     assert abs(float(z[:, 0].mean())) < 0.03  # signs are +-1 with probability 1/2
 
 
@@ -185,11 +208,15 @@ def test_views_share_the_signal():
 @pytest.mark.reference
 def test_make_views_matches_a_loop_and_places_exactly_n_signal_tokens():
     M = C.feature_dictionary(6, 3, seed=2).double()
-    z = torch.tensor([[1.0, 0.0, -1.0], [0.0, 1.0, 0.0], [-1.0, -1.0, 1.0], [0.0, 0.0, 0.0]],
-                     dtype=DT)
+    z = torch.tensor(
+        [[1.0, 0.0, -1.0], [0.0, 1.0, 0.0], [-1.0, -1.0, 1.0], [0.0, 0.0, 0.0]],
+        dtype=DT,
+    )
     X = _make_views(M, z, 5, 2, 0.7, rng(8))
     assert X.shape == (4, 5, 6)
-    torch.testing.assert_close(X, _views_reference(M, z, 5, 2, 0.7, rng(8)), rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(
+        X, _views_reference(M, z, 5, 2, 0.7, rng(8)), rtol=1e-6, atol=1e-7
+    )
     # noiseless: exactly n_signal tokens carry M z, the others are zero
     for Ls in (1, 3, 5):
         X0 = _make_views(M, z[:3], 5, Ls, 0.0, rng(1))
@@ -209,13 +236,21 @@ def test_valid_calls_are_unchanged_by_the_checks():
     # the checked function returns exactly what the unchecked one returns
     f, g = torch.randn(5, 8, generator=gen()), torch.randn(5, 8, generator=gen())
     assert torch.equal(C.infonce(f, g, 0.5), _infonce(f, g, 0.5))
-    assert torch.equal(_make_views(M, Z, 4, 2, 1.0, gen()),
-                       _make_views(M, Z, 4, 2, 1.0, gen()))
-    assert torch.equal(_encode(X4, W[None], A, 0.1, torch.ones(1, 8)),
-                       _encode(X4, W[None], A, 0.1, torch.ones(1, 8)))
-    assert math.isclose(C.infonce_orthogonal_closed_form(1.0, 5, 0.5), math.log1p(4 * math.exp(-2)))
+    assert torch.equal(
+        _make_views(M, Z, 4, 2, 1.0, gen()), _make_views(M, Z, 4, 2, 1.0, gen())
+    )
+    assert torch.equal(
+        _encode(X4, W[None], A, 0.1, torch.ones(1, 8)),
+        _encode(X4, W[None], A, 0.1, torch.ones(1, 8)),
+    )
+    assert math.isclose(
+        C.infonce_orthogonal_closed_form(1.0, 5, 0.5), math.log1p(4 * math.exp(-2))
+    )
     # declared optional None and zero noise stay accepted
-    assert C.draw_alignment(plt.gca(), np.random.rand(8, 6), 3, title=None, vmax=None) is not None
+    assert (
+        C.draw_alignment(plt.gca(), np.random.rand(8, 6), 3, title=None, vmax=None)
+        is not None
+    )
     plt.close("all")
     assert _make_views(M, Z, 4, 2, 0.0, gen()).shape == (10, 4, 12)
 

@@ -1,4 +1,5 @@
 """Tests of gtlib.contrastive.encoder, one section per public function."""
+
 import math
 import numpy as np
 import pytest
@@ -7,7 +8,13 @@ import torch.nn.functional as F
 from gtlib import contrastive as C
 from tests.chapters.contrastive.helpers import _encode_reference, DT, rng, tiny_cfg
 from gtlib.contrastive.data import _make_views, _sample_codes
-from gtlib.contrastive.encoder import _brelu, _encode, _magnitude_mask, _random_mask, _straight_through_mask
+from gtlib.contrastive.encoder import (
+    _brelu,
+    _encode,
+    _magnitude_mask,
+    _random_mask,
+    _straight_through_mask,
+)
 
 
 def _encoder_inputs(seed=0, E=2, n=3, L=4, d=5, m=6):
@@ -57,11 +64,15 @@ def test_brelu_clamp_form_equals_the_relu_form():
     relu_form = torch.relu(s - b) - torch.relu(-s - b)
     assert torch.equal(_brelu(s, b), relu_form)  # exact, not just close
     assert torch.equal(_brelu(s, 0.4), torch.relu(s - 0.4) - torch.relu(-s - 0.4))
-    neg = torch.full((1, 1, 5), -0.3)  # a negative threshold keeps the defining formula
+    neg = torch.full(
+        (1, 1, 5), -0.3
+    )  # a negative threshold keeps the defining formula
     assert torch.equal(_brelu(s, neg), torch.relu(s + 0.3) - torch.relu(-s + 0.3))
     s.requires_grad_()
     _brelu(s, b).sum().backward()
-    assert torch.equal(s.grad, (s.detach().abs() > b).float())  # slope 1 outside the dead zone
+    assert torch.equal(
+        s.grad, (s.detach().abs() > b).float()
+    )  # slope 1 outside the dead zone
 
 
 @pytest.mark.reference
@@ -86,7 +97,9 @@ def test_straight_through_mask_forward_is_masked_backward_is_identity():
     assert out.tolist() == [[1.5, 0.0, 3.0], [0.5, 0.0, -1.0]]
     c = torch.tensor([[2.0, 3.0, 5.0], [7.0, 11.0, 13.0]])
     (out * c).sum().backward()
-    assert torch.equal(f.grad, c)  # every entry, masked or not, gets its own gradient
+    assert torch.equal(
+        f.grad, c
+    )  # every entry, masked or not, gets its own gradient
     out2 = _straight_through_mask(f.detach(), torch.ones(2, 1))
     assert torch.equal(out2, f.detach())
     with pytest.raises(ValueError, match="broadcast"):
@@ -110,7 +123,9 @@ def test_pruned_forward_but_gradients_reach_masked_neurons():
     W3 = W.detach().clone().requires_grad_()
     loss = _encode(X, W3, A, beta=0.0).sum()
     loss.backward()
-    assert torch.allclose(W2.grad, W3.grad)  # straight-through: same gradient as unmasked
+    assert torch.allclose(
+        W2.grad, W3.grad
+    )  # straight-through: same gradient as unmasked
 
 
 @pytest.mark.reference
@@ -119,19 +134,28 @@ def test_encode_matches_the_loop_formula_with_asymmetric_attention():
     for beta in (0.0, 0.35):
         got = _encode(X, W, A, beta)
         assert got.shape == (2, 3, 6)
-        torch.testing.assert_close(got, _encode_reference(X, W, A, beta), rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(
+            got, _encode_reference(X, W, A, beta), rtol=1e-10, atol=1e-10
+        )
     # the threshold bites: beta changes the output; the mask zeroes its neurons
     assert not torch.allclose(_encode(X, W, A, 0.0), _encode(X, W, A, 0.35))
-    mask = torch.tensor([[1.0, 0.0, 1.0, 1.0, 0.0, 1.0], [0.0, 1.0, 1.0, 1.0, 1.0, 1.0]], dtype=DT)
-    torch.testing.assert_close(_encode(X, W, A, 0.35, mask),
-                               _encode_reference(X, W, A, 0.35, mask), rtol=1e-10, atol=1e-10)
+    mask = torch.tensor(
+        [[1.0, 0.0, 1.0, 1.0, 0.0, 1.0], [0.0, 1.0, 1.0, 1.0, 1.0, 1.0]], dtype=DT
+    )
+    torch.testing.assert_close(
+        _encode(X, W, A, 0.35, mask),
+        _encode_reference(X, W, A, 0.35, mask),
+        rtol=1e-10,
+        atol=1e-10,
+    )
     # zero attention is the uniform average of the tokens
     Z = torch.zeros_like(A)
     H = X.mean(2, keepdim=True).expand_as(X)
     S = torch.einsum("enld,emd->enlm", H, W)
     b = 0.2 * W.norm(dim=-1)[:, None, None, :]
-    torch.testing.assert_close(_encode(X, W, Z, 0.2),
-                               (torch.relu(S - b) - torch.relu(-S - b)).sum(2))
+    torch.testing.assert_close(
+        _encode(X, W, Z, 0.2), (torch.relu(S - b) - torch.relu(-S - b)).sum(2)
+    )
 
 
 @pytest.mark.reference
@@ -142,7 +166,9 @@ def test_encode_gradient_treats_the_threshold_as_a_constant():
     W1, A1 = W.clone().requires_grad_(), A.clone().requires_grad_()
     (_encode(X, W1, A1, 0.3, mask) * c).sum().backward()
     W2, A2 = W.clone().requires_grad_(), A.clone().requires_grad_()
-    (_encode_reference(X, W2, A2, 0.3) * c).sum().backward()  # no mask: straight-through
+    (
+        _encode_reference(X, W2, A2, 0.3) * c
+    ).sum().backward()  # no mask: straight-through
     torch.testing.assert_close(W1.grad, W2.grad, rtol=1e-9, atol=1e-10)
     torch.testing.assert_close(A1.grad, A2.grad, rtol=1e-9, atol=1e-10)
 
@@ -161,7 +187,9 @@ def test_pruning_masks_the_online_branch_only():
     cfg = tiny_cfg(steps=1, prune_every=5)
     run = C.train_encoders(cfg, [2.0, 2.0], [0.0, 0.5], seed=0)
     M = C.feature_dictionary(cfg.dim, cfg.n_features, seed=0)
-    W = (torch.randn(cfg.neurons, cfg.dim, generator=rng(0)) * cfg.init_scale).expand(2, -1, -1)
+    W = (
+        torch.randn(cfg.neurons, cfg.dim, generator=rng(0)) * cfg.init_scale
+    ).expand(2, -1, -1)
     mask = _magnitude_mask(W, [0.0, 0.5])
     assert mask[0].tolist() == [1.0] * 6 and mask[1].sum() == 3
     W = W.clone().requires_grad_()
@@ -233,11 +261,16 @@ def test_infonce_batched_is_one_direct_loss_per_model_on_rectangular_batches():
     got = C.infonce(f, t, 0.45)
     assert got.shape == (3,)
     for e in range(3):
-        assert float(got[e]) == pytest.approx(_infonce_loop(f[e], t[e], 0.45), rel=1e-12)
+        assert float(got[e]) == pytest.approx(
+            _infonce_loop(f[e], t[e], 0.45), rel=1e-12
+        )
     # not symmetric in its two arguments (row-wise softmax over the targets)
-    assert float(C.infonce(t[0], f[0], 0.45)) == pytest.approx(_infonce_loop(t[0], f[0], 0.45),
-                                                                rel=1e-12)
-    assert float(C.infonce(t[0], f[0], 0.45)) != pytest.approx(float(got[0]), rel=1e-6)
+    assert float(C.infonce(t[0], f[0], 0.45)) == pytest.approx(
+        _infonce_loop(t[0], f[0], 0.45), rel=1e-12
+    )
+    assert float(C.infonce(t[0], f[0], 0.45)) != pytest.approx(
+        float(got[0]), rel=1e-6
+    )
     # one pair: log 1 = 0
     assert float(C.infonce(f[0, :1], t[0, :1], 0.3)) == 0.0
     with pytest.raises(ValueError, match="same shape"):
@@ -262,22 +295,30 @@ def test_infonce_gradient_against_the_closed_form():
 def test_infonce_identical_orthogonal_views_closed_form():
     n, a, tau = 6, 2.5, 0.8
     f = math.sqrt(a) * torch.eye(n)[:, :n]
-    assert math.isclose(float(C.infonce(f, f.clone(), tau)),
-                        C.infonce_orthogonal_closed_form(a, n, tau), rel_tol=1e-6)
+    assert math.isclose(
+        float(C.infonce(f, f.clone(), tau)),
+        C.infonce_orthogonal_closed_form(a, n, tau),
+        rel_tol=1e-6,
+    )
 
 
 @pytest.mark.reference
 def test_infonce_orthogonal_closed_form_by_hand():
     assert C.infonce_orthogonal_closed_form(2.0, 3, 1.0) == pytest.approx(
-        math.log(1 + 2 * math.exp(-2.0)), rel=1e-14)
+        math.log(1 + 2 * math.exp(-2.0)), rel=1e-14
+    )
     assert C.infonce_orthogonal_closed_form(1.5, 7, 0.5) == pytest.approx(
-        math.log(1 + 6 * math.exp(-3.0)), rel=1e-14)
-    assert C.infonce_orthogonal_closed_form(0.0, 5, 2.0) == pytest.approx(math.log(5))  # chance
+        math.log(1 + 6 * math.exp(-3.0)), rel=1e-14
+    )
+    assert C.infonce_orthogonal_closed_form(0.0, 5, 2.0) == pytest.approx(
+        math.log(5)
+    )  # chance
     assert C.infonce_orthogonal_closed_form(3.0, 1, 2.0) == 0.0
     # and it is what infonce computes on such a batch (n = 4 in dimension 6)
     v = math.sqrt(1.3) * torch.eye(6, dtype=DT)[:4]
     assert float(C.infonce(v, v, 0.6)) == pytest.approx(
-        C.infonce_orthogonal_closed_form(1.3, 4, 0.6), rel=1e-12)
+        C.infonce_orthogonal_closed_form(1.3, 4, 0.6), rel=1e-12
+    )
 
 
 # =================================================================================================
@@ -299,8 +340,17 @@ def test_magnitude_mask_removes_exact_fraction_of_smallest():
 @pytest.mark.reference
 def test_magnitude_mask_rounds_the_count_and_breaks_ties_by_index():
     # norms 2, 1, 1, 3, 1, 0.5, 4  (three ties at 1)
-    W = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 3.0], [0.6, 0.8], [0.5, 0.0],
-                      [0.0, -4.0]])
+    W = torch.tensor(
+        [
+            [2.0, 0.0],
+            [0.0, 1.0],
+            [1.0, 0.0],
+            [0.0, 3.0],
+            [0.6, 0.8],
+            [0.5, 0.0],
+            [0.0, -4.0],
+        ]
+    )
     # round(0.27 * 7) = round(1.89) = 2: the two smallest (0.5 at 5, then the first 1 at 1)
     assert _magnitude_mask(W, 0.27).tolist() == [1, 0, 1, 1, 1, 0, 1]
     # round(0.36 * 7) = round(2.52) = 3 (not floor 2); ties: index 1 before index 2
@@ -309,7 +359,15 @@ def test_magnitude_mask_rounds_the_count_and_breaks_ties_by_index():
     assert _magnitude_mask(W, 0.3).tolist() == [1, 0, 1, 1, 1, 0, 1]
     assert _magnitude_mask(W, 0.0).tolist() == [1] * 7
     assert _magnitude_mask(W, 1.0).tolist() == [0] * 7
-    assert _magnitude_mask(W, 6 / 7).tolist() == [0, 0, 0, 0, 0, 0, 1]  # only the largest stays
+    assert _magnitude_mask(W, 6 / 7).tolist() == [
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        1,
+    ]  # only the largest stays
     assert _magnitude_mask(W.double(), 0.5).dtype == DT
 
 
@@ -320,10 +378,14 @@ def test_magnitude_mask_batched_against_a_sorting_reference():
     got = _magnitude_mask(W, fr)
     assert got.shape == (3, 9)
     for e in range(3):
-        np.testing.assert_array_equal(got[e].numpy(), _mask_reference(W[e].numpy(), fr[e]))
+        np.testing.assert_array_equal(
+            got[e].numpy(), _mask_reference(W[e].numpy(), fr[e])
+        )
     one = _magnitude_mask(W, 0.55)  # a number applies to every model
     for e in range(3):
-        np.testing.assert_array_equal(one[e].numpy(), _mask_reference(W[e].numpy(), 0.55))
+        np.testing.assert_array_equal(
+            one[e].numpy(), _mask_reference(W[e].numpy(), 0.55)
+        )
     # only the norm over d counts: permuting coordinates of a row changes nothing
     assert torch.equal(_magnitude_mask(W.flip(-1), fr), got)
     Wg = W.clone().requires_grad_()
@@ -340,9 +402,15 @@ def test_random_mask_counts_and_ignores_the_weights():
     m2 = _random_mask(7 * W + 1, [0.5, 0.2, 0.0], torch.Generator().manual_seed(1))
     assert torch.equal(m1, m2)  # only the shape of W is read
     assert _random_mask(W[0], 0.3, torch.Generator().manual_seed(1)).shape == (10,)
-    draws = torch.stack([_random_mask(W[:1], 0.5, torch.Generator().manual_seed(s))[0]
-                         for s in range(200)])
-    assert torch.allclose(draws.mean(0), torch.full((10,), 0.5), atol=0.12)  # uniform
+    draws = torch.stack(
+        [
+            _random_mask(W[:1], 0.5, torch.Generator().manual_seed(s))[0]
+            for s in range(200)
+        ]
+    )
+    assert torch.allclose(
+        draws.mean(0), torch.full((10,), 0.5), atol=0.12
+    )  # uniform
     with pytest.raises(ValueError, match="fraction"):
         _random_mask(W, 1.5, torch.Generator())
     with pytest.raises(ValueError, match="fraction"):

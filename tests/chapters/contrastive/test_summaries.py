@@ -1,4 +1,5 @@
 """Tests of gtlib.contrastive.summaries, one section per public function."""
+
 import numpy as np
 import pytest
 from gtlib import contrastive as C
@@ -10,7 +11,9 @@ from tests.chapters.contrastive.helpers import _hand_run, tiny_cfg
 # =================================================================================================
 @pytest.mark.reference
 def test_condition_table_averages_feature_summary_and_probe_groups():
-    cfg = tiny_cfg(neurons=8, probe_samples=30, specialist_ratio=1.4, strong_floor=0.3)
+    cfg = tiny_cfg(
+        neurons=8, probe_samples=30, specialist_ratio=1.4, strong_floor=0.3
+    )
     run = _hand_run(cfg, [1.0, 4.0, 1.0, 4.0], [0.0, 0.5, 0.0, 0.5], [0, 0, 1, 1])
     tab = C.condition_table(run, seed=2)
     assert list(tab) == [(1.0, 0.0), (4.0, 0.5)]
@@ -21,14 +24,20 @@ def test_condition_table_averages_feature_summary_and_probe_groups():
         assert set(row) == set(summ) | {"probe_major", "probe_minor"}
         for k, v in summ.items():
             assert row[k] == pytest.approx(float(np.mean(v[idx])), rel=1e-6), k
-        assert row["probe_major"] == pytest.approx(float(acc[idx][:, :3].mean()), rel=1e-6)
-        assert row["probe_minor"] == pytest.approx(float(acc[idx][:, 3:].mean()), rel=1e-6)
+        assert row["probe_major"] == pytest.approx(
+            float(acc[idx][:, :3].mean()), rel=1e-6
+        )
+        assert row["probe_minor"] == pytest.approx(
+            float(acc[idx][:, 3:].mean()), rel=1e-6
+        )
     assert C.condition_table(run) == C.condition_table(run, seed=0)  # default seed 0
     assert C.condition_table(run, seed=1) != tab
     # the config's specialist settings are the ones used (defaults would differ here)
     dflt = C.feature_summary(run.W, run.M, 2)
-    assert not all(np.allclose(dflt[k], summ[k]) for k in ("spec_major", "spec_minor",
-                                                            "single_fraction", "strong_purity"))
+    assert not all(
+        np.allclose(dflt[k], summ[k])
+        for k in ("spec_major", "spec_minor", "single_fraction", "strong_purity")
+    )
 
 
 # =================================================================================================
@@ -39,12 +48,33 @@ def test_stage_curves_average_the_chosen_models_by_hand():
     cfg = tiny_cfg()
     run = _hand_run(cfg, [1.0, 3.0, 1.0], [0.0, 0.0, 0.5], [0, 0, 0])
     steps = np.array([0, 10, 20, 30, 40])
-    noise = np.array([[4.0, 2.0, 9.0], [5.0, 3.0, 9.0], [2.0, 1.0, 9.0], [1.0, 0.5, 9.0],
-                      [1.0, 0.5, 9.0]])  # the mean noise peaks after step 0
-    top = np.array([[0.1, 0.3, 5.0], [0.5, 0.7, 5.0], [0.9, 0.9, 5.0], [1.0, 1.0, 0.0],
-                    [1.0, 1.0, 0.0]])
-    ratio = np.array([[1.0, 1.2, 7.0], [1.0, 1.4, 7.0], [2.0, 2.0, 7.0], [3.0, 2.4, 7.0],
-                      [4.0, 3.0, 0.5]])
+    noise = np.array(
+        [
+            [4.0, 2.0, 9.0],
+            [5.0, 3.0, 9.0],
+            [2.0, 1.0, 9.0],
+            [1.0, 0.5, 9.0],
+            [1.0, 0.5, 9.0],
+        ]
+    )  # the mean noise peaks after step 0
+    top = np.array(
+        [
+            [0.1, 0.3, 5.0],
+            [0.5, 0.7, 5.0],
+            [0.9, 0.9, 5.0],
+            [1.0, 1.0, 0.0],
+            [1.0, 1.0, 0.0],
+        ]
+    )
+    ratio = np.array(
+        [
+            [1.0, 1.2, 7.0],
+            [1.0, 1.4, 7.0],
+            [2.0, 2.0, 7.0],
+            [3.0, 2.4, 7.0],
+            [4.0, 3.0, 0.5],
+        ]
+    )
     run.history = dict(step=steps, noise=noise, top=top, second=top / 2, ratio=ratio)
     c = C.stage_curves(run)
     np.testing.assert_allclose(c["noise"], [3.0, 4.0, 1.5, 0.75, 0.75])

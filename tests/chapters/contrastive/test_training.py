@@ -1,4 +1,5 @@
 """Tests of gtlib.contrastive.training, one section per public function."""
+
 import numpy as np
 import pytest
 import sys
@@ -8,8 +9,15 @@ from gtlib import contrastive as C
 from gtlib.contrastive import ContrastiveConfig
 import gtlib.contrastive as C_eng
 from tests.oracles import contrastive_loops as ref
-from tests.chapters.contrastive.helpers import (_encode_reference, _hand_run, DT, NAN, rng, TINY,
-                                                tiny_cfg)
+from tests.chapters.contrastive.helpers import (
+    _encode_reference,
+    _hand_run,
+    DT,
+    NAN,
+    rng,
+    TINY,
+    tiny_cfg,
+)
 from gtlib.contrastive.alignment import _alignment
 from gtlib.contrastive.data import _make_views, _sample_codes
 from gtlib.contrastive.encoder import _encode
@@ -36,11 +44,16 @@ def _ridge_reference(ftr, ytr, fte, C_, ridge):
 def _one_step_reference(cfg, ratio, seed=0):
     """One SGD step (no pruning) written out from the docstring: W1 = W0 - lr (grad + wd W0)."""
     M = C.feature_dictionary(cfg.dim, cfg.n_features, seed=seed)
-    W = (torch.randn(cfg.neurons, cfg.dim, generator=rng(seed * 1000)) * cfg.init_scale)[None]
+    W = (
+        torch.randn(cfg.neurons, cfg.dim, generator=rng(seed * 1000))
+        * cfg.init_scale
+    )[None]
     W = W.requires_grad_()
     A = torch.zeros(1, cfg.dim, cfg.dim, requires_grad=True)
     g = rng(seed * 1000 + 999)
-    freqs = C.feature_frequencies(cfg.n_features, cfg.n_minority, cfg.base_freq, ratio)[None]
+    freqs = C.feature_frequencies(
+        cfg.n_features, cfg.n_minority, cfg.base_freq, ratio
+    )[None]
     z = _sample_codes(freqs, cfg.batch, g)
     X1 = _make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
     X2 = _make_views(M, z, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
@@ -77,9 +90,20 @@ RTOL, ATOL = 1e-5, 1e-6
 
 
 def _tiny_encoders():
-    return replace(C_eng.ContrastiveConfig.quick(), dim=8, n_features=4, n_minority=2, neurons=6,
-                   batch=16, steps=40, log_every=10, bias_ramp=20, prune_every=10,
-                   replicates=2, probe_samples=40)
+    return replace(
+        C_eng.ContrastiveConfig.quick(),
+        dim=8,
+        n_features=4,
+        n_minority=2,
+        neurons=6,
+        batch=16,
+        steps=40,
+        log_every=10,
+        bias_ramp=20,
+        prune_every=10,
+        replicates=2,
+        probe_samples=40,
+    )
 
 
 # =================================================================================================
@@ -92,21 +116,37 @@ def test_bias_schedule_by_hand_at_non_default_settings():
     assert got == pytest.approx([0.0, 0.05, 0.15, 0.35, 0.4, 0.4, 0.4], rel=1e-12)
     flat = C.ContrastiveConfig.quick(bias_ramp=0, bias_max=0.7)
     assert [_bias_schedule(s, flat) for s in (0, 5)] == [0.7, 0.7]
-    assert _bias_schedule(3, C.ContrastiveConfig.quick(bias_ramp=8, bias_max=0.0)) == 0.0
+    assert (
+        _bias_schedule(3, C.ContrastiveConfig.quick(bias_ramp=8, bias_max=0.0))
+        == 0.0
+    )
 
 
 @pytest.mark.mutation
 def test_bias_schedule_by_hand():
     cfg = ContrastiveConfig.quick(bias_ramp=10, bias_max=0.3)
-    assert [_bias_schedule(s, cfg) for s in (0, 5, 10, 20)] == pytest.approx([0.0, 0.15, 0.3, 0.3])
+    assert [_bias_schedule(s, cfg) for s in (0, 5, 10, 20)] == pytest.approx(
+        [0.0, 0.15, 0.3, 0.3]
+    )
 
 
 # =================================================================================================
 # contrastive.train_encoders
 # =================================================================================================
 def test_tiny_training_run_and_config_validation():
-    cfg = replace(C.ContrastiveConfig.quick(), dim=8, n_features=4, n_minority=2, neurons=6,
-                  batch=16, steps=20, log_every=10, bias_ramp=10, replicates=1, probe_samples=40)
+    cfg = replace(
+        C.ContrastiveConfig.quick(),
+        dim=8,
+        n_features=4,
+        n_minority=2,
+        neurons=6,
+        batch=16,
+        steps=20,
+        log_every=10,
+        bias_ramp=10,
+        replicates=1,
+        probe_samples=40,
+    )
     run = C.train_encoders(cfg, [1.0, 4.0], [0.0, 0.5], seed=0)
     assert run.W.shape == (2, 6, 8) and run.history["proj"].shape == (3, 2, 6, 4)
     tab = C.condition_table(run)
@@ -117,7 +157,10 @@ def test_tiny_training_run_and_config_validation():
     run2 = C.train_encoders(cfg, [4.0, 4.0], [0.0, 0.5], seed=0, replicates=2)
     base, pruned = C.paired(run2, np.arange(4.0), 4.0, 0.5)
     assert base.tolist() == [0.0, 2.0] and pruned.tolist() == [1.0, 3.0]
-    assert torch.equal(torch.tensor(run2.history["proj"][0, 0]), torch.tensor(run2.history["proj"][0, 1]))
+    assert torch.equal(
+        torch.tensor(run2.history["proj"][0, 0]),
+        torch.tensor(run2.history["proj"][0, 1]),
+    )
     with pytest.raises(ValueError, match="no unpruned"):
         C.paired(run2, np.arange(4.0), 2.0, 0.5)
     with pytest.raises(ValueError, match="n_minority"):
@@ -131,34 +174,79 @@ def test_tiny_training_run_and_config_validation():
 
 
 def test_hard_mask_starves_masked_neurons():
-    cfg = replace(C.ContrastiveConfig.quick(), dim=8, n_features=4, n_minority=2, neurons=6,
-                  batch=16, steps=3, log_every=1, bias_ramp=2, replicates=1, prune_every=100,
-                  weight_decay=0.0)
+    cfg = replace(
+        C.ContrastiveConfig.quick(),
+        dim=8,
+        n_features=4,
+        n_minority=2,
+        neurons=6,
+        batch=16,
+        steps=3,
+        log_every=1,
+        bias_ramp=2,
+        replicates=1,
+        prune_every=100,
+        weight_decay=0.0,
+    )
     soft = C.train_encoders(cfg, [2.0], [0.5], seed=0)
     hard = C.train_encoders(cfg, [2.0], [0.5], seed=0, hard_mask=True)
     start = torch.tensor(soft.history["proj"][0, 0])
-    assert torch.equal(start, torch.tensor(hard.history["proj"][0, 0]))  # same initialization
+    assert torch.equal(
+        start, torch.tensor(hard.history["proj"][0, 0])
+    )  # same initialization
     moved_hard = (torch.tensor(hard.history["proj"][-1, 0]) - start).abs().sum(-1)
     moved_soft = (torch.tensor(soft.history["proj"][-1, 0]) - start).abs().sum(-1)
-    assert int((moved_hard == 0).sum()) == 3  # the 3 masked neurons: no gradient, no decay
-    assert int((moved_soft == 0).sum()) == 0  # straight-through: every neuron is trained
+    assert (
+        int((moved_hard == 0).sum()) == 3
+    )  # the 3 masked neurons: no gradient, no decay
+    assert (
+        int((moved_soft == 0).sum()) == 0
+    )  # straight-through: every neuron is trained
 
 
 def test_random_mask_runs_pair_with_their_unpruned_partner():
-    cfg = replace(C.ContrastiveConfig.quick(), dim=8, n_features=4, n_minority=2, neurons=6,
-                  batch=16, steps=6, log_every=3, bias_ramp=3, replicates=2, prune_every=2,
-                  probe_samples=40)
-    run = C.train_encoders(cfg, [3.0, 3.0, 3.0], [0.0, 0.5, 0.5], seed=0,
-                           masks=["magnitude", "magnitude", "random"])
+    cfg = replace(
+        C.ContrastiveConfig.quick(),
+        dim=8,
+        n_features=4,
+        n_minority=2,
+        neurons=6,
+        batch=16,
+        steps=6,
+        log_every=3,
+        bias_ramp=3,
+        replicates=2,
+        prune_every=2,
+        probe_samples=40,
+    )
+    run = C.train_encoders(
+        cfg,
+        [3.0, 3.0, 3.0],
+        [0.0, 0.5, 0.5],
+        seed=0,
+        masks=["magnitude", "magnitude", "random"],
+    )
     assert run.masks == ["magnitude", "magnitude", "random"] * 2
-    assert run.select(3.0, 0.5) == [1, 4] and run.select(3.0, 0.5, "random") == [2, 5]
-    assert run.select(3.0, 0.0, "random") == [0, 3]  # the unpruned partner of either mask
+    assert run.select(3.0, 0.5) == [1, 4] and run.select(3.0, 0.5, "random") == [
+        2,
+        5,
+    ]
+    assert run.select(3.0, 0.0, "random") == [
+        0,
+        3,
+    ]  # the unpruned partner of either mask
     base, rand = C.paired(run, np.arange(6.0), 3.0, 0.5, "random")
     assert base.tolist() == [0.0, 3.0] and rand.tolist() == [2.0, 5.0]
     assert not torch.equal(run.W[1], run.W[2])  # the two masks train differently
-    assert set(C.condition_table(run)) == {(3.0, 0.0), (3.0, 0.5), (3.0, 0.5, "random")}
+    assert set(C.condition_table(run)) == {
+        (3.0, 0.0),
+        (3.0, 0.5),
+        (3.0, 0.5, "random"),
+    }
     plain = C.train_encoders(cfg, [3.0, 3.0, 3.0], [0.0, 0.5, 0.5], seed=0)
-    assert torch.equal(plain.W[[0, 1]], run.W[[0, 1]])  # the random mask leaves the samples alone
+    assert torch.equal(
+        plain.W[[0, 1]], run.W[[0, 1]]
+    )  # the random mask leaves the samples alone
     with pytest.raises(ValueError, match="masks"):
         C.train_encoders(cfg, [3.0], [0.5], masks=["random", "random"])
     with pytest.raises(ValueError, match="masks"):
@@ -171,24 +259,41 @@ def test_random_mask_runs_pair_with_their_unpruned_partner():
 def test_train_encoders_initialization_seeds_and_pairing():
     cfg = tiny_cfg(steps=2, log_every=1, init_scale=0.3)
     run = C.train_encoders(cfg, [1.0, 3.0], [0.0, 0.5], seed=2, replicates=2)
-    assert run.ratios == [1.0, 3.0, 1.0, 3.0] and run.fractions == [0.0, 0.5, 0.0, 0.5]
+    assert run.ratios == [1.0, 3.0, 1.0, 3.0] and run.fractions == [
+        0.0,
+        0.5,
+        0.0,
+        0.5,
+    ]
     assert run.seeds == [2000, 2000, 2001, 2001]
     assert torch.equal(run.M, C.feature_dictionary(cfg.dim, cfg.n_features, seed=2))
     # the logged weights at step 0 are the initial ones: randn(m, d) * init_scale from seed*1000+j
     for e, j in enumerate([0, 0, 1, 1]):
         W0 = torch.randn(cfg.neurons, cfg.dim, generator=rng(2000 + j)) * 0.3
         a = _alignment(W0, run.M)
-        np.testing.assert_allclose(run.history["proj"][0, e], a["proj"].numpy(), rtol=1e-6)
-        np.testing.assert_allclose(run.history["neuron_noise"][0, e], a["noise"].numpy(),
-                                   rtol=1e-6)
+        np.testing.assert_allclose(
+            run.history["proj"][0, e], a["proj"].numpy(), rtol=1e-6
+        )
+        np.testing.assert_allclose(
+            run.history["neuron_noise"][0, e], a["noise"].numpy(), rtol=1e-6
+        )
     assert run.history["step"].tolist() == [0, 1, 2]
-    assert run.history["proj"].shape == (3, 4, 6, 5) and run.history["noise"].shape == (3, 4)
+    assert run.history["proj"].shape == (3, 4, 6, 5) and run.history[
+        "noise"
+    ].shape == (3, 4)
     a = _alignment(run.W, run.M)
-    np.testing.assert_allclose(run.history["top"][-1], a["top"].mean(1).numpy(), rtol=1e-6)
-    np.testing.assert_allclose(run.history["second"][-1], a["second"].mean(1).numpy(), rtol=1e-6)
-    np.testing.assert_allclose(run.history["ratio"][-1], a["ratio"].median(1).values.numpy(),
-                               rtol=1e-6)
-    np.testing.assert_allclose(run.history["noise"][-1], a["noise"].mean(1).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        run.history["top"][-1], a["top"].mean(1).numpy(), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        run.history["second"][-1], a["second"].mean(1).numpy(), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        run.history["ratio"][-1], a["ratio"].median(1).values.numpy(), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        run.history["noise"][-1], a["noise"].mean(1).numpy(), rtol=1e-6
+    )
     # default replicates come from the config
     assert len(C.train_encoders(replace(cfg, replicates=3), [2.0], [0.0]).seeds) == 3
     # same seed, same numbers; another seed, other numbers
@@ -203,9 +308,13 @@ def test_energy_curves_end_at_the_energy_ratio_and_start_at_the_initial_one():
     run = C.train_encoders(cfg, [1.0, 3.0], [0.0, 0.5], seed=1, replicates=2)
     e = C.energy_curves(run)
     assert e.shape == (4, 4)
-    np.testing.assert_allclose(e[-1], C.energy_ratio(run.W, run.M, 2).numpy(), rtol=1e-5)
+    np.testing.assert_allclose(
+        e[-1], C.energy_ratio(run.W, run.M, 2).numpy(), rtol=1e-5
+    )
     W0 = torch.randn(cfg.neurons, cfg.dim, generator=rng(1000)) * cfg.init_scale
-    np.testing.assert_allclose(e[0, 0], float(C.energy_ratio(W0, run.M, 2)), rtol=1e-5)
+    np.testing.assert_allclose(
+        e[0, 0], float(C.energy_ratio(W0, run.M, 2)), rtol=1e-5
+    )
     with pytest.raises(TypeError, match="EncoderRun"):
         C.energy_curves({"proj": e})
 
@@ -213,18 +322,29 @@ def test_energy_curves_end_at_the_energy_ratio_and_start_at_the_initial_one():
 def test_train_encoders_stream_is_an_independent_draw_with_the_same_dictionary():
     cfg = tiny_cfg(steps=3, log_every=1, init_scale=0.3)
     base = C.train_encoders(cfg, [1.0, 3.0], [0.0, 0.5], seed=2, replicates=2)
-    zero = C.train_encoders(cfg, [1.0, 3.0], [0.0, 0.5], seed=2, replicates=2, stream=0)
+    zero = C.train_encoders(
+        cfg, [1.0, 3.0], [0.0, 0.5], seed=2, replicates=2, stream=0
+    )
     assert torch.equal(zero.W, base.W)  # stream 0 is the default draw
-    one = C.train_encoders(cfg, [1.0, 3.0], [0.0, 0.5], seed=2, replicates=2, stream=1)
+    one = C.train_encoders(
+        cfg, [1.0, 3.0], [0.0, 0.5], seed=2, replicates=2, stream=1
+    )
     assert one.seeds == [2002, 2002, 2003, 2003] and torch.equal(one.M, base.M)
-    for e, j in enumerate([0, 0, 1, 1]):  # stream 1 starts where stream 0's replicates end
+    for e, j in enumerate(
+        [0, 0, 1, 1]
+    ):  # stream 1 starts where stream 0's replicates end
         W0 = torch.randn(cfg.neurons, cfg.dim, generator=rng(2002 + j)) * 0.3
-        np.testing.assert_allclose(one.history["proj"][0, e],
-                                   _alignment(W0, one.M)["proj"].numpy(), rtol=1e-6)
+        np.testing.assert_allclose(
+            one.history["proj"][0, e],
+            _alignment(W0, one.M)["proj"].numpy(),
+            rtol=1e-6,
+        )
     # replicates 2 and 3 of stream 0 start from the same weights but see other samples
     more = C.train_encoders(cfg, [1.0], [0.0], seed=2, replicates=4)
     same_start = C.train_encoders(cfg, [1.0], [0.0], seed=2, replicates=2, stream=1)
-    np.testing.assert_array_equal(more.history["proj"][0, 2:], same_start.history["proj"][0])
+    np.testing.assert_array_equal(
+        more.history["proj"][0, 2:], same_start.history["proj"][0]
+    )
     assert not torch.allclose(more.W[2:], same_start.W)
     with pytest.raises(ValueError, match="runs out of seeds"):
         C.train_encoders(cfg, [1.0], [0.0], replicates=500, stream=1)
@@ -241,18 +361,34 @@ def test_train_encoders_one_step_is_sgd_on_infonce_with_weight_decay():
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("field, value", [
-    ("lr", 0.05), ("weight_decay", 0.2), ("tau", 1.1), ("init_scale", 0.2), ("noise", 0.4),
-    ("batch", 9), ("n_signal", 1), ("n_tokens", 4), ("base_freq", 0.4), ("bias_max", 0.05),
-    ("bias_ramp", 1), ("prune_fraction", 0.25), ("prune_every", 3), ("n_minority", 3),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("lr", 0.05),
+        ("weight_decay", 0.2),
+        ("tau", 1.1),
+        ("init_scale", 0.2),
+        ("noise", 0.4),
+        ("batch", 9),
+        ("n_signal", 1),
+        ("n_tokens", 4),
+        ("base_freq", 0.4),
+        ("bias_max", 0.05),
+        ("bias_ramp", 1),
+        ("prune_fraction", 0.25),
+        ("prune_every", 3),
+        ("n_minority", 3),
+    ],
+)
 def test_every_training_parameter_changes_the_trained_weights(field, value):
     """Each field the training reads, changed alone, changes the weights after 4 steps.
     prune_fraction is passed as the pruned condition's fraction (the config's own is a default
     the chapter reads); prune_every is seen only with pruning on."""
     cfg = tiny_cfg(bias_max=0.3, bias_ramp=3, prune_every=1)
     fr = [0.5] if field in ("prune_every", "prune_fraction") else [0.0]
-    if field == "prune_every":  # the norm ranking must change between refreshes: a large step
+    if (
+        field == "prune_every"
+    ):  # the norm ranking must change between refreshes: a large step
         cfg = replace(cfg, lr=1.0)
     base = C.train_encoders(cfg, [3.0], fr, seed=0)
     if field == "prune_fraction":
@@ -266,7 +402,9 @@ def test_every_training_parameter_changes_the_trained_weights(field, value):
 def test_ratio_and_log_every_change_what_is_recorded():
     cfg = tiny_cfg()
     a = C.train_encoders(cfg, [1.0, 8.0], [0.0, 0.0])
-    assert not torch.allclose(a.W[0], a.W[1])  # same init, different minority frequency
+    assert not torch.allclose(
+        a.W[0], a.W[1]
+    )  # same init, different minority frequency
     b = C.train_encoders(replace(cfg, log_every=3), [1.0], [0.0])
     assert b.seeds == [0]  # default seed 0
     assert b.history["step"].tolist() == [0, 3, 4]
@@ -282,22 +420,41 @@ def test_training_steps_skip_the_boundary_checks(monkeypatch):
     cfg = replace(TINY, steps=4, prune_every=2)
     run = C.train_encoders(cfg, [1.0, 2.0], [0.0, 0.5], seed=0, replicates=1)
     hard = C.train_encoders(cfg, [2.0], [0.5], seed=0, replicates=1, hard_mask=True)
-    rand = C.train_encoders(cfg, [2.0], [0.5], seed=0, replicates=1, masks=["random"])
-    assert np.isfinite(run.history["proj"]).all() and np.isfinite(hard.history["proj"]).all()
+    rand = C.train_encoders(
+        cfg, [2.0], [0.5], seed=0, replicates=1, masks=["random"]
+    )
+    assert (
+        np.isfinite(run.history["proj"]).all()
+        and np.isfinite(hard.history["proj"]).all()
+    )
     assert np.isfinite(rand.history["proj"]).all()
-    lcfg = replace(C.LongTailConfig(), n_train=300, n_test=100, width=8, out_dim=4, batch=8,
-                   steps=3, prune_every=2)
+    lcfg = replace(
+        C.LongTailConfig(),
+        n_train=300,
+        n_test=100,
+        width=8,
+        out_dim=4,
+        batch=8,
+        steps=3,
+        prune_every=2,
+    )
     out = C.train_longtail(lcfg, (0.0, 0.5), seed=0)
     assert out["acc"].shape == (2, 10)
 
 
 @pytest.mark.boundary
 def test_conditions_may_be_arrays_but_not_strings_or_nan():
-    a = C.train_encoders(TINY, np.array([1.0, 2.0]), np.array([0.0, 0.5]), seed=0, replicates=1)
+    a = C.train_encoders(
+        TINY, np.array([1.0, 2.0]), np.array([0.0, 0.5]), seed=0, replicates=1
+    )
     b = C.train_encoders(TINY, [1.0, 2.0], (0.0, 0.5), seed=0, replicates=1)
     assert torch.equal(a.W, b.W) and a.ratios == b.ratios
-    for bad, kind in (("abc", TypeError), (np.array([1.0, NAN]), ValueError),
-                      (np.array([[1.0, 2.0]]), TypeError), ([True, 2.0], TypeError)):
+    for bad, kind in (
+        ("abc", TypeError),
+        (np.array([1.0, NAN]), ValueError),
+        (np.array([[1.0, 2.0]]), TypeError),
+        ([True, 2.0], TypeError),
+    ):
         with pytest.raises(kind, match="ratios"):
             C.train_encoders(TINY, bad, [0.0, 0.5])
     with pytest.raises(ValueError, match=r"prune_fractions\[1\]"):
@@ -308,18 +465,32 @@ def test_conditions_may_be_arrays_but_not_strings_or_nan():
 @pytest.mark.parametrize("hard_mask", [False, True])
 def test_train_encoders_matches_the_old_loop(hard_mask):
     cfg = _tiny_encoders()
-    old = ref.old_train_encoders(cfg, [1.0, 4.0], [0.0, 0.5], seed=0, hard_mask=hard_mask)
-    new = C_eng.train_encoders(cfg, [1.0, 4.0], [0.0, 0.5], seed=0, hard_mask=hard_mask)
+    old = ref.old_train_encoders(
+        cfg, [1.0, 4.0], [0.0, 0.5], seed=0, hard_mask=hard_mask
+    )
+    new = C_eng.train_encoders(
+        cfg, [1.0, 4.0], [0.0, 0.5], seed=0, hard_mask=hard_mask
+    )
     torch.testing.assert_close(new.W, old.W, rtol=RTOL, atol=ATOL)
     torch.testing.assert_close(new.A, old.A, rtol=RTOL, atol=ATOL)
     assert torch.equal(new.M, old.M)
-    assert (new.ratios, new.fractions, new.seeds) == (old.ratios, old.fractions, old.seeds)
+    assert (new.ratios, new.fractions, new.seeds) == (
+        old.ratios,
+        old.fractions,
+        old.seeds,
+    )
     assert set(new.history) == set(old.history)
     # a check at step t sees the weights after t updates, as the old loop logged before update t
-    assert new.history["step"].tolist() == old.history["step"].tolist() == [0, 10, 20, 30, 40]
+    assert (
+        new.history["step"].tolist()
+        == old.history["step"].tolist()
+        == [0, 10, 20, 30, 40]
+    )
     for k, v in old.history.items():
         assert new.history[k].shape == v.shape, k
-        np.testing.assert_allclose(new.history[k], v, rtol=RTOL, atol=ATOL, err_msg=k)
+        np.testing.assert_allclose(
+            new.history[k], v, rtol=RTOL, atol=ATOL, err_msg=k
+        )
     # before any update the two are the same numbers
     for k, v in old.history.items():
         assert np.array_equal(new.history[k][0], v[0]), k
@@ -330,8 +501,14 @@ def test_train_encoders_logs_the_last_step_off_the_grid():
     cfg = replace(_tiny_encoders(), steps=25, replicates=1)
     old = ref.old_train_encoders(cfg, [2.0], [0.5], seed=3)
     new = C_eng.train_encoders(cfg, [2.0], [0.5], seed=3)
-    assert new.history["step"].tolist() == old.history["step"].tolist() == [0, 10, 20, 25]
-    np.testing.assert_allclose(new.history["proj"], old.history["proj"], rtol=RTOL, atol=ATOL)
+    assert (
+        new.history["step"].tolist()
+        == old.history["step"].tolist()
+        == [0, 10, 20, 25]
+    )
+    np.testing.assert_allclose(
+        new.history["proj"], old.history["proj"], rtol=RTOL, atol=ATOL
+    )
 
 
 # =================================================================================================
@@ -352,22 +529,36 @@ def test_stage_boundaries_exact_thresholds_and_the_later_maximum():
     top = [0.2, 0.5, 0.9, 0.95, 1.0, 0.97, 1.0]
     # an early spike of the ratio (9) before stage I ends must not set stage II's target
     ratio = [9.0, 1.0, 2.0, 3.6, 4.0, 3.9, 3.0]
-    assert _stage_boundaries(step, top, ratio) == (10, 15)  # 0.9 >= 0.9 * 1.0; 3.6 >= 0.9 * 4
-    assert _stage_boundaries(step, top, ratio, level=0.5) == (5, 10)  # 0.5 = 0.5 * 1; 2 = 0.5 * 4
+    assert _stage_boundaries(step, top, ratio) == (
+        10,
+        15,
+    )  # 0.9 >= 0.9 * 1.0; 3.6 >= 0.9 * 4
+    assert _stage_boundaries(step, top, ratio, level=0.5) == (
+        5,
+        10,
+    )  # 0.5 = 0.5 * 1; 2 = 0.5 * 4
     assert _stage_boundaries(step, top, ratio, level=1.0) == (20, 20)
-    assert _stage_boundaries(np.array(step) * 3, top, ratio) == (30, 45)  # steps, not indices
+    assert _stage_boundaries(np.array(step) * 3, top, ratio) == (
+        30,
+        45,
+    )  # steps, not indices
     r = np.random.default_rng(0)
     for _ in range(20):
         t, q = r.random(9), r.random(9) * 5
         for level in (0.3, 0.75, 0.9):
-            assert _stage_boundaries(np.arange(9) * 7, t, q, level) == \
-                _stages_reference(list(np.arange(9) * 7), list(t), list(q), level)
+            assert _stage_boundaries(
+                np.arange(9) * 7, t, q, level
+            ) == _stages_reference(list(np.arange(9) * 7), list(t), list(q), level)
 
 
 @pytest.mark.boundary
 @pytest.mark.parametrize("name", ["step", "top", "ratio"])
 def test_stage_boundaries_refuses_nan_curves(name):
-    args = {"step": np.arange(5.0), "top": np.linspace(0, 1, 5), "ratio": np.linspace(1, 3, 5)}
+    args = {
+        "step": np.arange(5.0),
+        "top": np.linspace(0, 1, 5),
+        "ratio": np.linspace(1, 3, 5),
+    }
     args[name][1] = NAN
     with pytest.raises(ValueError, match=name):
         _stage_boundaries(**args)
@@ -378,15 +569,20 @@ def test_stage_boundaries_refuses_nan_curves(name):
 # =================================================================================================
 @pytest.mark.reference
 def test_representations_use_the_final_threshold_and_no_mask():
-    cfg = tiny_cfg(neurons=9, steps=10, bias_ramp=40, bias_max=0.4)  # beta = 0.4 * 10 / 40 = 0.1
+    cfg = tiny_cfg(
+        neurons=9, steps=10, bias_ramp=40, bias_max=0.4
+    )  # beta = 0.4 * 10 / 40 = 0.1
     run = _hand_run(cfg, [1.0, 3.0], [0.0, 0.5], [0, 0])
     X = torch.randn(4, cfg.n_tokens, cfg.dim, generator=rng(3))
     got = C.representations(run, X)
     assert got.shape == (2, 4, 9)
-    ref = _encode_reference(X.double()[None].expand(2, -1, -1, -1), run.W.double(), run.A.double(),
-                            0.1)
+    ref = _encode_reference(
+        X.double()[None].expand(2, -1, -1, -1), run.W.double(), run.A.double(), 0.1
+    )
     torch.testing.assert_close(got.double(), ref, rtol=1e-4, atol=1e-5)
-    assert not torch.allclose(got, _encode(X[None].expand(2, -1, -1, -1), run.W, run.A, 0.4))
+    assert not torch.allclose(
+        got, _encode(X[None].expand(2, -1, -1, -1), run.W, run.A, 0.4)
+    )
     with pytest.raises(ValueError, match="tokens"):
         C.representations(run, X.double())
 
@@ -397,7 +593,9 @@ def test_representations_use_the_final_threshold_and_no_mask():
 def test_ridge_probe_separates_separable_data():
     g = torch.Generator().manual_seed(0)
     y = torch.randint(0, 3, (300,), generator=g)
-    f = torch.nn.functional.one_hot(y, 3).float() * 3 + 0.1 * torch.randn(300, 3, generator=g)
+    f = torch.nn.functional.one_hot(y, 3).float() * 3 + 0.1 * torch.randn(
+        300, 3, generator=g
+    )
     pred = C.ridge_probe(f[:200], y[:200], f[200:], 3)
     assert (pred == y[200:]).float().mean() == 1.0
     with pytest.raises(ValueError, match="ridge"):
@@ -413,7 +611,9 @@ def test_ridge_probe_against_numpy_normal_equations():
         fte = r.normal(size=(400, 4)) * [1.0, 10.0, 0.1, 3.0] + [5.0, -2.0, 0.0, 1.0]
         ytr = r.choice(3, size=25, p=[0.6, 0.3, 0.1])
         ytr[:3] = [0, 1, 2]
-        got = C.ridge_probe(torch.tensor(ftr), torch.tensor(ytr), torch.tensor(fte), 3, ridge)
+        got = C.ridge_probe(
+            torch.tensor(ftr), torch.tensor(ytr), torch.tensor(fte), 3, ridge
+        )
         ref = _ridge_reference(ftr, ytr, fte, 3, ridge)
         assert got.shape == (400,)
         np.testing.assert_array_equal(got.numpy(), ref)
@@ -421,21 +621,30 @@ def test_ridge_probe_against_numpy_normal_equations():
     # batched: each model its own probe
     f2 = r.normal(size=(2, 25, 4))
     t2 = r.normal(size=(2, 60, 4))
-    got = C.ridge_probe(torch.tensor(f2), torch.tensor(ytr), torch.tensor(t2), 4, 0.2)
+    got = C.ridge_probe(
+        torch.tensor(f2), torch.tensor(ytr), torch.tensor(t2), 4, 0.2
+    )
     assert got.shape == (2, 60)
     for e in range(2):
-        np.testing.assert_array_equal(got[e].numpy(), _ridge_reference(f2[e], ytr, t2[e], 4, 0.2))
+        np.testing.assert_array_equal(
+            got[e].numpy(), _ridge_reference(f2[e], ytr, t2[e], 4, 0.2)
+        )
     # default ridge is 1e-2
     np.testing.assert_array_equal(
-        C.ridge_probe(torch.tensor(f2[0]), torch.tensor(ytr), torch.tensor(t2[0]), 4).numpy(),
-        _ridge_reference(f2[0], ytr, t2[0], 4, 1e-2))
+        C.ridge_probe(
+            torch.tensor(f2[0]), torch.tensor(ytr), torch.tensor(t2[0]), 4
+        ).numpy(),
+        _ridge_reference(f2[0], ytr, t2[0], 4, 1e-2),
+    )
 
 
 @pytest.mark.reference
 def test_ridge_probe_constant_feature_does_not_blow_up():
     ftr = torch.tensor([[1.0, 2.0], [1.0, -1.0], [1.0, 3.0], [1.0, -2.0]], dtype=DT)
     y = torch.tensor([1, 0, 1, 0])
-    pred = C.ridge_probe(ftr, y, torch.tensor([[1.0, 5.0], [1.0, -5.0]], dtype=DT), 2)
+    pred = C.ridge_probe(
+        ftr, y, torch.tensor([[1.0, 5.0], [1.0, -5.0]], dtype=DT), 2
+    )
     assert pred.tolist() == [1, 0]
     # a feature with a tiny spread is standardized like any other (the floor is 1e-6): it
     # outweighs the intercept of the unbalanced labels
@@ -459,7 +668,9 @@ def test_feature_probe_accuracy_is_per_feature_recall_on_seeded_fresh_samples():
     args = (40, cfg.n_tokens, cfg.n_signal, cfg.noise, g)
     Xtr, ytr = C.single_feature_samples(run.M, *args)
     Xte, yte = C.single_feature_samples(run.M, *args)
-    pred = C.ridge_probe(C.representations(run, Xtr), ytr, C.representations(run, Xte), 5)
+    pred = C.ridge_probe(
+        C.representations(run, Xtr), ytr, C.representations(run, Xte), 5
+    )
     ref = np.zeros((2, 5))
     for e in range(2):
         for k in range(5):
@@ -468,22 +679,36 @@ def test_feature_probe_accuracy_is_per_feature_recall_on_seeded_fresh_samples():
     np.testing.assert_allclose(got, ref, rtol=1e-6)
     assert 0 < got.max() <= 1 and got.min() < 1  # informative, not saturated
     assert not np.array_equal(C.feature_probe_accuracy(run, seed=4), got)
-    np.testing.assert_array_equal(C.feature_probe_accuracy(run), C.feature_probe_accuracy(run, 0))
+    np.testing.assert_array_equal(
+        C.feature_probe_accuracy(run), C.feature_probe_accuracy(run, 0)
+    )
 
 
 # =================================================================================================
 # contrastive.best_alignment_curves
 # =================================================================================================
 def test_best_alignment_curves_by_hand():
-    cfg = replace(C.ContrastiveConfig.quick(), dim=8, n_features=4, n_minority=2, neurons=3,
-                  batch=8, steps=4, log_every=2, bias_ramp=2, replicates=1)
+    cfg = replace(
+        C.ContrastiveConfig.quick(),
+        dim=8,
+        n_features=4,
+        n_minority=2,
+        neurons=3,
+        batch=8,
+        steps=4,
+        log_every=2,
+        bias_ramp=2,
+        replicates=1,
+    )
     run = C.train_encoders(cfg, [2.0], [0.0], seed=0)
     proj = np.zeros((2, 1, 3, 4))
-    proj[0, 0] = [[1, 0, 0.2, 0.0], [0, 3, 0.0, 0.4]]  + [[0, 0, 0, 0]]
+    proj[0, 0] = [[1, 0, 0.2, 0.0], [0, 3, 0.0, 0.4]] + [[0, 0, 0, 0]]
     proj[1, 0] = [[2, 0, 0.1, 0.0], [0, 1, 0.0, 1.2]] + [[0, 0, 0, 0]]
     run.history["proj"] = proj
     c = C.best_alignment_curves(run)
-    assert np.allclose(c["major"][:, 0], [2.0, 1.5]) and np.allclose(c["minor"][:, 0], [0.3, 0.65])
+    assert np.allclose(c["major"][:, 0], [2.0, 1.5]) and np.allclose(
+        c["minor"][:, 0], [0.3, 0.65]
+    )
     assert np.allclose(c["growth"], [0.65 / 0.3])
     with pytest.raises(TypeError, match="run"):
         C.best_alignment_curves({"proj": proj})
@@ -503,14 +728,18 @@ def test_encoder_run_select_paired_and_condition_means():
     assert run.select(3.0, 0.0) == [1, 4] and run.select(1.0, 0.5) == []
     v = np.arange(12.0).reshape(6, 2) ** 2
     base, pruned = C.paired(run, v, 3.0, 0.5)
-    assert base.tolist() == [[4.0, 9.0], [64.0, 81.0]] and pruned.tolist() == [[16.0, 25.0],
-                                                                                [100.0, 121.0]]
+    assert base.tolist() == [[4.0, 9.0], [64.0, 81.0]] and pruned.tolist() == [
+        [16.0, 25.0],
+        [100.0, 121.0],
+    ]
     means = C.condition_means(run, v)
     assert list(means) == [(1.0, 0.0), (3.0, 0.0), (3.0, 0.5)]  # first-seen order
     assert means[(1.0, 0.0)].tolist() == [(0 + 36) / 2, (1 + 49) / 2]
     assert means[(3.0, 0.5)].tolist() == [(16 + 100) / 2, (25 + 121) / 2]
     three = _hand_run(cfg, [2.0, 2.0, 2.0], [0.0, 0.0, 0.0], [0, 1, 2])
-    assert C.condition_means(three, np.array([0.0, 1.0, 8.0])) == {(2.0, 0.0): 3.0}  # mean
+    assert C.condition_means(three, np.array([0.0, 1.0, 8.0])) == {
+        (2.0, 0.0): 3.0
+    }  # mean
     bad = _hand_run(cfg, [3.0, 3.0, 3.0, 3.0], [0.0, 0.5, 0.0, 0.5], [0, 0, 1, 2])
     with pytest.raises(ValueError, match="initializations"):
         C.paired(bad, np.zeros(4), 3.0, 0.5)
@@ -541,8 +770,14 @@ def test_results_helpers_check_their_arguments():
         run.select(0.5, 0.0)
     # valid calls still work and give the same numbers as the unchecked functions
     assert run.select(2.0, 0.5) == [1]
-    assert C.condition_means(run, np.arange(2.0)) == {(2.0, 0.0): 0.0, (2.0, 0.5): 1.0}
-    assert [v.tolist() for v in C.paired(run, np.arange(2.0), 2.0, 0.5)] == [[0.0], [1.0]]
+    assert C.condition_means(run, np.arange(2.0)) == {
+        (2.0, 0.0): 0.0,
+        (2.0, 0.5): 1.0,
+    }
+    assert [v.tolist() for v in C.paired(run, np.arange(2.0), 2.0, 0.5)] == [
+        [0.0],
+        [1.0],
+    ]
 
 
 # =================================================================================================
@@ -550,21 +785,35 @@ def test_results_helpers_check_their_arguments():
 # =================================================================================================
 def test_continue_encoders_goes_on_from_the_run_and_keeps_its_history():
     cfg = tiny_cfg(steps=4, log_every=2, init_scale=0.3)
-    run = C.train_encoders(cfg, [1.0, 3.0, 3.0], [0.0, 0.0, 0.5], seed=1, replicates=2)
+    run = C.train_encoders(
+        cfg, [1.0, 3.0, 3.0], [0.0, 0.0, 0.5], seed=1, replicates=2
+    )
     keep = run.select(3.0, 0.0) + run.select(3.0, 0.5)
     more = C.continue_encoders(run, keep, 4, seed=1)
-    assert more.config.steps == 8 and more.history["step"].tolist() == [0, 2, 4, 6, 8]
-    np.testing.assert_array_equal(more.history["proj"][:3], run.history["proj"][:, keep])
+    assert more.config.steps == 8 and more.history["step"].tolist() == [
+        0,
+        2,
+        4,
+        6,
+        8,
+    ]
+    np.testing.assert_array_equal(
+        more.history["proj"][:3], run.history["proj"][:, keep]
+    )
     assert more.ratios == [3.0] * 4 and more.fractions == [0.0, 0.0, 0.5, 0.5]
     assert more.seeds == [run.seeds[i] for i in keep]
-    C.paired(more, more.history["proj"][-1], 3.0, 0.5)  # the pairs survive the continuation
+    C.paired(
+        more, more.history["proj"][-1], 3.0, 0.5
+    )  # the pairs survive the continuation
     assert not torch.equal(more.W, run.W[keep])  # it trained
     again = C.continue_encoders(run, keep, 4, seed=1)
     assert torch.equal(again.W, more.W)  # deterministic
     other = C.continue_encoders(run, keep, 4, seed=1, stream=1)
     assert not torch.equal(other.W, more.W)  # another stream, other samples
     # it starts from the run's weights: with a vanishing step size they stay where they were
-    frozen = C.continue_encoders(replace(run, config=replace(cfg, lr=1e-30)), keep, 2, seed=1)
+    frozen = C.continue_encoders(
+        replace(run, config=replace(cfg, lr=1e-30)), keep, 2, seed=1
+    )
     torch.testing.assert_close(frozen.W, run.W[keep])
 
 
@@ -584,14 +833,26 @@ def test_random_encoder_accuracy_random_biases_change_the_encoder():
     """bias_scale > 0 draws per-neuron biases (deterministic per seed); 0 is the zero-bias start."""
     import gtlib
 
-    cfg = gtlib.preset(C.LongTailConfig, n_train=600, n_test=200, width=32, out_dim=8,
-                       batch=16, steps=2, prune_every=1)
+    cfg = gtlib.preset(
+        C.LongTailConfig,
+        n_train=600,
+        n_test=200,
+        width=32,
+        out_dim=8,
+        batch=16,
+        steps=2,
+        prune_every=1,
+    )
     plain = C.random_encoder_accuracy(cfg, seed=3)
     biased = C.random_encoder_accuracy(cfg, seed=3, bias_scale=1.0)
     assert biased.shape == (10,) and np.all((biased >= 0) & (biased <= 1))
-    assert not np.array_equal(plain, biased)   # the biases are drawn and used
-    assert np.array_equal(biased, C.random_encoder_accuracy(cfg, seed=3, bias_scale=1.0))
-    assert np.array_equal(plain, C.random_encoder_accuracy(cfg, seed=3, bias_scale=0.0))
+    assert not np.array_equal(plain, biased)  # the biases are drawn and used
+    assert np.array_equal(
+        biased, C.random_encoder_accuracy(cfg, seed=3, bias_scale=1.0)
+    )
+    assert np.array_equal(
+        plain, C.random_encoder_accuracy(cfg, seed=3, bias_scale=0.0)
+    )
     with pytest.raises(ValueError, match="bias_scale"):
         C.random_encoder_accuracy(cfg, seed=3, bias_scale=-1.0)
 
@@ -600,9 +861,12 @@ def test_quiet_minority_leaves_the_minority_directions_untouched():
     # no input along the minority directions: without weight decay their projections
     # keep their initial values exactly; the majority ones move
     from tests.chapters.contrastive.helpers import tiny_cfg
+
     cfg = tiny_cfg(weight_decay=0.0, steps=6)
-    run = C.train_encoders(cfg, [1.0], [0.0], seed=0, independent=True, quiet_minority=True)
-    P = run.history["proj"]   # (T, E, m, K)
+    run = C.train_encoders(
+        cfg, [1.0], [0.0], seed=0, independent=True, quiet_minority=True
+    )
+    P = run.history["proj"]  # (T, E, m, K)
     np.testing.assert_allclose(P[-1, ..., -2:], P[0, ..., -2:], rtol=1e-5, atol=1e-7)
     assert not np.allclose(P[-1, ..., :-2], P[0, ..., :-2])
     loud = C.train_encoders(cfg, [1.0], [0.0], seed=0, independent=True)

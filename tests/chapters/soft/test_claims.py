@@ -1,4 +1,5 @@
 """Tests of gtlib.soft.claims, the chapter's claims table."""
+
 from gtlib.soft import CLAIMS
 
 from tests.conftest import check_claims_table

@@ -1,6 +1,7 @@
 """Tests of gtlib.soft.common, the input checks the sections share, through the public
 functions that use them: one integer check for every chapter, and a dataset too small for
 a config refused by every run that takes one."""
+
 import pytest
 import torch
 
@@ -12,8 +13,13 @@ from tests.chapters.soft.helpers import _raises
 
 def _ds(n=20, n_test=10):
     g = torch.Generator().manual_seed(2)
-    return Dataset(torch.randn(n, 40, generator=g), torch.arange(n) % 10,
-                   torch.randn(n_test, 40, generator=g), torch.arange(n_test) % 10, 10)
+    return Dataset(
+        torch.randn(n, 40, generator=g),
+        torch.arange(n) % 10,
+        torch.randn(n_test, 40, generator=g),
+        torch.arange(n_test) % 10,
+        10,
+    )
 
 
 # =================================================================================================
@@ -25,8 +31,13 @@ def test_soft_validates_integers_with_the_core_checks():
     with pytest.raises(ValueError, match="degree"):
         soft.legendre_features([0.0], -1)
     with pytest.raises(ValueError, match="steps"):
-        soft.train_subspace(soft.SubspaceNet(40, 10, 4), torch.zeros(3, 40),
-                            torch.zeros(3, dtype=torch.int64), steps=0, lr=0.1)
+        soft.train_subspace(
+            soft.SubspaceNet(40, 10, 4),
+            torch.zeros(3, 40),
+            torch.zeros(3, dtype=torch.int64),
+            steps=0,
+            lr=0.1,
+        )
 
 
 # =================================================================================================
@@ -36,14 +47,41 @@ def test_soft_validates_integers_with_the_core_checks():
 def test_runs_refuse_a_missing_dataset_or_one_too_small():
     small = _ds()
     _raises(TypeError, "ds", soft.run_gp_corruption, soft.GPConfig.quick(), None)
-    _raises(ValueError, "n_train", soft.run_gp_corruption,
-            soft.GPConfig(n_train=3000, n_test=5, corruptions=(0.0,),
-                          lengthscale_factors=(1.0,)), small)
-    _raises(ValueError, "n_train", soft.run_mlp_sweep, soft.MLPSweepConfig.quick(), small)
+    _raises(
+        ValueError,
+        "n_train",
+        soft.run_gp_corruption,
+        soft.GPConfig(
+            n_train=3000, n_test=5, corruptions=(0.0,), lengthscale_factors=(1.0,)
+        ),
+        small,
+    )
+    _raises(
+        ValueError, "n_train", soft.run_mlp_sweep, soft.MLPSweepConfig.quick(), small
+    )
     _raises(TypeError, "ds", soft.run_mlp_sweep, soft.MLPSweepConfig.quick(), "ds")
-    _raises(ValueError, "n_train", soft.run_compression, soft.CompressionConfig.quick(), small,
-            "true")
-    _raises(ValueError, "labels", soft.run_compression, soft.CompressionConfig.quick(), small,
-            "bogus")
-    _raises(TypeError, "channels", soft.run_compression, soft.CompressionConfig.quick(), small,
-            "true", channels=2.5)
+    _raises(
+        ValueError,
+        "n_train",
+        soft.run_compression,
+        soft.CompressionConfig.quick(),
+        small,
+        "true",
+    )
+    _raises(
+        ValueError,
+        "labels",
+        soft.run_compression,
+        soft.CompressionConfig.quick(),
+        small,
+        "bogus",
+    )
+    _raises(
+        TypeError,
+        "channels",
+        soft.run_compression,
+        soft.CompressionConfig.quick(),
+        small,
+        "true",
+        channels=2.5,
+    )

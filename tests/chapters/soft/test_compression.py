@@ -2,6 +2,7 @@
 independent reference implementations (marker ``reference``), bad input refused at the boundary
 (``boundary``), equivalence of the engine with the loops it replaced (``engine``) and tests pinned
 by mutation testing (``mutation``)."""
+
 import math
 import numpy as np
 import pytest
@@ -14,7 +15,13 @@ from gtlib import soft
 from gtlib.data import corrupt_labels
 from gtlib.soft import kl_bernoulli
 
-from tests.chapters.soft.helpers import _close, _dataset, _differs, _raises, _tiny_dataset
+from tests.chapters.soft.helpers import (
+    _close,
+    _dataset,
+    _differs,
+    _raises,
+    _tiny_dataset,
+)
 from tests.oracles import soft_loops as ref
 
 
@@ -31,7 +38,9 @@ def _lloyd(z, levels, iters):
     c = np.quantile(z, (np.arange(levels) + 0.5) / levels)
     for _ in range(iters):
         a = np.argmin(np.abs(z[:, None] - c[None]), 1)
-        c = np.array([z[a == j].mean() if np.any(a == j) else c[j] for j in range(levels)])
+        c = np.array(
+            [z[a == j].mean() if np.any(a == j) else c[j] for j in range(levels)]
+        )
     c = np.sort(c).astype(np.float32)
     return c, np.argmin(np.abs(z[:, None] - c[None].astype(np.float64)), 1)
 
@@ -52,13 +61,23 @@ def trained_subspace():
     return net, x, y
 
 
-COMP = dict(n_train=40, channels=2, sizes=(2,), dim=8, levels=(3,), steps=5, batch_size=16,
-            tune_steps=2, lr=0.05, delta=0.1)
+COMP = dict(
+    n_train=40,
+    channels=2,
+    sizes=(2,),
+    dim=8,
+    levels=(3,),
+    steps=5,
+    batch_size=16,
+    tune_steps=2,
+    lr=0.05,
+    delta=0.1,
+)
 
 
 def _ref_compression(cfg, ds, labels, seed, channels):
     ch = cfg.channels if channels is None else channels
-    x, y = ds.x[:cfg.n_train], ds.y[:cfg.n_train]
+    x, y = ds.x[: cfg.n_train], ds.y[: cfg.n_train]
     if labels == "random":
         y = corrupt_labels(y, 1.0, ds.num_classes, seed=seed + 1)
     net = soft.SubspaceNet(ds.dim, ds.num_classes, cfg.dim, ch, seed=seed)
@@ -74,14 +93,28 @@ def _ref_compression(cfg, ds, labels, seed, channels):
     def hoeffding(K):
         return e + math.sqrt((K * math.log(2) + math.log(1 / cfg.delta)) / (2 * n))
 
-    return dict(labels=labels, channels=ch, n=n, n_params=net.n_params, dim=cfg.dim,
-                train_err=train_err, train_err_q=e, test_err_q=test_err, bits=best["bits"],
-                levels=best["levels"], bound=hoeffding(best["bits"]),
-                kl_bound=_kl_inv(e, (best["bits"] * math.log(2)
-                                     + math.log(2 * math.sqrt(n) / cfg.delta)) / n),
-                counting_bound=hoeffding(32 * net.n_params),
-                counting_bound_subspace=hoeffding(32 * cfg.dim), roundtrip=True,
-                curve=[list(c) for c in best["curve"]])
+    return dict(
+        labels=labels,
+        channels=ch,
+        n=n,
+        n_params=net.n_params,
+        dim=cfg.dim,
+        train_err=train_err,
+        train_err_q=e,
+        test_err_q=test_err,
+        bits=best["bits"],
+        levels=best["levels"],
+        bound=hoeffding(best["bits"]),
+        kl_bound=_kl_inv(
+            e,
+            (best["bits"] * math.log(2) + math.log(2 * math.sqrt(n) / cfg.delta))
+            / n,
+        ),
+        counting_bound=hoeffding(32 * net.n_params),
+        counting_bound_subspace=hoeffding(32 * cfg.dim),
+        roundtrip=True,
+        curve=[list(c) for c in best["curve"]],
+    )
 
 
 # train_subspace: the old loop took its learning rate from torch's CosineAnnealingLR, which updates
@@ -124,8 +157,15 @@ def test_elias_gamma_round_trip():
 # =================================================================================================
 @pytest.mark.reference
 def test_elias_gamma_codes_by_hand_and_decoding_from_an_offset():
-    table = {1: [1], 2: [0, 1, 0], 3: [0, 1, 1], 4: [0, 0, 1, 0, 0], 7: [0, 0, 1, 1, 1],
-             8: [0, 0, 0, 1, 0, 0, 0], 17: [0, 0, 0, 0, 1, 0, 0, 0, 1]}
+    table = {
+        1: [1],
+        2: [0, 1, 0],
+        3: [0, 1, 1],
+        4: [0, 0, 1, 0, 0],
+        7: [0, 0, 1, 1, 1],
+        8: [0, 0, 0, 1, 0, 0, 0],
+        17: [0, 0, 0, 0, 1, 0, 0, 0, 1],
+    }
     for n, code in table.items():
         assert soft.elias_gamma(n) == code, n
     for n in range(1, 70):
@@ -151,7 +191,12 @@ def test_codes_refuse_bad_bits_positions_and_truncation():
     _raises(TypeError, "bits", soft.arithmetic_decode, "0101", 4, 3)
     _raises(TypeError, "symbols", soft.arithmetic_encode, [0, 1.5], 3)
     _raises(TypeError, "symbols", soft.arithmetic_encode, None, 3)
-    _raises(ValueError, "bits", soft.decode_quantized, soft.elias_gamma(5) + soft.elias_gamma(2))
+    _raises(
+        ValueError,
+        "bits",
+        soft.decode_quantized,
+        soft.elias_gamma(5) + soft.elias_gamma(2),
+    )
     _raises(ValueError, "symbols", soft.encode_quantized, [0.0, 1.0], [0, 2])
     _raises(ValueError, "centres", soft.encode_quantized, [], [0])
 
@@ -188,19 +233,26 @@ def test_arithmetic_decode_needs_the_right_alphabet():
 # soft.arithmetic_decode
 # =================================================================================================
 @pytest.mark.reference
-@pytest.mark.parametrize("A, sym", [
-    (1, [0] * 50),
-    (2, [1] * 300),                                   # a long run
-    (2, [0, 1] * 200),                                # balanced, underflow-prone
-    (3, [2, 0, 0, 1, 0, 0, 0, 2, 0, 0] * 30),
-    (7, list(np.random.default_rng(50).integers(0, 7, 400))),
-    (40, list(np.random.default_rng(51).integers(0, 40, 60))),
-])
-def test_arithmetic_code_round_trips_within_two_bits_of_the_adaptive_laplace_length(A, sym):
+@pytest.mark.parametrize(
+    "A, sym",
+    [
+        (1, [0] * 50),
+        (2, [1] * 300),  # a long run
+        (2, [0, 1] * 200),  # balanced, underflow-prone
+        (3, [2, 0, 0, 1, 0, 0, 0, 2, 0, 0] * 30),
+        (7, list(np.random.default_rng(50).integers(0, 7, 400))),
+        (40, list(np.random.default_rng(51).integers(0, 40, 60))),
+    ],
+)
+def test_arithmetic_code_round_trips_within_two_bits_of_the_adaptive_laplace_length(
+    A, sym
+):
     sym = [int(s) for s in sym]
     bits = soft.arithmetic_encode(sym, A)
     assert soft.arithmetic_decode(bits, len(sym), A) == sym
-    assert soft.arithmetic_decode(bits, 10, A) == sym[:10]  # a prefix decodes to a prefix
+    assert (
+        soft.arithmetic_decode(bits, 10, A) == sym[:10]
+    )  # a prefix decodes to a prefix
     ideal = _ideal_bits(sym, A)
     assert ideal <= len(bits) <= ideal + 2.5
 
@@ -242,8 +294,16 @@ def test_quantize_by_hand_and_against_a_lloyd_loop():
 
 
 @pytest.mark.boundary
-@pytest.mark.parametrize("iters,error", [(0, ValueError), (-1, ValueError), (True, TypeError),
-                                         (2.5, TypeError), (None, TypeError)])
+@pytest.mark.parametrize(
+    "iters,error",
+    [
+        (0, ValueError),
+        (-1, ValueError),
+        (True, TypeError),
+        (2.5, TypeError),
+        (None, TypeError),
+    ],
+)
 def test_quantize_refuses_a_bad_number_of_iterations(iters, error):
     _raises(error, "iters", soft.quantize, np.linspace(-1, 1, 20), 3, iters)
 
@@ -257,11 +317,11 @@ def test_encode_quantized_layout_is_gamma_gamma_float32_words_then_the_arithmeti
     sym = np.array([2, 0, 1, 1, 0, 0, 2])
     bits = soft.encode_quantized(centres, sym)
     head = soft.elias_gamma(7) + soft.elias_gamma(3)
-    assert bits[:len(head)] == head
+    assert bits[: len(head)] == head
     pos = len(head)
     for c in centres:
         word = struct.unpack(">I", struct.pack(">f", float(c)))[0]
-        assert bits[pos:pos + 32] == [int(b) for b in format(word, "032b")]
+        assert bits[pos : pos + 32] == [int(b) for b in format(word, "032b")]
         pos += 32
     assert bits[pos:] == soft.arithmetic_encode(sym.tolist(), 3)
     c2, s2 = soft.decode_quantized(bits)
@@ -269,7 +329,10 @@ def test_encode_quantized_layout_is_gamma_gamma_float32_words_then_the_arithmeti
     np.testing.assert_array_equal(s2, sym)
     with pytest.raises(ValueError, match="symbols"):
         soft.encode_quantized(centres, [0, 3])
-    for cut in (len(head) + 40, len(head) + 96):  # inside the centres, or right after them
+    for cut in (
+        len(head) + 40,
+        len(head) + 96,
+    ):  # inside the centres, or right after them
         with pytest.raises(ValueError, match="centres"):
             soft.decode_quantized(bits[:cut])
 
@@ -279,8 +342,12 @@ def test_encode_quantized_layout_is_gamma_gamma_float32_words_then_the_arithmeti
 # =================================================================================================
 def test_countable_bound_hand_computation():
     got = soft.countable_bound(0.1, 1000, 5000, delta=0.05)
-    assert got == pytest.approx(0.1 + math.sqrt((1000 * math.log(2) + math.log(20)) / 10000))
-    assert soft.counting_bound(0.1, 10, 5000, 32, 0.05) == pytest.approx(soft.countable_bound(0.1, 320, 5000))
+    assert got == pytest.approx(
+        0.1 + math.sqrt((1000 * math.log(2) + math.log(20)) / 10000)
+    )
+    assert soft.counting_bound(0.1, 10, 5000, 32, 0.05) == pytest.approx(
+        soft.countable_bound(0.1, 320, 5000)
+    )
     with pytest.raises(ValueError, match="train_error"):
         soft.countable_bound(1.5, 10, 10)
     with pytest.raises(ValueError, match="delta"):
@@ -293,29 +360,39 @@ def test_countable_bound_hand_computation():
 def test_countable_and_counting_bounds_by_hand():
     # bits = 0: only ln(1/delta) is paid
     assert soft.countable_bound(0.0, 0, 50, delta=0.1) == pytest.approx(
-        math.sqrt(math.log(10) / 100), rel=1e-14)
+        math.sqrt(math.log(10) / 100), rel=1e-14
+    )
     assert soft.countable_bound(0.25, 10, 1) == pytest.approx(
-        0.25 + math.sqrt((10 * math.log(2) + math.log(20)) / 2), rel=1e-14)  # delta 0.05
+        0.25 + math.sqrt((10 * math.log(2) + math.log(20)) / 2), rel=1e-14
+    )  # delta 0.05
     assert soft.countable_bound(1.0, 3, 7, 0.5) == pytest.approx(
-        1 + math.sqrt((3 * math.log(2) + math.log(2)) / 14), rel=1e-14)
+        1 + math.sqrt((3 * math.log(2) + math.log(2)) / 14), rel=1e-14
+    )
     # counting: K = bits_per_param * n_params; defaults 32 bits and delta 0.05
     assert soft.counting_bound(0.2, 7, 900) == pytest.approx(
-        0.2 + math.sqrt((224 * math.log(2) + math.log(20)) / 1800), rel=1e-14)
-    assert soft.counting_bound(0.2, 7, 900, bits_per_param=16, delta=0.1) == pytest.approx(
-        0.2 + math.sqrt((112 * math.log(2) + math.log(10)) / 1800), rel=1e-14)
+        0.2 + math.sqrt((224 * math.log(2) + math.log(20)) / 1800), rel=1e-14
+    )
+    assert soft.counting_bound(
+        0.2, 7, 900, bits_per_param=16, delta=0.1
+    ) == pytest.approx(
+        0.2 + math.sqrt((112 * math.log(2) + math.log(10)) / 1800), rel=1e-14
+    )
 
 
 @pytest.mark.boundary
-@pytest.mark.parametrize("fn,args,name", [
-    (soft.countable_bound, (True, 100.0, 1000), "train_error"),
-    (soft.counting_bound, (True, 100, 1000), "train_error"),
-    (soft.pac_bayes_kl_bound, (True, 10.0, 1000), "train_error"),
-    (soft.kl_bernoulli, (True, 0.2), "q"),
-    (soft.kl_bernoulli, (0.1, True), "p"),
-    (soft.kl_inverse, (True, 0.5), "q"),
-    (soft.kl_inverse, (0.1, math.nan), "c"),
-    (soft.countable_bound, (0.1, 100.0, 1000, 0.0), "delta"),
-])
+@pytest.mark.parametrize(
+    "fn,args,name",
+    [
+        (soft.countable_bound, (True, 100.0, 1000), "train_error"),
+        (soft.counting_bound, (True, 100, 1000), "train_error"),
+        (soft.pac_bayes_kl_bound, (True, 10.0, 1000), "train_error"),
+        (soft.kl_bernoulli, (True, 0.2), "q"),
+        (soft.kl_bernoulli, (0.1, True), "p"),
+        (soft.kl_inverse, (True, 0.5), "q"),
+        (soft.kl_inverse, (0.1, math.nan), "c"),
+        (soft.countable_bound, (0.1, 100.0, 1000, 0.0), "delta"),
+    ],
+)
 def test_bounds_refuse_bools_and_out_of_range_numbers(fn, args, name):
     _raises((TypeError, ValueError), name, fn, *args)
 
@@ -328,11 +405,18 @@ def test_kl_bernoulli_against_scipy_rel_entr_and_at_the_ends():
     for q, p in ((0.1, 0.4), (0.4, 0.1), (0.73, 0.2), (0.02, 0.999), (0.5, 0.5)):
         want = special.rel_entr(q, p) + special.rel_entr(1 - q, 1 - p)
         assert soft.kl_bernoulli(q, p) == pytest.approx(want, rel=1e-12, abs=1e-15)
-    assert soft.kl_bernoulli(0.1, 0.4) == pytest.approx(0.1 * math.log(0.25)
-                                                        + 0.9 * math.log(1.5), rel=1e-12)
+    assert soft.kl_bernoulli(0.1, 0.4) == pytest.approx(
+        0.1 * math.log(0.25) + 0.9 * math.log(1.5), rel=1e-12
+    )
     assert soft.kl_bernoulli(0.0, 0.0) == 0.0 and soft.kl_bernoulli(1.0, 1.0) == 0.0
-    assert soft.kl_bernoulli(0.3, 0.0) == math.inf and soft.kl_bernoulli(0.3, 1.0) == math.inf
-    assert soft.kl_bernoulli(0.0, 1.0) == math.inf and soft.kl_bernoulli(1.0, 0.0) == math.inf
+    assert (
+        soft.kl_bernoulli(0.3, 0.0) == math.inf
+        and soft.kl_bernoulli(0.3, 1.0) == math.inf
+    )
+    assert (
+        soft.kl_bernoulli(0.0, 1.0) == math.inf
+        and soft.kl_bernoulli(1.0, 0.0) == math.inf
+    )
 
 
 @pytest.mark.mutation
@@ -352,8 +436,11 @@ def test_pac_bayes_kl_bound_inverts_kl_and_beats_the_square_root_form():
     assert soft.kl_inverse(0.3, 0.0) == pytest.approx(0.3)
     n, K = 8000, 3000
     kl = soft.pac_bayes_kl_bound(0.1, K * math.log(2), n)
-    assert kl == pytest.approx(soft.kl_inverse(0.1, (K * math.log(2) + math.log(2 * math.sqrt(n)
-                                                                                 / 0.05)) / n))
+    assert kl == pytest.approx(
+        soft.kl_inverse(
+            0.1, (K * math.log(2) + math.log(2 * math.sqrt(n) / 0.05)) / n
+        )
+    )
     assert 0.1 < kl < soft.countable_bound(0.1, K, n)
     with pytest.raises(ValueError, match="q"):
         soft.kl_bernoulli(1.5, 0.2)
@@ -363,7 +450,9 @@ def test_pac_bayes_kl_bound_inverts_kl_and_beats_the_square_root_form():
 def test_kl_inverse_against_brentq_and_by_hand():
     for q in (0.0, 0.05, 0.3, 0.9):
         for c in (0.01, 0.2, 1.5):
-            assert soft.kl_inverse(q, c) == pytest.approx(_kl_inv(q, c), abs=2e-12), (q, c)
+            assert soft.kl_inverse(q, c) == pytest.approx(
+                _kl_inv(q, c), abs=2e-12
+            ), (q, c)
     # kl(0 || p) = -ln(1 - p): p = 1 - e^-c
     assert soft.kl_inverse(0.0, 0.4) == pytest.approx(1 - math.exp(-0.4), abs=2e-12)
     assert soft.kl_inverse(1.0, 0.3) == 1.0
@@ -374,7 +463,9 @@ def test_kl_inverse_against_brentq_and_by_hand():
 
 
 @pytest.mark.boundary
-@pytest.mark.parametrize("tol", [0, 0.0, -1.0, math.nan, math.inf, True, "1e-6", None])
+@pytest.mark.parametrize(
+    "tol", [0, 0.0, -1.0, math.nan, math.inf, True, "1e-6", None]
+)
 def test_kl_inverse_refuses_a_tolerance_that_is_not_positive(tol):
     _raises((TypeError, ValueError), "tol", soft.kl_inverse, 0.1, 0.5, tol)
 
@@ -383,7 +474,10 @@ def test_kl_inverse_refuses_a_tolerance_that_is_not_positive(tol):
 def test_kl_inverse_with_a_tolerance_below_float_spacing_returns():
     p = soft.kl_inverse(0.1, 0.5, tol=1e-300)  # bisection stops at adjacent floats
     assert soft.kl_bernoulli(0.1, p) == pytest.approx(0.5, abs=1e-12)
-    assert p == soft.kl_inverse(0.1, 0.5, tol=1e-15) or abs(p - soft.kl_inverse(0.1, 0.5)) < 1e-11
+    assert (
+        p == soft.kl_inverse(0.1, 0.5, tol=1e-15)
+        or abs(p - soft.kl_inverse(0.1, 0.5)) < 1e-11
+    )
 
 
 # =================================================================================================
@@ -391,12 +485,18 @@ def test_kl_inverse_with_a_tolerance_below_float_spacing_returns():
 # =================================================================================================
 @pytest.mark.reference
 def test_pac_bayes_kl_bound_against_brentq():
-    for err, kl, n, delta in ((0.07, 3.0, 500, 0.1), (0.0, 40.0, 2000, 0.05), (0.3, 0.0, 64, 0.01)):
+    for err, kl, n, delta in (
+        (0.07, 3.0, 500, 0.1),
+        (0.0, 40.0, 2000, 0.05),
+        (0.3, 0.0, 64, 0.01),
+    ):
         c = (kl + math.log(2 * math.sqrt(n) / delta)) / n
-        assert soft.pac_bayes_kl_bound(err, kl, n, delta) == pytest.approx(_kl_inv(err, c),
-                                                                           abs=2e-12)
+        assert soft.pac_bayes_kl_bound(err, kl, n, delta) == pytest.approx(
+            _kl_inv(err, c), abs=2e-12
+        )
     assert soft.pac_bayes_kl_bound(0.07, 3.0, 500) == pytest.approx(
-        _kl_inv(0.07, (3.0 + math.log(2 * math.sqrt(500) / 0.05)) / 500), abs=2e-12)
+        _kl_inv(0.07, (3.0 + math.log(2 * math.sqrt(500) / 0.05)) / 500), abs=2e-12
+    )
 
 
 # =================================================================================================
@@ -408,7 +508,11 @@ def test_convnet1d_against_functional_convolutions():
     net = soft.ConvNet1D(length=37, channels=3, out_dim=4)
     # 37 -> 19 -> 10 -> 5 positions after three stride-2 convolutions
     assert net.head.in_features == 15 and net.head.out_features == 4
-    assert (net.c1.kernel_size, net.c2.kernel_size, net.c3.kernel_size) == ((5,), (3,), (3,))
+    assert (net.c1.kernel_size, net.c2.kernel_size, net.c3.kernel_size) == (
+        (5,),
+        (3,),
+        (3,),
+    )
     x = torch.randn(6, 37, generator=torch.Generator().manual_seed(61))
     h = x[:, None]
     h = F.relu(F.conv1d(h, net.c1.weight, net.c1.bias, stride=2, padding=2))
@@ -417,7 +521,12 @@ def test_convnet1d_against_functional_convolutions():
     want = h.reshape(6, -1) @ net.head.weight.T + net.head.bias
     with torch.no_grad():
         _close(net(x), want, rtol=1e-5, atol=1e-6)
-        _close(net._apply_params(x, dict(net.named_parameters())), want, rtol=1e-5, atol=1e-6)
+        _close(
+            net._apply_params(x, dict(net.named_parameters())),
+            want,
+            rtol=1e-5,
+            atol=1e-6,
+        )
     assert soft.ConvNet1D(length=8, channels=2).head.in_features == 2
 
 
@@ -451,7 +560,9 @@ def test_subspace_net_is_theta0_plus_a_seeded_projection_and_keeps_the_global_rn
     base = soft.ConvNet1D(16, 2, 3)
     theta0 = torch.nn.utils.parameters_to_vector(base.parameters()).detach()
     assert torch.equal(net.theta0, theta0) and net.n_params == theta0.numel()
-    proj = torch.randn(theta0.numel(), 5, generator=torch.Generator().manual_seed(7)) / math.sqrt(5)
+    proj = torch.randn(
+        theta0.numel(), 5, generator=torch.Generator().manual_seed(7)
+    ) / math.sqrt(5)
     assert torch.equal(net.proj, proj)
     assert net.base.c1.out_channels == 2 and net.base.head.out_features == 3
     z = torch.tensor([0.3, -1.0, 0.0, 2.0, 0.5])
@@ -462,7 +573,9 @@ def test_subspace_net_is_theta0_plus_a_seeded_projection_and_keeps_the_global_rn
         net.z.copy_(z)
         _close(net(x), base(x), rtol=1e-5, atol=1e-6)
     other = soft.SubspaceNet(16, 3, 5, channels=2, seed=8)
-    assert not torch.equal(other.theta0, net.theta0) and not torch.equal(other.proj, net.proj)
+    assert not torch.equal(other.theta0, net.theta0) and not torch.equal(
+        other.proj, net.proj
+    )
 
 
 @pytest.mark.boundary
@@ -474,13 +587,17 @@ def test_the_unchecked_training_path_is_the_checked_network_bitwise():
         net.z.normal_(generator=torch.Generator().manual_seed(4))
     x = torch.randn(9, 40, generator=torch.Generator().manual_seed(5))
     theta = net.theta0 + net.proj @ net.z
-    params = {n: t.view(s) for n, t, s in zip(net.names, torch.split(theta, net.sizes),
-                                              net.shapes)}
+    params = {
+        n: t.view(s)
+        for n, t, s in zip(net.names, torch.split(theta, net.sizes), net.shapes)
+    }
     ref = torch.func.functional_call(net.base, params, (x,))
     out = net._forward(x)
     assert torch.equal(ref, out) and torch.equal(net(x), out)
     g_ref = torch.autograd.grad(ref.square().sum(), net.z)[0]
-    assert torch.equal(g_ref, torch.autograd.grad(net._forward(x).square().sum(), net.z)[0])
+    assert torch.equal(
+        g_ref, torch.autograd.grad(net._forward(x).square().sum(), net.z)[0]
+    )
 
 
 # =================================================================================================
@@ -489,9 +606,18 @@ def test_the_unchecked_training_path_is_the_checked_network_bitwise():
 @pytest.mark.reference
 def test_compression_config_defaults():
     c = soft.CompressionConfig()
-    assert (c.n_train, c.channels, c.sizes, c.dim, c.levels, c.steps, c.batch_size,
-            c.tune_steps, c.lr, c.delta) == (8000, 16, (8, 16), 1000, (3, 5, 7, 11, 15), 1500, 256,
-                                             30, 0.02, 0.05)
+    assert (
+        c.n_train,
+        c.channels,
+        c.sizes,
+        c.dim,
+        c.levels,
+        c.steps,
+        c.batch_size,
+        c.tune_steps,
+        c.lr,
+        c.delta,
+    ) == (8000, 16, (8, 16), 1000, (3, 5, 7, 11, 15), 1500, 256, 30, 0.02, 0.05)
 
 
 # =================================================================================================
@@ -503,7 +629,9 @@ def test_train_subspace_matches_the_old_loop(batch_size):
     # 60 points in batches of 16: three batches, then a fresh permutation (12 left over)
     x, y = _data()
     old, new = _net(), _net()
-    ref.old_train_subspace(old, x, y, steps=40, lr=0.05, batch_size=batch_size, seed=5)
+    ref.old_train_subspace(
+        old, x, y, steps=40, lr=0.05, batch_size=batch_size, seed=5
+    )
     soft.train_subspace(new, x, y, steps=40, lr=0.05, batch_size=batch_size, seed=5)
     assert not torch.equal(new.z, torch.zeros_like(new.z))
     torch.testing.assert_close(new.z.detach(), old.z.detach(), rtol=RTOL, atol=ATOL)
@@ -541,7 +669,9 @@ def test_tune_centres_is_exactly_the_old_loop():
     assert new.dtype == old.dtype == np.float32
     assert not np.array_equal(new, centres)
     assert np.array_equal(new, old)
-    assert np.array_equal(soft.tune_centres(net, x, y, centres, sym, steps=0), centres)
+    assert np.array_equal(
+        soft.tune_centres(net, x, y, centres, sym, steps=0), centres
+    )
 
 
 # =================================================================================================
@@ -559,9 +689,20 @@ def test_compress_and_bound_keeps_the_tightest_code(trained_subspace):
         c = soft.tune_centres(net, x, y, c, s, 3)
         bits = soft.encode_quantized(c, s)
         with torch.no_grad():
-            err = float((net(x, torch.as_tensor(c[s])).argmax(1) != y).float().mean())
-        rows.append((err + math.sqrt((len(bits) * math.log(2) + math.log(1 / delta)) / 96),
-                     L, len(bits), err, c, s))
+            err = float(
+                (net(x, torch.as_tensor(c[s])).argmax(1) != y).float().mean()
+            )
+        rows.append(
+            (
+                err
+                + math.sqrt((len(bits) * math.log(2) + math.log(1 / delta)) / 96),
+                L,
+                len(bits),
+                err,
+                c,
+                s,
+            )
+        )
     best = min(rows, key=lambda r: r[0])
     assert got["bound"] == pytest.approx(best[0], rel=1e-12)
     assert (got["levels"], got["bits"], got["train_err_q"]) == best[1:4]
@@ -573,21 +714,53 @@ def test_compress_and_bound_keeps_the_tightest_code(trained_subspace):
     # without tuning the centres are k-means'
     raw = soft.compress_and_bound(net, x, y, (3,), tune_steps=0)
     np.testing.assert_array_equal(raw["centres"], soft.quantize(z, 3)[0])
-    assert soft.compress_and_bound(net, x, y, (3,), delta=0.5, tune_steps=0)["bound"] < \
-        raw["bound"]
+    assert (
+        soft.compress_and_bound(net, x, y, (3,), delta=0.5, tune_steps=0)["bound"]
+        < raw["bound"]
+    )
 
 
 @pytest.mark.boundary
 def test_compression_refuses_bad_levels_steps_and_symbols(subnet):
     model, x, y = subnet
-    _raises(TypeError, "tune_steps", soft.compress_and_bound, model, x, y, [3], tune_steps=None)
+    _raises(
+        TypeError,
+        "tune_steps",
+        soft.compress_and_bound,
+        model,
+        x,
+        y,
+        [3],
+        tune_steps=None,
+    )
     _raises(ValueError, "levels", soft.compress_and_bound, model, x, y, [])
     _raises(TypeError, "levels", soft.compress_and_bound, model, x, y, "abc")
     _raises(ValueError, "y", soft.compress_and_bound, model, x, y + 10, [3])
-    _raises(ValueError, "symbols", soft.tune_centres, model, x, y, [-0.1, 0.1], [0, 1, 2])
-    _raises(ValueError, "symbols", soft.tune_centres, model, x, y, [-0.1, 0.1], [0, 1] * 4 + [5])
+    _raises(
+        ValueError, "symbols", soft.tune_centres, model, x, y, [-0.1, 0.1], [0, 1, 2]
+    )
+    _raises(
+        ValueError,
+        "symbols",
+        soft.tune_centres,
+        model,
+        x,
+        y,
+        [-0.1, 0.1],
+        [0, 1] * 4 + [5],
+    )
     _raises(ValueError, "y", soft.train_subspace, model, x, y[:-1], 1, 0.1)
-    _raises(TypeError, "batch_size", soft.train_subspace, model, x, y, 1, 0.1, batch_size=2.5)
+    _raises(
+        TypeError,
+        "batch_size",
+        soft.train_subspace,
+        model,
+        x,
+        y,
+        1,
+        0.1,
+        batch_size=2.5,
+    )
 
 
 # =================================================================================================
@@ -596,12 +769,12 @@ def test_compression_refuses_bad_levels_steps_and_symbols(subnet):
 @pytest.mark.reference
 def test_bits_at_fit_interpolates_between_the_points_around_the_target():
     curve = [(7, 3000, 0.30), (3, 1600, 0.70), (11, 3700, 0.20), (15, 4300, 0.15)]
-    assert soft.bits_at_fit(curve, 0.70) == 1600          # the shortest code already fits
+    assert soft.bits_at_fit(curve, 0.70) == 1600  # the shortest code already fits
     assert soft.bits_at_fit(curve, 0.80) == 1600
-    assert soft.bits_at_fit(curve, 0.20) == 3700          # a point exactly at the target
+    assert soft.bits_at_fit(curve, 0.20) == 3700  # a point exactly at the target
     # halfway in error between (3000, 0.30) and (3700, 0.20): halfway in bits
     assert soft.bits_at_fit(curve, 0.25) == pytest.approx(3350)
-    assert soft.bits_at_fit(curve, 0.10) is None           # never reached
+    assert soft.bits_at_fit(curve, 0.10) is None  # never reached
     # the order of the triples does not matter
     assert soft.bits_at_fit(curve[::-1], 0.25) == pytest.approx(3350)
     with pytest.raises(ValueError, match="curve"):
@@ -613,7 +786,9 @@ def test_bits_at_fit_interpolates_between_the_points_around_the_target():
 @pytest.mark.boundary
 @pytest.mark.parametrize("target", [-0.1, 1.5, math.nan, None, "0.2", True])
 def test_bits_at_fit_refuses_a_bad_target(target):
-    _raises((TypeError, ValueError), "target", soft.bits_at_fit, [(3, 100, 0.5)], target)
+    _raises(
+        (TypeError, ValueError), "target", soft.bits_at_fit, [(3, 100, 0.5)], target
+    )
 
 
 # =================================================================================================
@@ -624,22 +799,33 @@ def test_subspace_net_starts_at_init_and_configs_construct():
     x = torch.randn(5, 40)
     with torch.no_grad():
         assert torch.allclose(net(x), net.base(x), atol=1e-6)
-    for cls in (soft.PolyConfig, soft.GPConfig, soft.RFConfig, soft.MLPSweepConfig,
-                soft.CompressionConfig):
+    for cls in (
+        soft.PolyConfig,
+        soft.GPConfig,
+        soft.RFConfig,
+        soft.MLPSweepConfig,
+        soft.CompressionConfig,
+    ):
         cls.quick(), cls.full()
     assert soft.MLPSweepConfig.full().widths[-1] == 300
     with pytest.raises(ValueError, match="labels"):
-        soft.run_compression(soft.CompressionConfig.quick(), _tiny_dataset(), "noisy")
+        soft.run_compression(
+            soft.CompressionConfig.quick(), _tiny_dataset(), "noisy"
+        )
     with pytest.raises(TypeError, match="ds"):
         soft.run_compression(soft.CompressionConfig.quick(), None, "true")
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("labels, seed, channels", [("random", 2, None), ("true", 0, 3)])
+@pytest.mark.parametrize(
+    "labels, seed, channels", [("random", 2, None), ("true", 0, 3)]
+)
 def test_run_compression_against_its_steps(labels, seed, channels):
     ds = _dataset(n=44, n_test=20, seed=64, classes=3, length=16)
     cfg = soft.CompressionConfig.quick(**COMP)
-    got = soft.run_compression(cfg, ds, labels, seed=seed, channels=channels).to_dict()
+    got = soft.run_compression(
+        cfg, ds, labels, seed=seed, channels=channels
+    ).to_dict()
     want = _ref_compression(cfg, ds, labels, seed, channels)
     assert list(got) == list(want)
     for k, v in want.items():
@@ -654,12 +840,26 @@ def test_run_compression_uses_every_setting_and_the_seed():
     ds = _dataset(n=44, n_test=20, seed=65, classes=3, length=16)
 
     def run(labels="true", seed=0, channels=None, **kw):
-        return soft.run_compression(soft.CompressionConfig.quick(**{**COMP, **kw}), ds, labels,
-                                    seed=seed, channels=channels).to_dict()
+        return soft.run_compression(
+            soft.CompressionConfig.quick(**{**COMP, **kw}),
+            ds,
+            labels,
+            seed=seed,
+            channels=channels,
+        ).to_dict()
 
     base = run()
-    changes = dict(n_train=41, channels=3, dim=9, levels=(4,), steps=6, batch_size=15,
-                   tune_steps=4, lr=0.2, delta=0.2)
+    changes = dict(
+        n_train=41,
+        channels=3,
+        dim=9,
+        levels=(4,),
+        steps=6,
+        batch_size=15,
+        tune_steps=4,
+        lr=0.2,
+        delta=0.2,
+    )
     for key, value in changes.items():
         assert _differs(run(**{key: value}), base), key
     assert _differs(run(seed=1), base) and _differs(run(labels="random"), base)

@@ -2,6 +2,7 @@
 independent reference implementations (marker ``reference``), bad input refused at the boundary
 (``boundary``), equivalence of the engine with the loops it replaced (``engine``) and tests pinned
 by mutation testing (``mutation``)."""
+
 import math
 import numpy as np
 import pytest
@@ -112,7 +113,9 @@ def test_tail_trace_bounds_neff_against_the_dense_hessian():
     x, y = torch.randn(30, 3), torch.randint(2, (30,))
     H = soft.dense_hessian(model, x, y)
     exact = np.linalg.eigvalsh(H)
-    res = soft.effective_parameters(model, x, y, alpha=0.05, k=4, max_k=4, probes=200)
+    res = soft.effective_parameters(
+        model, x, y, alpha=0.05, k=4, max_k=4, probes=200
+    )
     tail_exact = exact.sum() - res["eigs"].sum()
     assert res["tail"] == pytest.approx(tail_exact, abs=4 * res["tail_se"] + 1e-9)
     assert res["neff"] <= soft.effective_dimensionality(exact, 0.05) + 1e-9
@@ -129,7 +132,9 @@ def test_dense_hessian_and_matvec_against_finite_differences(small_net):
     assert P == 31
     v = np.random.default_rng(42).normal(size=31)
     np.testing.assert_allclose(matvec(v), H @ v, atol=2e-6)
-    assert next(model.parameters()).dtype == torch.float32  # the caller's model is untouched
+    assert (
+        next(model.parameters()).dtype == torch.float32
+    )  # the caller's model is untouched
 
 
 # =================================================================================================
@@ -144,8 +149,9 @@ def test_lanczos_top_eigs_vectors_and_order(small_net):
     np.testing.assert_allclose(vals, exact[:5], atol=1e-6)
     assert np.all(np.diff(vals) <= 0)
     np.testing.assert_allclose(H @ vecs, vecs * vals, atol=1e-5)
-    np.testing.assert_allclose(soft.lanczos_top_eigs(model, x, y, 5, seed=9), exact[:5],
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        soft.lanczos_top_eigs(model, x, y, 5, seed=9), exact[:5], atol=1e-6
+    )
     assert len(soft.lanczos_top_eigs(model, x, y, 30)) == 30  # k = P - 1 is allowed
     with pytest.raises(ValueError, match="k"):
         soft.lanczos_top_eigs(model, x, y, 31)
@@ -155,7 +161,16 @@ def test_lanczos_top_eigs_vectors_and_order(small_net):
 @pytest.mark.parametrize("tol", [math.nan, 0.0, -1.0, math.inf, True, None, "x"])
 def test_lanczos_refuses_a_bad_tolerance_before_eigsh(tiny, tol):
     model, x, y = tiny
-    _raises((TypeError, ValueError), "tol", soft.lanczos_top_eigs, model, x, y, 3, tol=tol)
+    _raises(
+        (TypeError, ValueError),
+        "tol",
+        soft.lanczos_top_eigs,
+        model,
+        x,
+        y,
+        3,
+        tol=tol,
+    )
 
 
 # =================================================================================================
@@ -193,42 +208,78 @@ def test_effective_parameters_doubles_k_until_covered_or_capped(small_net):
     exact = np.sort(np.linalg.eigvalsh(H))[::-1]
     alpha = 0.01
     # the weight of the 2nd, 4th, 8th... eigenvalue, to pick tolerances between them
-    weights = {k: max(exact[k - 1], 0) / (max(exact[k - 1], 0) + alpha) for k in (2, 4, 8)}
+    weights = {
+        k: max(exact[k - 1], 0) / (max(exact[k - 1], 0) + alpha) for k in (2, 4, 8)
+    }
     tol = 0.5 * (weights[4] + weights[8])  # k = 2 and 4 are not covered, 8 is
     assert weights[4] > tol > weights[8]
-    res = soft.effective_parameters(model, x, y, alpha, k=2, max_k=30, weight_tol=tol)
-    assert (res["k"], res["covered"]) == (8, True) == _expected_k(exact, 2, 30, 31, alpha, tol)
-    assert res["neff"] == pytest.approx(np.sum(exact[:8] / (exact[:8] + alpha)), rel=1e-6)
+    res = soft.effective_parameters(
+        model, x, y, alpha, k=2, max_k=30, weight_tol=tol
+    )
+    assert (
+        (res["k"], res["covered"])
+        == (8, True)
+        == _expected_k(exact, 2, 30, 31, alpha, tol)
+    )
+    assert res["neff"] == pytest.approx(
+        np.sum(exact[:8] / (exact[:8] + alpha)), rel=1e-6
+    )
     np.testing.assert_allclose(res["eigs"], exact[:8], atol=1e-6)
     assert res["n_params"] == 31
     with torch.no_grad():
-        assert res["train_loss"] == pytest.approx(float(F.cross_entropy(model(x), y)), rel=1e-6)
+        assert res["train_loss"] == pytest.approx(
+            float(F.cross_entropy(model(x), y)), rel=1e-6
+        )
     # capped at max_k, not covered
     res = soft.effective_parameters(model, x, y, alpha, k=2, max_k=4, weight_tol=tol)
     assert (res["k"], res["covered"]) == (4, False)
     # k is cut to P - 1 = 30 (its eigenvalue is negative: covered)
-    res = soft.effective_parameters(model, x, y, alpha, k=40, max_k=64, weight_tol=0.01)
+    res = soft.effective_parameters(
+        model, x, y, alpha, k=40, max_k=64, weight_tol=0.01
+    )
     assert (res["k"], res["covered"]) == (30, True)
     top = np.clip(exact[:30], 0, None)
     assert res["neff"] == pytest.approx(np.sum(top / (top + alpha)), rel=1e-6)
     # probes: the upper bound adds the (positive part of the) tail trace over alpha
-    res = soft.effective_parameters(model, x, y, alpha, k=4, max_k=4, probes=6, seed=2)
+    res = soft.effective_parameters(
+        model, x, y, alpha, k=4, max_k=4, probes=6, seed=2
+    )
     assert res["neff_upper"] == pytest.approx(
-        res["neff"] + max(res["tail"] + 2 * res["tail_se"], 0) / alpha, rel=1e-12)
+        res["neff"] + max(res["tail"] + 2 * res["tail_se"], 0) / alpha, rel=1e-12
+    )
     matvec, _ = soft.hessian_matvec(model, x, y)
     _, vecs = soft.lanczos_top_eigs(model, x, y, 4, seed=2, vectors=True)
-    assert res["tail"] == pytest.approx(soft.tail_trace(matvec, vecs, 6, 2)[0], rel=1e-6)
+    assert res["tail"] == pytest.approx(
+        soft.tail_trace(matvec, vecs, 6, 2)[0], rel=1e-6
+    )
     assert "tail" not in soft.effective_parameters(model, x, y, alpha, k=4, max_k=4)
 
 
 @pytest.mark.boundary
-@pytest.mark.parametrize("kw,name", [(dict(max_k=0), "max_k"), (dict(max_k=2), "max_k"),
-                                     (dict(max_k=True), "max_k"),
-                                     (dict(weight_tol=1.5), "weight_tol"),
-                                     (dict(weight_tol=-0.1), "weight_tol"),
-                                     (dict(weight_tol=math.nan), "weight_tol"),
-                                     (dict(seed=2 ** 64), "seed"), (dict(probes=None), "probes"),
-                                     (dict(probes=1), "probes")])
+@pytest.mark.parametrize(
+    "kw,name",
+    [
+        (dict(max_k=0), "max_k"),
+        (dict(max_k=2), "max_k"),
+        (dict(max_k=True), "max_k"),
+        (dict(weight_tol=1.5), "weight_tol"),
+        (dict(weight_tol=-0.1), "weight_tol"),
+        (dict(weight_tol=math.nan), "weight_tol"),
+        (dict(seed=2**64), "seed"),
+        (dict(probes=None), "probes"),
+        (dict(probes=1), "probes"),
+    ],
+)
 def test_effective_parameters_refuses_bad_settings(tiny, kw, name):
     model, x, y = tiny
-    _raises((TypeError, ValueError), name, soft.effective_parameters, model, x, y, 1.0, k=3, **kw)
+    _raises(
+        (TypeError, ValueError),
+        name,
+        soft.effective_parameters,
+        model,
+        x,
+        y,
+        1.0,
+        k=3,
+        **kw,
+    )

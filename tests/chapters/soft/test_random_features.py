@@ -2,6 +2,7 @@
 independent reference implementations (marker ``reference``), bad input refused at the boundary
 (``boundary``), equivalence of the engine with the loops it replaced (``engine``) and tests pinned
 by mutation testing (``mutation``)."""
+
 import math
 import numpy as np
 import pytest
@@ -15,7 +16,9 @@ from tests.chapters.soft.helpers import _differs, _raises
 def _ref_random_features(cfg, seed):
     rng = np.random.default_rng(seed)
     P = max(cfg.ps)
-    test, ridge, neff, poor = (np.zeros((cfg.n_draws, len(cfg.ps))) for _ in range(4))
+    test, ridge, neff, poor = (
+        np.zeros((cfg.n_draws, len(cfg.ps))) for _ in range(4)
+    )
     null = []
     for r in range(cfg.n_draws):
         x = rng.normal(size=(cfg.n, cfg.dim))
@@ -28,21 +31,43 @@ def _ref_random_features(cfg, seed):
         b = rng.uniform(-1, 1, size=P)
         null.append(np.mean((yt - y.mean()) ** 2))
         for j, p in enumerate(cfg.ps):
-            f, ft, fv = (np.maximum(z @ w[:, :p] + b[:p], 0) / np.sqrt(p) for z in (x, xt, xv))
+            f, ft, fv = (
+                np.maximum(z @ w[:, :p] + b[:p], 0) / np.sqrt(p) for z in (x, xt, xv)
+            )
             test[r, j] = np.mean((ft @ (np.linalg.pinv(f) @ y) - yt) ** 2)
-            sols = [np.linalg.solve(f.T @ f + lam * np.eye(p), f.T @ y) for lam in cfg.ridges]
-            best = min(range(len(sols)), key=lambda i: np.mean((fv @ sols[i] - yv) ** 2))
+            sols = [
+                np.linalg.solve(f.T @ f + lam * np.eye(p), f.T @ y)
+                for lam in cfg.ridges
+            ]
+            best = min(
+                range(len(sols)), key=lambda i: np.mean((fv @ sols[i] - yv) ** 2)
+            )
             ridge[r, j] = np.mean((ft @ sols[best] - yt) ** 2)
             eigs = np.clip(np.linalg.eigvalsh(f.T @ f / cfg.n), 0, None)[::-1]
             neff[r, j] = np.sum(eigs / (eigs + cfg.alpha))
             k = min(cfg.n, p)
             poor[r, j] = k - np.sum(eigs[:k] / (eigs[:k] + cfg.alpha))
-    return dict(test_mse_draws=test, test_mse=np.median(test, 0), ridge_mse=np.median(ridge, 0),
-                null_mse=float(np.median(null)), neff=neff.mean(0), poor=poor.mean(0))
+    return dict(
+        test_mse_draws=test,
+        test_mse=np.median(test, 0),
+        ridge_mse=np.median(ridge, 0),
+        null_mse=float(np.median(null)),
+        neff=neff.mean(0),
+        poor=poor.mean(0),
+    )
 
 
-RF_SMALL = dict(n=10, dim=3, noise=0.2, n_test=15, n_val=12, ps=(4, 7, 25), n_draws=3,
-                alpha=1e-2, ridges=(1e-3, 0.1, 3.0))
+RF_SMALL = dict(
+    n=10,
+    dim=3,
+    noise=0.2,
+    n_test=15,
+    n_val=12,
+    ps=(4, 7, 25),
+    n_draws=3,
+    alpha=1e-2,
+    ridges=(1e-3, 0.1, 3.0),
+)
 
 
 def _ref_spectrum(cfg, p, seed):
@@ -52,11 +77,16 @@ def _ref_spectrum(cfg, p, seed):
     b = rng.uniform(-1, 1, size=p)
     f, ft = (np.maximum(z @ w + b, 0) / np.sqrt(p) for z in (x, xt))
     k = min(cfg.n, p)
-    eigs = np.sort(np.linalg.eigvalsh(f.T @ f / cfg.n if p <= cfg.n else f @ f.T / cfg.n))[::-1]
+    eigs = np.sort(
+        np.linalg.eigvalsh(f.T @ f / cfg.n if p <= cfg.n else f @ f.T / cfg.n)
+    )[::-1]
     eigs = np.clip(eigs[:k], 0, None)
-    return dict(eigs=eigs, test_mse=np.mean((ft @ (np.linalg.pinv(f) @ y) - yt) ** 2),
-                neff=np.sum(eigs / (eigs + cfg.alpha)),
-                poor=k - np.sum(eigs / (eigs + cfg.alpha)))
+    return dict(
+        eigs=eigs,
+        test_mse=np.mean((ft @ (np.linalg.pinv(f) @ y) - yt) ** 2),
+        neff=np.sum(eigs / (eigs + cfg.alpha)),
+        poor=k - np.sum(eigs / (eigs + cfg.alpha)),
+    )
 
 
 # =================================================================================================
@@ -64,8 +94,12 @@ def _ref_spectrum(cfg, p, seed):
 # =================================================================================================
 def test_effective_dimensionality_closed_forms():
     assert soft.effective_dimensionality([1.0, 1.0, 0.0], 1.0) == pytest.approx(1.0)
-    assert soft.effective_dimensionality([1e9, 1e9, 1e-9], 1.0) == pytest.approx(2.0, abs=1e-6)
-    assert soft.poorly_determined([4.0, 1.0, 0.0], 1.0, 2) == pytest.approx(2 - 0.8 - 0.5)
+    assert soft.effective_dimensionality([1e9, 1e9, 1e-9], 1.0) == pytest.approx(
+        2.0, abs=1e-6
+    )
+    assert soft.poorly_determined([4.0, 1.0, 0.0], 1.0, 2) == pytest.approx(
+        2 - 0.8 - 0.5
+    )
     with pytest.raises(ValueError, match="alpha"):
         soft.effective_dimensionality([1.0], 0.0)
     with pytest.raises(ValueError, match="k"):
@@ -78,15 +112,18 @@ def test_effective_dimensionality_closed_forms():
 @pytest.mark.reference
 def test_effective_dimensionality_and_poorly_determined_by_hand():
     # 3/3.5 + 1/1.5 + 0 (a negative eigenvalue counts as zero)
-    assert soft.effective_dimensionality([3.0, 1.0, -2.0], 0.5) == \
-        pytest.approx(3 / 3.5 + 1 / 1.5, rel=1e-14)
+    assert soft.effective_dimensionality([3.0, 1.0, -2.0], 0.5) == pytest.approx(
+        3 / 3.5 + 1 / 1.5, rel=1e-14
+    )
     assert soft.effective_dimensionality([0.0, 0.0], 2.0) == 0.0
     assert soft.effective_dimensionality([2.0], 6.0) == pytest.approx(0.25)
     # unsorted input: the k = 2 largest are 4 and 2
-    assert soft.poorly_determined([0.5, 4.0, 1.0, 2.0], 1.0, 2) == \
-        pytest.approx(2 - 4 / 5 - 2 / 3, rel=1e-14)
-    assert soft.poorly_determined([0.5, 4.0, 1.0, 2.0], 3.0, 4) == \
-        pytest.approx(4 - (0.5 / 3.5 + 4 / 7 + 1 / 4 + 2 / 5), rel=1e-14)
+    assert soft.poorly_determined([0.5, 4.0, 1.0, 2.0], 1.0, 2) == pytest.approx(
+        2 - 4 / 5 - 2 / 3, rel=1e-14
+    )
+    assert soft.poorly_determined([0.5, 4.0, 1.0, 2.0], 3.0, 4) == pytest.approx(
+        4 - (0.5 / 3.5 + 4 / 7 + 1 / 4 + 2 / 5), rel=1e-14
+    )
     assert soft.poorly_determined([-1.0, 3.0], 1.0, 2) == pytest.approx(2 - 0.75)
     with pytest.raises(ValueError, match="k"):
         soft.poorly_determined([0.5, 4.0], 1.0, 3)
@@ -99,7 +136,9 @@ def test_effective_dimensionality_and_poorly_determined_by_hand():
 def test_relu_features_are_scaled_by_the_number_of_features():
     rng = np.random.default_rng(1)
     x, w, b = rng.normal(size=(6, 2)), rng.normal(size=(2, 9)), rng.normal(size=9)
-    np.testing.assert_allclose(relu_features(x, w, b), np.maximum(x @ w + b, 0) / 3.0)
+    np.testing.assert_allclose(
+        relu_features(x, w, b), np.maximum(x @ w + b, 0) / 3.0
+    )
 
 
 # =================================================================================================
@@ -124,11 +163,16 @@ def test_relu_features_and_rf_target_by_hand():
     w = np.array([[1.0, 0.0, 2.0], [1.0, 1.0, 0.0]])  # D = 2, p = 3
     b = np.array([0.5, 3.0, -1.0])
     # x w = [-1, -2, 2]; + b = [-0.5, 1, 1]; relu / sqrt(3)
-    np.testing.assert_allclose(soft.relu_features(x, w, b), [[0.0, 1 / math.sqrt(3),
-                                                              1 / math.sqrt(3)]], rtol=1e-14)
+    np.testing.assert_allclose(
+        soft.relu_features(x, w, b),
+        [[0.0, 1 / math.sqrt(3), 1 / math.sqrt(3)]],
+        rtol=1e-14,
+    )
     xs = np.array([[0.3, -0.4, 9.0], [-1.1, 0.7, -3.0]])
-    want = [math.sin(0.6) + 0.5 * math.cos(-1.2) + 0.3 * 0.3 * -0.4,
-            math.sin(-2.2) + 0.5 * math.cos(2.1) + 0.3 * -1.1 * 0.7]
+    want = [
+        math.sin(0.6) + 0.5 * math.cos(-1.2) + 0.3 * 0.3 * -0.4,
+        math.sin(-2.2) + 0.5 * math.cos(2.1) + 0.3 * -1.1 * 0.7,
+    ]
     np.testing.assert_allclose(soft.rf_target(xs), want, rtol=1e-14)
     xs[:, 2] = 0.0  # only the first two coordinates matter
     np.testing.assert_allclose(soft.rf_target(xs), want, rtol=1e-14)
@@ -155,7 +199,9 @@ def test_ridge_path_matches_direct_solves_and_min_norm():
     lams = [1e-3, 0.5, 10.0]
     betas, beta0 = soft.ridge_path(phi, y, lams)
     for lam, b in zip(lams, betas):
-        assert np.allclose(b, np.linalg.solve(phi.T @ phi + lam * np.eye(9), phi.T @ y))
+        assert np.allclose(
+            b, np.linalg.solve(phi.T @ phi + lam * np.eye(9), phi.T @ y)
+        )
     assert np.allclose(beta0, np.linalg.pinv(phi) @ y)
     with pytest.raises(ValueError, match="ridges"):
         soft.ridge_path(phi, y, [0.0])
@@ -174,21 +220,35 @@ def test_ridge_path_drops_singular_values_below_rcond_times_the_largest():
     for rcond, kept in ((1e-10, 2), (1e-3, 1)):  # 0.02 / 50 = 4e-4 sits between them
         betas, b0 = soft.ridge_path(phi, y, lams, rcond=rcond)
         k = slice(0, kept)
-        np.testing.assert_allclose(b0, v[:, k] @ (c[k] / s[k]), rtol=1e-8, atol=1e-12)
+        np.testing.assert_allclose(
+            b0, v[:, k] @ (c[k] / s[k]), rtol=1e-8, atol=1e-12
+        )
         for lam, beta in zip(lams, betas):
-            np.testing.assert_allclose(beta, v[:, k] @ (s[k] / (s[k] ** 2 + lam) * c[k]),
-                                       rtol=1e-8, atol=1e-12)
+            np.testing.assert_allclose(
+                beta,
+                v[:, k] @ (s[k] / (s[k] ** 2 + lam) * c[k]),
+                rtol=1e-8,
+                atol=1e-12,
+            )
     # default rcond keeps both: the min-norm solution is the pseudo-inverse's
-    np.testing.assert_allclose(soft.ridge_path(phi, y, lams)[1], np.linalg.pinv(phi) @ y,
-                               rtol=1e-7)
+    np.testing.assert_allclose(
+        soft.ridge_path(phi, y, lams)[1], np.linalg.pinv(phi) @ y, rtol=1e-7
+    )
 
 
 @pytest.mark.boundary
 @pytest.mark.parametrize("rcond", [0.0, -1.0, math.nan, math.inf, True, None, "x"])
 def test_ridge_path_refuses_a_bad_rcond(rcond):
     rng = np.random.default_rng(0)
-    _raises((TypeError, ValueError), "rcond", soft.ridge_path, rng.normal(size=(4, 6)),
-            rng.normal(size=4), [0.1], rcond)
+    _raises(
+        (TypeError, ValueError),
+        "rcond",
+        soft.ridge_path,
+        rng.normal(size=(4, 6)),
+        rng.normal(size=4),
+        [0.1],
+        rcond,
+    )
 
 
 # =================================================================================================
@@ -202,21 +262,38 @@ def test_run_random_features_against_a_pinv_and_direct_solve_loop():
     np.testing.assert_array_equal(got.ps, [4, 7, 25])
     assert got.n == 10 and got.noise_var == pytest.approx(0.04)
     for key, want in ref.items():
-        np.testing.assert_allclose(getattr(got, key), want, rtol=1e-6, atol=1e-10, err_msg=key)
+        np.testing.assert_allclose(
+            getattr(got, key), want, rtol=1e-6, atol=1e-10, err_msg=key
+        )
     # medians over three draws are not means: the reduction matters
     assert not np.allclose(got.test_mse, got.test_mse_draws.mean(0))
 
 
 @pytest.mark.reference
 def test_run_random_features_uses_every_setting_and_the_seed():
-    base = soft.run_random_features(soft.RFConfig.quick(**RF_SMALL), seed=0).to_dict()
-    changes = dict(n=11, dim=4, noise=0.3, n_test=16, n_val=13, ps=(4, 8, 25), n_draws=2,
-                   alpha=0.1, ridges=(1e-3, 0.1, 1.0))
+    base = soft.run_random_features(
+        soft.RFConfig.quick(**RF_SMALL), seed=0
+    ).to_dict()
+    changes = dict(
+        n=11,
+        dim=4,
+        noise=0.3,
+        n_test=16,
+        n_val=13,
+        ps=(4, 8, 25),
+        n_draws=2,
+        alpha=0.1,
+        ridges=(1e-3, 0.1, 1.0),
+    )
     for key, value in changes.items():
-        out = soft.run_random_features(soft.RFConfig.quick(**{**RF_SMALL, key: value}), seed=0)
+        out = soft.run_random_features(
+            soft.RFConfig.quick(**{**RF_SMALL, key: value}), seed=0
+        )
         assert _differs(out.to_dict(), base), key
-    assert _differs(soft.run_random_features(soft.RFConfig.quick(**RF_SMALL), seed=1).to_dict(),
-                    base)
+    assert _differs(
+        soft.run_random_features(soft.RFConfig.quick(**RF_SMALL), seed=1).to_dict(),
+        base,
+    )
 
 
 # =================================================================================================
@@ -264,6 +341,7 @@ def test_rf_spectrum_against_eigvalsh_and_pinv(p):
     for key in ("test_mse", "neff", "poor"):
         assert got[key] == pytest.approx(ref[key], rel=1e-6), key
     assert soft.rf_spectrum(cfg, p, seed=7)["test_mse"] != got["test_mse"]
-    other = soft.rf_spectrum(soft.RFConfig.quick(n=10, dim=3, noise=0.2, n_test=12, alpha=0.5),
-                             p, seed=6)
+    other = soft.rf_spectrum(
+        soft.RFConfig.quick(n=10, dim=3, noise=0.2, n_test=12, alpha=0.5), p, seed=6
+    )
     assert other["neff"] < got["neff"]

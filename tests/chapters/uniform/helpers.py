@@ -1,4 +1,5 @@
 """Reference implementations and small helpers that several test modules of gtlib.uniform use."""
+
 import math
 import numpy as np
 import pytest
@@ -26,16 +27,19 @@ def _bartlett_np(ws, w0s, data_norm, gamma, n, spec=None):
     s = 0.0
     for w, w0, sl in zip(ws, w0s, spec):
         d = _np(w) - _np(w0)
-        s += (np.sqrt((d ** 2).sum(axis=1)).sum() / sl) ** (2 / 3)
-    return data_norm / (gamma * n) * np.prod(spec) * s ** 1.5
+        s += (np.sqrt((d**2).sum(axis=1)).sum() / sl) ** (2 / 3)
+    return data_norm / (gamma * n) * np.prod(spec) * s**1.5
 
 
 def _neyshabur_np(ws, w0s, B, gamma, n, spec=None, h=None):
     spec = spec or [_spec_np(w) for w in ws]
     L = len(ws)
-    s = sum(((_np(w) - _np(w0)) ** 2).sum() / sl ** 2 for w, w0, sl in zip(ws, w0s, spec))
-    return math.sqrt(B ** 2 * L ** 2 * h * math.log(L * h) * np.prod(spec) ** 2 * s
-                     / (gamma ** 2 * n))
+    s = sum(
+        ((_np(w) - _np(w0)) ** 2).sum() / sl**2 for w, w0, sl in zip(ws, w0s, spec)
+    )
+    return math.sqrt(
+        B**2 * L**2 * h * math.log(L * h) * np.prod(spec) ** 2 * s / (gamma**2 * n)
+    )
 
 
 def _acc(logits, y):

@@ -1,4 +1,5 @@
 """Tests of gtlib.uniform.claims, the chapter's claims table."""
+
 from gtlib.uniform import CLAIMS
 
 from tests.conftest import check_claims_table

@@ -2,7 +2,15 @@
 for every chapter, each call of gtlib.checks.check_int stating its minimum."""
 
 from gtlib import uniform as U
-from gtlib.uniform import common, linear, margin, norms, power_law, randomization, spheres
+from gtlib.uniform import (
+    common,
+    linear,
+    margin,
+    norms,
+    power_law,
+    randomization,
+    spheres,
+)
 
 
 # =================================================================================================
@@ -13,9 +21,14 @@ def test_one_integer_check():
     # call of gtlib.checks.check_int states its minimum
     import inspect
     import re
+
     assert not hasattr(U, "_int")
-    source = "".join(inspect.getsource(m) for m in (common, randomization, norms, power_law,
-                                                     margin, linear, spheres))
+    source = "".join(
+        inspect.getsource(m)
+        for m in (common, randomization, norms, power_law, margin, linear, spheres)
+    )
     calls = re.findall(r"check_int\(([^()]*(?:\([^()]*\)[^()]*)*)\)", source)
     assert len(calls) > 10
-    assert all("minimum=" in c for c in calls), [c for c in calls if "minimum=" not in c]
+    assert all("minimum=" in c for c in calls), [
+        c for c in calls if "minimum=" not in c
+    ]

@@ -2,6 +2,7 @@
 independent reference implementations (marker ``reference``), bad input refused at the boundary
 (``boundary``), equivalence of the engine with the loops it replaced (``engine``) and tests pinned
 by mutation testing (``mutation``)."""
+
 import math
 import numpy as np
 import pytest
@@ -14,23 +15,24 @@ from gtlib.uniform import power_law_fit
 from tests.chapters.uniform.helpers import NAN, _raises
 
 
-
 # =================================================================================================
 # uniform.power_law_fit
 # =================================================================================================
 def test_power_law_fit_exact_and_noisy():
     x = np.array([100, 200, 400, 800, 1600])
-    fit = U.power_law_fit(x, 3.0 * x ** -0.35)
+    fit = U.power_law_fit(x, 3.0 * x**-0.35)
     assert fit.slope == pytest.approx(-0.35)
     assert fit.slope_se == pytest.approx(0.0, abs=1e-9)
-    assert fit(50) == pytest.approx(3.0 * 50 ** -0.35)
+    assert fit(50) == pytest.approx(3.0 * 50**-0.35)
     rng = np.random.default_rng(0)
     slopes = []
     for _ in range(200):
-        y = 2.0 * x ** 0.6 * np.exp(rng.normal(0, 0.05, len(x)))
+        y = 2.0 * x**0.6 * np.exp(rng.normal(0, 0.05, len(x)))
         f = U.power_law_fit(x, y)
         slopes.append(f.slope)
-        assert abs(f.slope - 0.6) < 6 * 0.05 / np.sqrt(((np.log(x) - np.log(x).mean()) ** 2).sum())
+        assert abs(f.slope - 0.6) < 6 * 0.05 / np.sqrt(
+            ((np.log(x) - np.log(x).mean()) ** 2).sum()
+        )
     assert np.mean(slopes) == pytest.approx(0.6, abs=0.01)
     assert math.isnan(U.power_law_fit([1, 2], [1, 4]).slope_se)
 
@@ -56,18 +58,20 @@ def test_power_law_fit_against_linregress_and_its_prediction():
     assert fit.intercept == pytest.approx(ref.intercept, rel=1e-12)
     assert fit.slope_se == pytest.approx(ref.stderr, rel=1e-10)
     pred = fit(np.array([5.0, 100.0]))
-    np.testing.assert_allclose(pred, np.exp(ref.intercept) * np.array([5.0, 100.0]) ** ref.slope,
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        pred, np.exp(ref.intercept) * np.array([5.0, 100.0]) ** ref.slope, rtol=1e-12
+    )
     # two points: the line through them, no standard error; the intercept is the natural log of C
-    two = U.power_law_fit([2.0, 8.0], [5.0 * 2.0 ** 1.5, 5.0 * 8.0 ** 1.5])
+    two = U.power_law_fit([2.0, 8.0], [5.0 * 2.0**1.5, 5.0 * 8.0**1.5])
     assert two.slope == pytest.approx(1.5, rel=1e-12)
     assert two.intercept == pytest.approx(math.log(5.0), rel=1e-12)
     assert math.isnan(two.slope_se)
-    assert two(4.0) == pytest.approx(5.0 * 4.0 ** 1.5, rel=1e-12)
+    assert two(4.0) == pytest.approx(5.0 * 4.0**1.5, rel=1e-12)
     # three points: k - 2 = 1 degree of freedom
     three = U.power_law_fit(x[:3], y[:3])
-    assert three.slope_se == pytest.approx(stats.linregress(np.log(x[:3]), np.log(y[:3])).stderr,
-                                           rel=1e-10)
+    assert three.slope_se == pytest.approx(
+        stats.linregress(np.log(x[:3]), np.log(y[:3])).stderr, rel=1e-10
+    )
     for bad in ([1.0, -2.0, 3.0], [1.0, float("inf"), 3.0]):
         with pytest.raises(ValueError):
             U.power_law_fit(bad, [1.0, 2.0, 3.0])
@@ -85,7 +89,7 @@ def test_power_law_fit_matches_scipy():
 
     rng = np.random.default_rng(0)
     x = np.array([500, 1000, 2000, 4000, 8000], dtype=float)
-    y = 3.0 * x ** -0.4 * np.exp(0.05 * rng.normal(size=5))
+    y = 3.0 * x**-0.4 * np.exp(0.05 * rng.normal(size=5))
     fit = U.power_law_fit(x, y)
     ref = linregress(np.log(x), np.log(y))
     assert fit.slope == pytest.approx(ref.slope, rel=1e-12)
@@ -97,8 +101,20 @@ def test_power_law_fit_matches_scipy():
 def test_power_law_fit_names_non_numeric_input():
     _raises(TypeError, "x", U.power_law_fit, "abc", [1.0, 2.0, 3.0])
     _raises(TypeError, "y", U.power_law_fit, [1.0, 2.0, 3.0], ["a", "b", "c"])
-    _raises(ValueError, "x must be positive", U.power_law_fit, [1.0, NAN, 2.0], [1.0, 2.0, 3.0])
-    _raises(ValueError, "y must be positive", U.power_law_fit, [1.0, 2.0, 3.0], [1.0, NAN, 2.0])
+    _raises(
+        ValueError,
+        "x must be positive",
+        U.power_law_fit,
+        [1.0, NAN, 2.0],
+        [1.0, 2.0, 3.0],
+    )
+    _raises(
+        ValueError,
+        "y must be positive",
+        U.power_law_fit,
+        [1.0, 2.0, 3.0],
+        [1.0, NAN, 2.0],
+    )
 
 
 @pytest.mark.mutation
@@ -109,7 +125,7 @@ def test_power_law_slope_standard_error_is_scipys():
     g = np.random.default_rng(0)
     for k in (3, 5, 12):
         x = np.geomspace(10, 1000, k)
-        y = 2.0 * x ** -0.4 * np.exp(0.1 * g.standard_normal(k))
+        y = 2.0 * x**-0.4 * np.exp(0.1 * g.standard_normal(k))
         fit, ref = power_law_fit(x, y), stats.linregress(np.log(x), np.log(y))
         assert fit.slope == pytest.approx(ref.slope, rel=1e-10)
         assert fit.intercept == pytest.approx(ref.intercept, rel=1e-10)

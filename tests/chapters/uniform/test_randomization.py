@@ -2,6 +2,7 @@
 independent reference implementations (marker ``reference``), bad input refused at the boundary
 (``boundary``), equivalence of the engine with the loops it replaced (``engine``) and tests pinned
 by mutation testing (``mutation``)."""
+
 import inspect
 import math
 import numpy as np
@@ -18,8 +19,11 @@ from tests.oracles import uniform_loops as ref
 
 
 def _defaults(fn):
-    return {k: p.default for k, p in inspect.signature(fn).parameters.items()
-            if p.default is not inspect.Parameter.empty}
+    return {
+        k: p.default
+        for k, p in inspect.signature(fn).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
 
 
 def _run_corruption(monkeypatch, cfg, seed, replicate):
@@ -27,8 +31,15 @@ def _run_corruption(monkeypatch, cfg, seed, replicate):
     real = randomization.train_ensemble
 
     def keeping(model, x, y, tcfg, seeds=None, **kw):
-        kept.append(dict(model=model, init=[w.detach().clone() for w in model.weights], y=y,
-                         seeds=list(seeds), tcfg=tcfg))
+        kept.append(
+            dict(
+                model=model,
+                init=[w.detach().clone() for w in model.weights],
+                y=y,
+                seeds=list(seeds),
+                tcfg=tcfg,
+            )
+        )
         return real(model, x, y, tcfg, seeds=seeds, **kw)
 
     monkeypatch.setattr(randomization, "train_ensemble", keeping)
@@ -53,7 +64,9 @@ def _capture(monkeypatch):
 # =================================================================================================
 # uniform.CorruptionConfig
 # =================================================================================================
-@pytest.mark.parametrize("cls", [U.CorruptionConfig, U.MarginSweepConfig, U.SpheresConfig])
+@pytest.mark.parametrize(
+    "cls", [U.CorruptionConfig, U.MarginSweepConfig, U.SpheresConfig]
+)
 def test_presets_construct_and_validate(cls):
     cls.quick().validate()
     cls.full().validate()
@@ -61,17 +74,32 @@ def test_presets_construct_and_validate(cls):
 
 @pytest.mark.reference
 def test_corruption_experiment_reports_what_its_members_do(monkeypatch):
-    cfg = U.CorruptionConfig(n_train=60, n_test=50, levels=(0.3, 0.6, 1.0), width=16, depth=1,
-                             lr=0.2, batch_size=20, max_steps=160, check_every=20,
-                             target_train_acc=1.0)     # reached exactly by two members
+    cfg = U.CorruptionConfig(
+        n_train=60,
+        n_test=50,
+        levels=(0.3, 0.6, 1.0),
+        width=16,
+        depth=1,
+        lr=0.2,
+        batch_size=20,
+        max_steps=160,
+        check_every=20,
+        target_train_acc=1.0,
+    )  # reached exactly by two members
     seed, E = 1, 3
     r, k = _run_corruption(monkeypatch, cfg, seed, True)
     ds = mnist1d(60, 50)
-    ys = [corrupt_labels(ds.y, f, 10, seed=seed + 1000) for f in (0.3, 0.6, 1.0)] + [ds.y]
+    ys = [corrupt_labels(ds.y, f, 10, seed=seed + 1000) for f in (0.3, 0.6, 1.0)] + [
+        ds.y
+    ]
     assert all(torch.equal(a, b) for a, b in zip(k["y"], ys))
     assert k["seeds"] == [100, 101, 102, 103] and k["tcfg"].lr == 0.2
-    assert (k["tcfg"].batch_size, k["tcfg"].steps, k["tcfg"].check_every,
-            k["tcfg"].target_train_acc) == (20, 160, 20, 1.0)
+    assert (
+        k["tcfg"].batch_size,
+        k["tcfg"].steps,
+        k["tcfg"].check_every,
+        k["tcfg"].target_train_acc,
+    ) == (20, 160, 20, 1.0)
     fresh = BatchedMLP.init([100, 101, 102, 103], 40, 16, 1, 10, bias=False)
     assert all(torch.equal(a, b.detach()) for a, b in zip(k["init"], fresh.weights))
     full = k["model"]
@@ -86,16 +114,21 @@ def test_corruption_experiment_reports_what_its_members_do(monkeypatch):
     assert r.reached_target == [a >= 1.0 for a in train_acc[:E]]
     assert True in r.reached_target and False in r.reached_target
     assert r.replicate_test_error == pytest.approx(test_err[E], abs=1e-7)
-    assert r.replicate_test_error != pytest.approx(r.test_error[0], abs=1e-3)   # tells them apart
+    assert r.replicate_test_error != pytest.approx(
+        r.test_error[0], abs=1e-3
+    )  # tells them apart
     assert r.replicate_train_acc == pytest.approx(train_acc[E], abs=1e-7)
     # the returned model and init are the first E members (the replicate removed)
-    assert r.model.size == E and all(torch.equal(a, b.detach()[:E])
-                                     for a, b in zip(r.model.weights, full.weights))
+    assert r.model.size == E and all(
+        torch.equal(a, b.detach()[:E]) for a, b in zip(r.model.weights, full.weights)
+    )
     assert all(torch.equal(a, b[:E]) for a, b in zip(r.init, k["init"]))
     assert torch.equal(r.x_train, ds.x)
     # the curve: one row per check, frozen (NaN) strictly after each member's stop step
     assert r.curve_train_acc.shape == (len(r.curve_steps), E)
-    assert r.curve_steps[0] == 0 and all(s % 20 == 0 or s == 160 for s in r.curve_steps)
+    assert r.curve_steps[0] == 0 and all(
+        s % 20 == 0 or s == 160 for s in r.curve_steps
+    )
     steps = np.asarray(r.curve_steps)
     for i, s in enumerate(r.stop_step):
         assert np.all(np.isnan(r.curve_train_acc[steps > s, i]))
@@ -116,6 +149,7 @@ def test_corruption_experiment_reports_what_its_members_do(monkeypatch):
 # =================================================================================================
 def test_corruption_nn_test_error_uses_the_experiment_labels():
     from gtlib.data import corrupt_labels, mnist1d
+
     cfg = U.CorruptionConfig(n_train=200, n_test=100, levels=(0.0, 0.5, 1.0))
     errs = U.corruption_nn_test_error(cfg, seed=4)
     ds = mnist1d(200, 100)
@@ -123,8 +157,8 @@ def test_corruption_nn_test_error_uses_the_experiment_labels():
         y = corrupt_labels(ds.y, f, 10, seed=1004)
         nn = y[torch.cdist(ds.x_test, ds.x).argmin(1)]
         assert e == pytest.approx(float((nn != ds.y_test).float().mean()))
-    assert errs[0] < errs[-1]          # true labels beat random ones
-    assert errs[-1] >= 0.75            # random labels: near chance (0.9)
+    assert errs[0] < errs[-1]  # true labels beat random ones
+    assert errs[-1] >= 0.75  # random labels: near chance (0.9)
 
 
 # =================================================================================================
@@ -132,9 +166,10 @@ def test_corruption_nn_test_error_uses_the_experiment_labels():
 # =================================================================================================
 def test_batched_cnn_equals_each_member_alone():
     import torch.nn.functional as F
+
     model = U.BatchedCNN1d([0, 1, 2], channels=4, hidden=8)
     g = torch.Generator().manual_seed(0)
-    x = torch.randn(3, 5, 40, generator=g)              # one batch per member
+    x = torch.randn(3, 5, 40, generator=g)  # one batch per member
     out = model(x)
     assert out.shape == (3, 5, 10)
     # every parameter has the member axis first (what gtlib.engine.StackedOptimizer steps)
@@ -149,7 +184,9 @@ def test_batched_cnn_equals_each_member_alone():
     # the convolution kernel picks for that many groups)
     for members in ([2], [0, 2]):
         rows = torch.tensor(members)
-        torch.testing.assert_close(model(x[rows], rows), out[rows], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(
+            model(x[rows], rows), out[rows], rtol=1e-5, atol=1e-6
+        )
     # a shared input gives every member the same x
     assert torch.allclose(model(x[0])[1], model(x[0][None].expand(3, 5, 40))[1])
     with pytest.raises(ValueError):
@@ -162,23 +199,50 @@ def test_batched_cnn_equals_each_member_alone():
 def test_function_defaults_are_the_documented_ones():
     assert _defaults(U.sphere_data) == {"radii": (1.0, 1.2), "generator": None}
     assert _defaults(U.sphere_sprime) == {"radii": (1.0, 1.2), "atol": 1e-4}
-    assert _defaults(U.boundary_slice) == {"radii": (1.0, 1.2), "half_width": 0.6,
-                                           "resolution": 161, "seed": 0}
-    assert _defaults(U.bulge_width) == {"radii": (1.0, 1.2), "seed": 0, "resolution": 721}
-    assert _defaults(U.slice_points) == {"radii": (1.0, 1.2), "seed": 0, "candidates": 200}
-    assert _defaults(U.train_on_subsets) == {"seeds": None, "check_every_epochs": 1.0,
-                                             "max_epochs": 1000.0}
+    assert _defaults(U.boundary_slice) == {
+        "radii": (1.0, 1.2),
+        "half_width": 0.6,
+        "resolution": 161,
+        "seed": 0,
+    }
+    assert _defaults(U.bulge_width) == {
+        "radii": (1.0, 1.2),
+        "seed": 0,
+        "resolution": 721,
+    }
+    assert _defaults(U.slice_points) == {
+        "radii": (1.0, 1.2),
+        "seed": 0,
+        "candidates": 200,
+    }
+    assert _defaults(U.train_on_subsets) == {
+        "seeds": None,
+        "check_every_epochs": 1.0,
+        "max_epochs": 1000.0,
+    }
     assert _defaults(U.linear_nn_errors) == {"seed": 0, "n_test": 200}
     assert _defaults(U.nearest_neighbour_predict) == {"chunk": 2048}
-    assert _defaults(U.margin_sweep) == {"seed": 0, "device": None, "fixed_size": False}
+    assert _defaults(U.margin_sweep) == {
+        "seed": 0,
+        "device": None,
+        "fixed_size": False,
+    }
     assert _defaults(U.linear_sweep) == {"K": 1, "noise_var": 32.0}
     assert _defaults(U.linear_errors) == {"seed": 0}
     assert _defaults(U.linear_data) == {"seed": 0}
     assert _defaults(U.log_ticks) == {"axis": "x"}
     assert _defaults(U.plot_slice) == {"colors": ("#56B4E9", "#E69F00")}
-    assert _defaults(U.corruption_experiment) == {"seed": 0, "device": None, "replicate": True}
-    assert _defaults(U.BatchedCNN1d.__init__) == {"channels": 32, "hidden": 256, "classes": 10,
-                                                  "length": 40}
+    assert _defaults(U.corruption_experiment) == {
+        "seed": 0,
+        "device": None,
+        "replicate": True,
+    }
+    assert _defaults(U.BatchedCNN1d.__init__) == {
+        "channels": 32,
+        "hidden": 256,
+        "classes": 10,
+        "length": 40,
+    }
 
 
 @pytest.mark.reference
@@ -191,7 +255,7 @@ def test_batched_cnn_initialization_per_member_and_its_scale():
     solo = U.BatchedCNN1d([4], channels=C, hidden=H, classes=4)
     params, solo_params = list(model.parameters()), list(solo.parameters())
     for p, q in zip(params, solo_params):
-        assert torch.equal(p[1], q[0])                 # member e is seeded by seeds[e] alone
+        assert torch.equal(p[1], q[0])  # member e is seeded by seeds[e] alone
         assert torch.equal(p[0], p[2]) and not torch.equal(p[0], p[1])
     # uniform in +-1/sqrt(fan_in): bounded by it, reaching close to it, centred
     for p, fan in zip(params, [5, 3 * C, 3 * C, 5 * C, H]):
@@ -210,17 +274,35 @@ def test_batched_cnn_initialization_per_member_and_its_scale():
 def test_batched_cnn_forward_against_torch_modules_per_member():
     C, H = 5, 7
     model = U.BatchedCNN1d([10, 11, 12], channels=C, hidden=H, classes=3).double()
-    x = torch.randn(4, 40, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    xs = torch.randn(3, 4, 40, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    x = torch.randn(
+        4, 40, generator=torch.Generator().manual_seed(1), dtype=torch.float64
+    )
+    xs = torch.randn(
+        3, 4, 40, generator=torch.Generator().manual_seed(2), dtype=torch.float64
+    )
 
     def member(e):
-        convs = [torch.nn.Conv1d(1, C, 5, stride=2, padding=2, bias=False),
-                 torch.nn.Conv1d(C, C, 3, stride=2, padding=1, bias=False),
-                 torch.nn.Conv1d(C, C, 3, stride=2, padding=1, bias=False)]
-        fc1, fc2 = torch.nn.Linear(5 * C, H, bias=False), torch.nn.Linear(H, 3, bias=False)
-        net = torch.nn.Sequential(convs[0], torch.nn.ReLU(), convs[1], torch.nn.ReLU(),
-                                  convs[2], torch.nn.ReLU(), torch.nn.Flatten(), fc1,
-                                  torch.nn.ReLU(), fc2).double()
+        convs = [
+            torch.nn.Conv1d(1, C, 5, stride=2, padding=2, bias=False),
+            torch.nn.Conv1d(C, C, 3, stride=2, padding=1, bias=False),
+            torch.nn.Conv1d(C, C, 3, stride=2, padding=1, bias=False),
+        ]
+        fc1, fc2 = (
+            torch.nn.Linear(5 * C, H, bias=False),
+            torch.nn.Linear(H, 3, bias=False),
+        )
+        net = torch.nn.Sequential(
+            convs[0],
+            torch.nn.ReLU(),
+            convs[1],
+            torch.nn.ReLU(),
+            convs[2],
+            torch.nn.ReLU(),
+            torch.nn.Flatten(),
+            fc1,
+            torch.nn.ReLU(),
+            fc2,
+        ).double()
         with torch.no_grad():
             for c, w in zip(convs, model.convs):
                 c.weight.copy_(w[e])
@@ -254,9 +336,18 @@ def test_batched_cnn_forward_against_torch_modules_per_member():
 # uniform.cnn_randomization
 # =================================================================================================
 def test_cnn_randomization_tiny_run():
-    cfg = U.CNNRandomizationConfig(n_train=60, n_test=50, channels=8, hidden=32, lr=0.2,
-                                   batch_size=20, max_steps=600, check_every=20, true_runs=2,
-                                   random_runs=1)
+    cfg = U.CNNRandomizationConfig(
+        n_train=60,
+        n_test=50,
+        channels=8,
+        hidden=32,
+        lr=0.2,
+        batch_size=20,
+        max_steps=600,
+        check_every=20,
+        true_runs=2,
+        random_runs=1,
+    )
     r = U.cnn_randomization(cfg, seed=0)
     assert r.names[2] == "random labels, run 1" and len(r.stop_step) == 3
     # 60 signals: every member (random labels included) fits its labels and stops early
@@ -275,21 +366,37 @@ def test_cnn_randomization_reports_what_its_members_do(monkeypatch):
 
     monkeypatch.setattr(randomization, "BatchedCNN1d", Keeping)
     # target 1.0: one member reaches it exactly (a '>' for '>=' would miss it), two do not
-    cfg = U.CNNRandomizationConfig(n_train=60, n_test=50, channels=8, hidden=32, lr=0.25,
-                                   batch_size=20, max_steps=260, check_every=20,
-                                   target_train_acc=1.0, true_runs=2, random_runs=1)
+    cfg = U.CNNRandomizationConfig(
+        n_train=60,
+        n_test=50,
+        channels=8,
+        hidden=32,
+        lr=0.25,
+        batch_size=20,
+        max_steps=260,
+        check_every=20,
+        target_train_acc=1.0,
+        true_runs=2,
+        random_runs=1,
+    )
     seed = 2
     r = U.cnn_randomization(cfg, seed=seed)
-    (model, init), = kept
+    ((model, init),) = kept
     ds = mnist1d(60, 50)
     ys = [ds.y, ds.y, corrupt_labels(ds.y, 1.0, 10, seed=seed + 1000)]
-    assert r.names == ["true labels, run 1", "true labels, run 2", "random labels, run 1"]
+    assert r.names == [
+        "true labels, run 1",
+        "true labels, run 2",
+        "random labels, run 1",
+    ]
     assert r.labels == ["true", "true", "random"]
     assert r.of("stop_step", "true") == r.stop_step[:2]
     assert r.of("test_error", "random") == r.test_error[2:]
     with pytest.raises(ValueError, match="labels"):
         r.of("stop_step", "shuffled")
-    fresh = randomization.BatchedCNN1d.__mro__[1]([seed * 100 + 40 + e for e in range(3)], 8, 32, 10)
+    fresh = randomization.BatchedCNN1d.__mro__[1](
+        [seed * 100 + 40 + e for e in range(3)], 8, 32, 10
+    )
     for p, q in zip(init, fresh.parameters()):
         assert torch.equal(p, q.detach())
     with torch.no_grad():
@@ -302,19 +409,47 @@ def test_cnn_randomization_reports_what_its_members_do(monkeypatch):
     assert r.reached_target == [a >= 1.0 for a in train_acc]
     assert True in r.reached_target and False in r.reached_target
     assert all(s % 20 == 0 or s == 260 for s in r.stop_step)
-    assert r.test_error[2] > r.test_error[0]          # random labels: no generalization
+    assert r.test_error[2] > r.test_error[0]  # random labels: no generalization
     # a target nobody reaches in 10 steps: every member runs to max_steps
-    short = U.cnn_randomization(U.CNNRandomizationConfig(
-        n_train=60, n_test=50, channels=8, hidden=32, lr=0.25, batch_size=20, max_steps=10,
-        check_every=4, target_train_acc=1.0, true_runs=2, random_runs=1), seed=seed)
+    short = U.cnn_randomization(
+        U.CNNRandomizationConfig(
+            n_train=60,
+            n_test=50,
+            channels=8,
+            hidden=32,
+            lr=0.25,
+            batch_size=20,
+            max_steps=10,
+            check_every=4,
+            target_train_acc=1.0,
+            true_runs=2,
+            random_runs=1,
+        ),
+        seed=seed,
+    )
     assert short.stop_step == [10, 10, 10] and short.reached_target == [False] * 3
     # a target every member meets at initialization: all stop at the check before step 1
-    low = U.cnn_randomization(U.CNNRandomizationConfig(
-        n_train=60, n_test=50, channels=8, hidden=32, lr=0.25, batch_size=20, max_steps=10,
-        check_every=4, target_train_acc=0.02, true_runs=2, random_runs=1), seed=seed)
+    low = U.cnn_randomization(
+        U.CNNRandomizationConfig(
+            n_train=60,
+            n_test=50,
+            channels=8,
+            hidden=32,
+            lr=0.25,
+            batch_size=20,
+            max_steps=10,
+            check_every=4,
+            target_train_acc=0.02,
+            true_runs=2,
+            random_runs=1,
+        ),
+        seed=seed,
+    )
     assert low.stop_step == [0, 0, 0] and low.reached_target == [True] * 3
     assert low.test_error == low.init_test_error
-    assert short.init_test_error == r.init_test_error    # the same seed, the same initialization
+    assert (
+        short.init_test_error == r.init_test_error
+    )  # the same seed, the same initialization
 
 
 @pytest.mark.engine
@@ -322,14 +457,26 @@ def test_cnn_randomization_reports_what_its_members_do(monkeypatch):
 def test_cnn_randomization_matches_the_old_loop(monkeypatch, lr):
     # 60 signals: the members reach 90% training accuracy at different checks, so steps with
     # frozen members (the loss computes only the others: active_only) are covered
-    cfg = U.CNNRandomizationConfig(n_train=60, n_test=50, channels=8, hidden=32, lr=lr,
-                                   batch_size=20, max_steps=600, check_every=20,
-                                   target_train_acc=0.9, true_runs=2, random_runs=1)
+    cfg = U.CNNRandomizationConfig(
+        n_train=60,
+        n_test=50,
+        channels=8,
+        hidden=32,
+        lr=lr,
+        batch_size=20,
+        max_steps=600,
+        check_every=20,
+        target_train_acc=0.9,
+        true_runs=2,
+        random_runs=1,
+    )
     kept = _capture(monkeypatch)
     old = ref.old_cnn_randomization(cfg, seed=3)
     new = U.cnn_randomization(cfg, seed=3)
     assert len(kept) == 2
-    assert new.stop_step == old.stop_step and new.reached_target == old.reached_target
+    assert (
+        new.stop_step == old.stop_step and new.reached_target == old.reached_target
+    )
     assert len(set(old.stop_step)) == 3 and all(old.reached_target)
     # members stopped while another was still training are the same arithmetic at lr = 0.25;
     # once one member is left, PyTorch computes its first convolution's weight gradient with the
@@ -342,11 +489,18 @@ def test_cnn_randomization_matches_the_old_loop(monkeypatch, lr):
             if exact[e]:
                 assert torch.equal(p[e].detach(), q[e].detach())
             else:
-                torch.testing.assert_close(p[e].detach(), q[e].detach(), rtol=RTOL, atol=ATOL)
+                torch.testing.assert_close(
+                    p[e].detach(), q[e].detach(), rtol=RTOL, atol=ATOL
+                )
     assert new.init_test_error == old.init_test_error
     for e in range(3):
         if exact[e]:
-            assert (new.train_acc[e], new.test_error[e]) == (old.train_acc[e], old.test_error[e])
-        else:   # at most one point whose arg-max flips
+            assert (new.train_acc[e], new.test_error[e]) == (
+                old.train_acc[e],
+                old.test_error[e],
+            )
+        else:  # at most one point whose arg-max flips
             assert new.train_acc[e] == pytest.approx(old.train_acc[e], abs=1.01 / 60)
-            assert new.test_error[e] == pytest.approx(old.test_error[e], abs=1.01 / 50)
+            assert new.test_error[e] == pytest.approx(
+                old.test_error[e], abs=1.01 / 50
+            )
