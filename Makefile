@@ -78,11 +78,13 @@ student: execute
 	  --path-output _build/student --config _config_student.yml
 
 # The static checks, seconds: gtlib's layering (the import-linter contracts in pyproject.toml: the
-# core imports no chapter module, chapters do not import each other, no import cycles) and ruff.
+# core imports no chapter module, chapters do not import each other, no import cycles) and ruff
+# (its lint rules, and its formatter's layout: `ruff format gtlib tests book/_tools book/_ext`).
 # PYTHONPATH: the contracts are checked on this checkout's gtlib, whatever the venv has installed.
 lint: setup
 	PYTHONPATH=$(CURDIR) $(BIN)/lint-imports
 	$(BIN)/ruff check --no-cache gtlib tests book/_tools book/_ext
+	$(BIN)/ruff format --check --no-cache gtlib tests book/_tools book/_ext
 
 # gtlib's tests (tests/core, tests/chapters: one module each, mirroring gtlib/) and the notebook,
 # build and packaging tests (tests/book); `pytest tests/chapters/soft/test_gp.py` runs one module's.
