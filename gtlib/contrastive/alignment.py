@@ -99,6 +99,20 @@ def _strong_specialists(
     return (onehot * strong[..., None].to(W.dtype)).sum(-2)
 
 
+def _check_minority(W: torch.Tensor, M: torch.Tensor, n_minority: int) -> int:
+    """The feature count ``K``, after checking ``n_minority`` and ``W`` against ``M``."""
+    K = M.shape[1]
+    if not 0 < n_minority < K:
+        raise ValueError(
+            f"n_minority must lie strictly between 0 and {K}, got {n_minority}"
+        )
+    if W.shape[-1] != M.shape[0] or W.dtype != M.dtype:
+        raise ValueError(
+            f"W's last dimension ({W.shape[-1]}) must equal M's rows, same dtype"
+        )
+    return K
+
+
 @boundary(W=Tensor("float", (2, 3)), M=Tensor("float", 2), n_minority=count())
 def energy_ratio(W: torch.Tensor, M: torch.Tensor, n_minority: int) -> torch.Tensor:
     """Minority/majority energy ratio of neurons ``W`` ``(..., m, d)``.
@@ -125,15 +139,7 @@ def energy_ratio(W: torch.Tensor, M: torch.Tensor, n_minority: int) -> torch.Ten
     torch.Tensor
         The ratio, shape ``(...)``.
     """
-    K = M.shape[1]
-    if not 0 < n_minority < K:
-        raise ValueError(
-            f"n_minority must lie strictly between 0 and {K}, got {n_minority}"
-        )
-    if W.shape[-1] != M.shape[0] or W.dtype != M.dtype:
-        raise ValueError(
-            f"W's last dimension ({W.shape[-1]}) must equal M's rows, same dtype"
-        )
+    K = _check_minority(W, M, n_minority)
     e = ((W @ M) ** 2).sum(-2)  # energy per feature, summed over neurons: (..., K)
     minor = e[..., K - n_minority :].mean(-1)
     major = e[..., : K - n_minority].mean(-1)
@@ -151,7 +157,7 @@ def masked_energy_share(
 ) -> torch.Tensor:
     """Share of the minority energy held by the neurons a magnitude mask would hide.
 
-    The mask is :func:`magnitude_mask` of ``W`` at ``fraction`` (the smallest neurons by
+    The mask is :func:`_magnitude_mask` of ``W`` at ``fraction`` (the smallest neurons by
     norm); the share is ``sum`` of ``<w_r, M_k>^2`` over masked neurons ``r`` and minority
     features ``k`` over the same sum over all neurons. Near 0 when the minority lives in
     the large neurons, which the mask keeps.
@@ -174,15 +180,7 @@ def masked_energy_share(
     torch.Tensor
         The share, shape ``()`` or ``(E,)``.
     """
-    K = M.shape[1]
-    if not 0 < n_minority < K:
-        raise ValueError(
-            f"n_minority must lie strictly between 0 and {K}, got {n_minority}"
-        )
-    if W.shape[-1] != M.shape[0] or W.dtype != M.dtype:
-        raise ValueError(
-            f"W's last dimension ({W.shape[-1]}) must equal M's rows, same dtype"
-        )
+    K = _check_minority(W, M, n_minority)
     hidden = 1 - _magnitude_mask(W, fraction)  # 1 = masked, (m,) or (E, m)
     e = ((W @ M[:, K - n_minority :]) ** 2).sum(-1)  # minority energy per neuron
     return (e * hidden).sum(-1) / e.sum(-1).clamp_min(1e-30)
