@@ -25,7 +25,7 @@ __all__ = ["ContrastiveConfig"]
 
 
 class _Mask(Tensor):
-    """A floating-point 0/1 pruning mask (see :func:`~gtlib.contrastive.encoder._magnitude_mask`)."""
+    """A floating-point 0/1 pruning mask (see ``encoder._magnitude_mask``)."""
 
     def describe(self) -> str:
         return super().describe()[:-1] + ", entries 0 or 1)"
