@@ -46,13 +46,11 @@ __all__ = [
 ]
 
 
-MNIST1D_LENGTH = (
-    40  #: signal length of MNIST-1D (the generator's ``final_seq_length``)
-)
+#: signal length of MNIST-1D (the generator's ``final_seq_length``)
+MNIST1D_LENGTH = 40
 MNIST1D_CLASSES = 10
-MNIST1D_MAX_SAMPLES = (
-    200_000  #: largest n_train + n_test (generation takes ~0.25 ms per signal)
-)
+#: largest n_train + n_test (generation takes ~0.25 ms per signal)
+MNIST1D_MAX_SAMPLES = 200_000
 _CACHE_VERSION = "mnist1d-v2"
 _GENERATE = (
     threading.Lock()

@@ -157,7 +157,7 @@ def masked_energy_share(
 ) -> torch.Tensor:
     """Share of the minority energy held by the neurons a magnitude mask would hide.
 
-    The mask is :func:`_magnitude_mask` of ``W`` at ``fraction`` (the smallest neurons by
+    The mask is ``_magnitude_mask`` of ``W`` at ``fraction`` (the smallest neurons by
     norm); the share is ``sum`` of ``<w_r, M_k>^2`` over masked neurons ``r`` and minority
     features ``k`` over the same sum over all neurons. Near 0 when the minority lives in
     the large neurons, which the mask keeps.
@@ -246,7 +246,7 @@ def feature_summary(
       largest), the fraction whose top/second ratio is >= ``specialist_ratio``; it falls only
       if strong neurons mix features.
     * ``mean_purity``: the mean over *all* neurons, weak ones included, of the purity
-      ``top^2 / sum_k proj^2`` (:func:`_alignment`); 1 when every neuron serves one feature.
+      ``top^2 / sum_k proj^2`` (``_alignment``); 1 when every neuron serves one feature.
 
     Parameters
     ----------

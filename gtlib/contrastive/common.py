@@ -171,26 +171,22 @@ class ContrastiveConfig(Config):
 
     dim: int = param(48, count())  #: ambient dimension d
     n_features: int = param(12, count())  #: dictionary size K
-    n_minority: int = param(
-        6, count()
-    )  #: the last n_minority features are the minority ones
+    #: the last n_minority features are the minority ones
+    n_minority: int = param(6, count())
     #: probability q that a majority feature is active in a sample
     base_freq: float = param(0.15, fraction("neither"))
     n_tokens: int = param(4, count())  #: tokens per sample L
     n_signal: int = param(2, count())  #: tokens that carry the sparse signal M z
-    noise: float = param(
-        1.0, positive()
-    )  #: expected norm of each token's Gaussian noise
+    #: expected norm of each token's Gaussian noise
+    noise: float = param(1.0, positive())
     neurons: int = param(144, count())  #: MLP neurons m
     init_scale: float = param(0.1, positive())  #: std of the initial neuron weights
     batch: int = param(128, count())  #: fresh samples per step (population training)
     steps: int = param(1200, count())  #: SGD steps
-    lr: float = param(
-        0.1, positive()
-    )  #: learning rate of the neurons and the attention matrix
-    weight_decay: float = param(
-        0.02, nonnegative()
-    )  #: weight decay on all parameters
+    #: learning rate of the neurons and the attention matrix
+    lr: float = param(0.1, positive())
+    #: weight decay on all parameters
+    weight_decay: float = param(0.02, nonnegative())
     tau: float = param(3.0, positive())  #: InfoNCE temperature
     #: BReLU threshold, relative to the neuron's weight norm
     bias_max: float = param(0.3, nonnegative())
@@ -211,9 +207,8 @@ class ContrastiveConfig(Config):
     #: ... and a strong one if its top is >= this x the model's largest
     strong_floor: float = param(0.25, fraction())
     log_every: int = param(50, count())  #: how often the neuron metrics are recorded
-    probe_samples: int = param(
-        1200, count()
-    )  #: single-feature samples per probe split
+    #: single-feature samples per probe split
+    probe_samples: int = param(1200, count())
 
     def _check_together(self) -> None:
         if not self.n_minority < self.n_features:

@@ -59,7 +59,7 @@ def _encode(
     beta : float
         BReLU threshold relative to each neuron's norm: ``b_r = beta * ||w_r||`` (not differentiated).
     mask : ``(E, m)`` 0/1, optional
-        Pruning mask applied to the outputs with :func:`_straight_through_mask`.
+        Pruning mask applied to the outputs with ``_straight_through_mask``.
 
     Returns
     -------
@@ -208,12 +208,12 @@ def _magnitude_mask(W: torch.Tensor, fraction) -> torch.Tensor:
 def _random_mask(
     W: torch.Tensor, fraction, generator: torch.Generator
 ) -> torch.Tensor:
-    """The control of :func:`_magnitude_mask`: the same count of neurons, chosen at random.
+    """The control of ``_magnitude_mask``: the same count of neurons, chosen at random.
 
     A 0/1 ``(E, m)`` mask (``(m,)`` for ``W`` of shape ``(m, d)``) zeroing ``round(fraction * m)``
     neurons drawn uniformly without replacement from ``generator``, ignoring the weights (only
     their shape is read). ``fraction`` is a number or one entry per model, as in
-    :func:`_magnitude_mask`.
+    ``_magnitude_mask``.
     """
     squeeze = W.ndim == 2
     if squeeze:

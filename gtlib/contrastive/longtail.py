@@ -81,9 +81,8 @@ class LongTailConfig(Config):
     n_test: int = param(1000, count())
     #: long-tail ratio (class 0 head, class 9 tail)
     imbalance: float = param(20.0, Interval(float, 1))
-    width: int = param(
-        256, count()
-    )  #: hidden neurons of the MLP encoder (the representation)
+    #: hidden neurons of the MLP encoder (the representation)
+    width: int = param(256, count())
     out_dim: int = param(64, count())  #: projection dimension fed to InfoNCE
     batch: int = param(256, count(2))
     steps: int = param(4000, count())
@@ -95,12 +94,10 @@ class LongTailConfig(Config):
     prune_every: int = param(50, count())
     #: augmentation: random circular shift of up to +-shift samples
     shift: int = param(8, count(0))
-    scale: float = param(
-        0.15, fraction("left")
-    )  #: augmentation: amplitude scaled by 1 +- scale
-    jitter: float = param(
-        0.2, nonnegative()
-    )  #: augmentation: added Gaussian noise std
+    #: augmentation: amplitude scaled by 1 +- scale
+    scale: float = param(0.15, fraction("left"))
+    #: augmentation: added Gaussian noise std
+    jitter: float = param(0.2, nonnegative())
     head_classes: int = param(3, count())
     tail_classes: int = param(3, count())
 
@@ -213,7 +210,7 @@ def train_longtail(
     ``balanced=True`` is the reference without imbalance: pretraining uses a *balanced* subsample
     of the same size as the long-tailed one (``n // 10`` points of every class, drawn with
     ``seed``), and everything else is unchanged. ``masks`` (one entry per pruning fraction,
-    default all "magnitude") puts a :func:`_random_mask` of the same size in place of the
+    default all "magnitude") puts a ``_random_mask`` of the same size in place of the
     magnitude mask, redrawn as often, from a generator of its own.
 
     Parameters

@@ -63,9 +63,8 @@ class EncoderRun(Result):
     fractions: list
     seeds: list
     history: dict = field(default_factory=dict)
-    masks: list = field(
-        default_factory=list
-    )  #: each model's mask kind, "magnitude" or "random"
+    #: each model's mask kind, "magnitude" or "random"
+    masks: list = field(default_factory=list)
 
     @boundary(ratio=Interval(float, 1), fraction=fraction(), mask=InstanceOf(str))
     def select(
@@ -119,7 +118,7 @@ def train_encoders(
     so a pruned and an unpruned model differ only in pruning. SGD with weight decay
     (:class:`gtlib.engine.StackedOptimizer`, trained by :func:`gtlib.engine.fit`); the target
     branch is the unpruned model under stop-gradient; the online branch is masked by
-    :func:`_magnitude_mask` every ``prune_every`` steps with the straight-through rule, the
+    ``_magnitude_mask`` every ``prune_every`` steps with the straight-through rule, the
     pruning remedy of Liao et al. (ICLR 2026). The history is recorded every ``log_every``
     updates and after the last one; the entry for step ``t`` holds the weights after ``t``
     updates.
@@ -130,7 +129,7 @@ def train_encoders(
 
     ``masks`` (one entry per condition, default all "magnitude") chooses each pruned model's
     mask: "random" masks the same count of neurons drawn at random every ``prune_every`` steps
-    (:func:`_random_mask`, from a generator of its own, so the sample stream is unchanged): the
+    (``_random_mask``, from a generator of its own, so the sample stream is unchanged): the
     control that tells what magnitude pruning adds to masking as such.
 
     ``stream`` chooses an independent draw of the same experiment (same dictionary ``M``):
@@ -363,7 +362,7 @@ def _views_per_replicate(
     noise: float,
     generator: torch.Generator,
 ) -> torch.Tensor:
-    """One view ``(E, n, L, d)`` of the codes ``z`` ``(E, n, K)``, as :func:`_make_views`, except
+    """One view ``(E, n, L, d)`` of the codes ``z`` ``(E, n, K)``, as ``_make_views``, except
     that the models of one replicate (``rep[e]``) share their token positions and noise: the
     conditions of a replicate differ only in their codes, and each replicate draws its own."""
     R, n, d = int(rep.max()) + 1, z.shape[1], M.shape[0]
