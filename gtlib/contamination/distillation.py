@@ -252,13 +252,8 @@ def run_distillation(
 
     loss = loss_of(student)
     opt = _optimizer([student.W, student.b], [sspec])
-    fit(
-        loss,
-        opt,
-        _int("student_steps", cfg.student_steps),
-        check=record,
-        every=cfg.record_every,
-    )
+    student_steps = _int("student_steps", cfg.student_steps)
+    fit(loss, opt, student_steps, check=record, every=cfg.record_every)
     with torch.no_grad():
         s_train, s_test, s_ood = (
             student.hidden(z)[0] for z in (train.x, test.x, x_ood)
@@ -305,10 +300,10 @@ def run_distillation(
             z.W -= (z.W @ u)[..., None] * u
             z0 = [z._hidden(v)[0] for v in (train.x, test.x, x_ood)]
         pz0 = linear_probe(z0[0], train.y, [(z0[1], test.y), (z0[2], test.y)])
-        fit(loss_of(z), _optimizer([z.W, z.b], [sspec]), cfg.student_steps)
+        fit(loss_of(z), _optimizer([z.W, z.b], [sspec]), student_steps)
         with torch.no_grad():
             z_train, z_test, z_ood = (
-                z.hidden(v)[0] for v in (train.x, test.x, x_ood)
+                z._hidden(v)[0] for v in (train.x, test.x, x_ood)
             )
         pz = linear_probe(z_train, train.y, [(z_test, test.y), (z_ood, test.y)])
         zeroed = {
