@@ -129,13 +129,14 @@ CLAIMS = {
         control="the children spawned at initialization",
     ),
     "mc.cross_task_linearity": dict(
-        statement="At one fine-tuning budget, two tasks fine-tuned from a trained body (real "
-        "or shuffled labels) are more cross-task linear than from a random "
-        "initialization: the three-run mean CTL ratio falls to 0.85 or less of the "
-        "untrained arm's at every layer",
+        statement="Two tasks fine-tuned from the real-label trained body are more cross-task "
+        "linear than from a random initialization fine-tuned at half the learning rate, "
+        "which moves its weights about as far: the three-run mean CTL ratio falls to 0.85 "
+        "or less of that arm's at every layer",
         paper="CTL emerges with pretraining and strengthens with its length (Zhou et al. 2024)",
         rule="max(fall) <= bar",
-        control="a second random initialization in place of the trained bodies",
+        control="a second random initialization in place of the trained body, against the "
+        "untrained arm at its own learning rate (which moves as far)",
     ),
     "mc.ctl_needs_learned_features": dict(
         statement="What pretraining learned makes the difference: the real-label body's CTL "
@@ -148,8 +149,8 @@ CLAIMS = {
         reason=(
             "training the body, not what it learns from the labels, does most of it: a "
             "body pretrained on shuffled labels for the same budget already cuts the ratio "
-            "to 0.85 or less of the untrained arm's at every layer, the bar of the claim "
-            "above",
+            "to 0.85 or less of the untrained arm's at the same learning rate at every "
+            "layer (an arm that moves less far than it), the bar of the claim above",
             "max(shuffled) <= bar",
         ),
     ),
@@ -163,9 +164,10 @@ CLAIMS = {
         control="the arm without pretraining: a shared random init, same budget",
     ),
     "mc.task_arithmetic": dict(
-        statement="Adding the other task's vector to a real-label trained body at lambda = 1 "
-        "keeps at least 0.65 of task 0's and 0.45 of task 1's training gain in every run "
-        "pair, each bar three standard deviations above the untrained body's mean",
+        statement="Adding the other task's vector to a real-label trained body at lambda = 1, "
+        "at the chapter's fine-tuning budget, keeps at least 0.65 of task 0's and 0.45 of "
+        "task 1's training gain in every run pair, each bar three standard deviations above "
+        "the untrained body's mean",
         paper="task addition (Ilharco et al. 2023; Zhou et al. 2024)",
         rule="min(gain0) >= bar0 and min(gain1) >= bar1",
         control="the same addition on the untrained body, same fine-tuning budget",
