@@ -81,6 +81,8 @@ from .repair import (
 )
 from .finetuning import (
     accuracy,
+    ADDITION_MODES,
+    addition_gains,
     apply_task_vectors,
     average,
     task_vector,
@@ -117,6 +119,7 @@ __all__ = [
     # functions
     "accuracy",
     "activation_matching",
+    "addition_gains",
     "align",
     "apply_task_vectors",
     "barrier",

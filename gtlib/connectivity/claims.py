@@ -67,12 +67,10 @@ CLAIMS = {
         rule="barrier[-1] <= 0.5 * max(barrier)",
         control="no alignment, same snapshots",
         reason=(
-            "alignment removes a share of a naive barrier that itself grows to the last "
-            "snapshot: the naive barrier's rank correlation with the epoch is 0.7 or more, "
-            "and wherever it is 0.1 nats or more the matched barrier is at most 0.8 of it "
-            "(the matched-barrier claim's bar); why the two do not fall late, as in the "
-            "paper, is untested",
-            "rho_naive >= 0.7 and max(share) <= bar",
+            "the optimizer and schedule are not the cause: trained as the paper's MNIST MLPs "
+            "were, with Adam at a constant learning rate of 1e-3 and no warm-up (same width, "
+            "data and epochs), the matched barrier does not fall to half its peak either",
+            "adam[-1] > 0.5 * max(adam)",
         ),
     ),
     "mc.spawning_transition": dict(
@@ -131,17 +129,19 @@ CLAIMS = {
         control="the children spawned at initialization",
     ),
     "mc.cross_task_linearity": dict(
-        statement="At one fine-tuning budget, two tasks fine-tuned from a trained body (real "
-        "or shuffled labels) are more cross-task linear than from a random "
-        "initialization: the CTL ratio falls to 0.8 or less at every layer",
+        statement="Two tasks fine-tuned from the real-label trained body are more cross-task "
+        "linear than from a random initialization fine-tuned at half the learning rate, "
+        "which moves its weights about as far: the three-run mean CTL ratio falls to 0.85 "
+        "or less of that arm's at every layer",
         paper="CTL emerges with pretraining and strengthens with its length (Zhou et al. 2024)",
         rule="max(fall) <= bar",
-        control="a second random initialization in place of the trained bodies",
+        control="a second random initialization in place of the trained body, against the "
+        "untrained arm at its own learning rate (which moves as far)",
     ),
     "mc.ctl_needs_learned_features": dict(
         statement="What pretraining learned makes the difference: the real-label body's CTL "
         "ratio is at most 2/3 of a shuffled-label body's (same pretraining budget) "
-        "at every layer, worst run against best",
+        "at every layer, three-run means",
         paper="CTL emerges with pretraining (Zhou et al. 2024)",
         rule="max(rel) <= 2 / 3",
         control="an untrained body (a second random initialization) in place of the real-label "
@@ -149,8 +149,8 @@ CLAIMS = {
         reason=(
             "training the body, not what it learns from the labels, does most of it: a "
             "body pretrained on shuffled labels for the same budget already cuts the ratio "
-            "to 0.8 or less of the untrained arm's at every layer, the bar of the claim "
-            "above",
+            "to 0.85 or less of the untrained arm's at the same learning rate at every "
+            "layer (an arm that moves less far than it), the bar of the claim above",
             "max(shuffled) <= bar",
         ),
     ),
@@ -164,14 +164,13 @@ CLAIMS = {
         control="the arm without pretraining: a shared random init, same budget",
     ),
     "mc.task_arithmetic": dict(
-        statement="At the chosen lambda, task addition on a trained body (real or shuffled "
-        "labels) keeps at least 63% of each task's fine-tuning gain (training "
-        "signals), and on the real-label body so does adding a random vector of "
-        "the other task vector's norm instead",
-        paper="task addition (Ilharco et al. 2023; Zhou et al. 2024); the paper's claim, that "
-        "adding task vectors merges skills, is not what this tests",
-        rule="min(gain) >= bar",
-        control="the same task addition without pretraining, same fine-tuning budget",
+        statement="Adding the other task's vector to a real-label trained body at lambda = 1, "
+        "at the chapter's fine-tuning budget, keeps at least 0.65 of task 0's and 0.45 of "
+        "task 1's training gain in every run pair, each bar three standard deviations above "
+        "the untrained body's mean",
+        paper="task addition (Ilharco et al. 2023; Zhou et al. 2024)",
+        rule="min(gain0) >= bar0 and min(gain1) >= bar1",
+        control="the same addition on the untrained body, same fine-tuning budget",
     ),
     "mc.curved_path": dict(
         statement="A quadratic Bezier curve joins two unaligned networks with a train-error "

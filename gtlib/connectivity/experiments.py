@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -1167,7 +1167,9 @@ class PretrainingSweep(Result):
     epochs) from a starting body: a snapshot of one pretraining run after ``epochs[i]`` epochs
     (``0``: its random initialization), a *second random initialization* (``null_*``: a
     no-pretraining arm that shares nothing with the first, the spread between two arms without
-    pretraining), and a *second, independently pretrained* model (for the averaging null).
+    pretraining), and a *second, independently pretrained* model (for the averaging null). The
+    untrained body is fine-tuned once more at half the peak learning rate (``matched_*``): it
+    then moves about as far as the fully pretrained arm does.
     """
 
     epochs: list[float]
@@ -1224,6 +1226,13 @@ class PretrainingSweep(Result):
     shuffled_finetuned: list | None = (
         None  # shuffled_finetuned[t]: its runs of task t
     )
+    matched_ctl: np.ndarray | None = (
+        None  # (runs, layers): the untrained body fine-tuned at half the peak lr
+    )
+    matched_ctl_base: np.ndarray | None = None
+    matched_displacement: np.ndarray | None = (
+        None  # (2, runs): how far its runs moved
+    )
 
     @property
     def ctl_ratio(self) -> np.ndarray:
@@ -1239,6 +1248,11 @@ class PretrainingSweep(Result):
     def shuffled_ctl_ratio(self) -> np.ndarray:
         """The same for the body pretrained on shuffled labels, (runs, layers)."""
         return self.shuffled_ctl / np.maximum(self.shuffled_ctl_base, 1e-12)
+
+    @property
+    def matched_ctl_ratio(self) -> np.ndarray:
+        """The same for the untrained body at half the peak learning rate, (runs, layers)."""
+        return self.matched_ctl / np.maximum(self.matched_ctl_base, 1e-12)
 
 
 @boundary(m1=InstanceOf(MLP), m2=InstanceOf(MLP), x=INPUTS)
@@ -1418,6 +1432,30 @@ def pretraining_sweep(
         return np.array(c), np.array(e)
 
     ctl = [ctl_of(b) for b in range(L + 1)] + [ctl_of(L + 2)]
+    # the untrained body again at half the peak learning rate: it moves about as far as the
+    # fully pretrained arm (same probes and minibatch orders as the untrained arm)
+    half = stack([probes[t] for t in (0, 1) for _ in range(R)])
+    fit(
+        half,
+        x,
+        labels.repeat_interleave(R, 0),
+        replace(cfg.ft_recipe, lr=cfg.ft_recipe.lr / 2),
+        seeds=_seeds(seed, 64, 2 * R * len(bodies))[: 2 * R],
+        freeze_last_layer=True,
+    )
+    half = members(half)
+    m_ctl = np.array(
+        [llfc_dissimilarity(half[r], half[R + r], x_test)[:-1] for r in range(R)]
+    )
+    m_base = np.array(
+        [endpoint_dissimilarity(half[r], half[R + r], x_test)[:-1] for r in range(R)]
+    )
+    m_disp = np.array(
+        [
+            [_displacement(probes[t], half[t * R + r]) for r in range(R)]
+            for t in (0, 1)
+        ]
+    )
     disp = np.array(
         [
             [
@@ -1488,6 +1526,9 @@ def pretraining_sweep(
         acc[L],
         full[2],
         [[net(L + 2, t, r) for r in range(R)] for t in (0, 1)],
+        m_ctl,
+        m_base,
+        m_disp,
     )
 
 

@@ -6,12 +6,18 @@ from typing import Sequence
 
 import torch
 
-from ..checks import InstanceOf, Tensor, boundary
+from ..checks import SEED, Interval, InstanceOf, Options, Tensor, boundary
 from ..models import MLP
 from .common import _check_data, _check_same_shape, INPUTS, LABELS
 from .training import from_params, params
 
-__all__ = ["accuracy", "apply_task_vectors", "task_vector", "weight_distance"]
+__all__ = [
+    "accuracy",
+    "addition_gains",
+    "apply_task_vectors",
+    "task_vector",
+    "weight_distance",
+]
 
 
 @boundary()
@@ -210,3 +216,108 @@ def accuracy(model: MLP, x: torch.Tensor, y: torch.Tensor) -> float:
     """
     _check_data(model, x, y)
     return float((model(x).argmax(-1) == y).float().mean())
+
+
+#: What :func:`addition_gains` adds to the body for task ``t``.
+ADDITION_MODES = ("both", "own", "other", "random")
+
+
+@boundary(
+    body=InstanceOf(MLP),
+    x=INPUTS,
+    scale=Interval(float),
+    mode=Options(ADDITION_MODES),
+    seed=SEED,
+)
+@torch.no_grad()
+def addition_gains(
+    body: MLP,
+    ends: Sequence[MLP],
+    x: torch.Tensor,
+    labels: Sequence[torch.Tensor],
+    scale: float = 1.0,
+    mode: str = "both",
+    seed: int = 0,
+) -> list[float]:
+    """Per task, the fraction of its fine-tuning gain that an edited body keeps.
+
+    For task ``t`` (0 or 1) with task vectors ``tau_t = ends[t] - body`` (:func:`task_vector`),
+    the edited body is ``body + scale * sum(vectors)`` with the output layer of ``ends[t]``
+    (:func:`apply_task_vectors`), where the vectors are
+
+    * ``"both"``: ``tau_t`` and ``tau_{1-t}`` (task addition);
+    * ``"own"``: ``tau_t`` alone;
+    * ``"other"``: ``tau_{1-t}`` alone (the other task's vector, scored on task ``t``);
+    * ``"random"``: ``tau_t`` and a Gaussian vector with ``tau_{1-t}``'s norm, tensor by
+      tensor (drawn from ``seed``).
+
+    The gain kept is ``(acc(edited) - acc(start)) / (acc(ends[t]) - acc(start))`` on
+    ``(x, labels[t])``, where ``start`` is ``body`` with the output layer of ``ends[t]``.
+
+    Parameters
+    ----------
+    body : MLP
+        The common starting body of the two fine-tunings; an MLP.
+    ends : Sequence[MLP]
+        The fine-tuned network of task 0 and of task 1; two MLPs shaped like ``body``.
+    x : torch.Tensor
+        Inputs, one row per example; a torch.Tensor (non-empty, floating-point, 2-dimensional,
+        finite).
+    labels : Sequence[torch.Tensor]
+        The labels of ``x`` for task 0 and for task 1; two integer tensors.
+    scale : float, default 1.0
+        Scale of the summed vectors (lambda); a finite number.
+    mode : str, default "both"
+        Which vectors are added; one of ``ADDITION_MODES``.
+    seed : int, default 0
+        Seed of the random vector (``mode="random"``); an int in [0, 2**63 - 1].
+
+    Returns
+    -------
+    list[float]
+        The gain kept on task 0 and on task 1 (nan where fine-tuning gained nothing).
+
+    References
+    ----------
+    Ilharco et al. (2023), "Editing Models with Task Arithmetic".
+    """
+    for name, seq in (("ends", ends), ("labels", labels)):
+        if not isinstance(seq, (list, tuple)) or len(seq) != 2:
+            raise ValueError(
+                f"{name} must be a list of two items (task 0, task 1), got "
+                f"{seq!r:.60}"
+            )
+    for t in (0, 1):
+        if not isinstance(ends[t], MLP):
+            raise TypeError(
+                f"ends[{t}] must be an MLP, got {type(ends[t]).__name__}"
+            )
+        _check_same_shape(
+            body, ends[t], body_only=True, names=("body", f"ends[{t}]")
+        )
+        LABELS.check(f"labels[{t}]", labels[t])
+        _check_data(ends[t], x, labels[t], yname=f"labels[{t}]")
+    gen = torch.Generator().manual_seed(int(seed))
+    taus = [task_vector(body, m) for m in ends]
+    out = []
+    for t in (0, 1):
+        other = taus[1 - t]
+        if mode == "random":
+            other = []
+            for v in taus[1 - t]:
+                z = torch.randn(v.shape, generator=gen).to(v.device, v.dtype)
+                other.append(z * (v.norm() / z.norm().clamp_min(1e-12)))
+        vecs = {
+            "both": [taus[t], other],
+            "own": [taus[t]],
+            "other": [other],
+            "random": [taus[t], other],
+        }[mode]
+        head = ends[t].layers[-1]
+        lo = accuracy(with_head(body, head.weight, head.bias), x, labels[t])
+        hi = accuracy(ends[t], x, labels[t])
+        got = accuracy(
+            apply_task_vectors(body, vecs, float(scale), ends[t]), x, labels[t]
+        )
+        out.append(float((got - lo) / (hi - lo)) if hi != lo else float("nan"))
+    return out

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from ..checks import (
+    Boolean,
     Options,
     Tensor,
     boundary,
@@ -115,7 +116,10 @@ class Recipe(Config):
 
     The learning rate rises linearly from ``lr * start_factor`` to ``lr`` over the first
     ``warmup`` fraction of the steps and then decays linearly to 0 (a one-cycle-like triangle;
-    ``warmup=0`` starts at the peak). ``epochs`` counts passes over the training points.
+    ``warmup=0`` starts at the peak), or, with ``decay=False``, stays at ``lr`` after the
+    warm-up. ``epochs`` counts passes over the training points. ``optimizer="adam"`` trains
+    with Adam (default betas and eps of :class:`~gtlib.engine.StackedOptimizer`; ``momentum``
+    is then unused) in place of SGD with momentum.
     """
 
     lr: float = param(0.05, positive())
@@ -125,6 +129,8 @@ class Recipe(Config):
     warmup: float = param(0.2, fraction("left"))
     start_factor: float = param(0.05, fraction("right"))
     weight_decay: float = param(0.0, nonnegative())
+    optimizer: str = param("sgd", Options(("sgd", "adam")))
+    decay: bool = param(True, Boolean())
 
     @boundary(n=count())
     def steps(self, n: int) -> int:
@@ -144,6 +150,8 @@ class Recipe(Config):
         w = int(round(self.warmup * total))
         if step < w:
             return self.start_factor + (1 - self.start_factor) * step / w
+        if not self.decay:
+            return 1.0
         return max(0.0, (total - step) / max(1, total - w))
 
     @boundary(step=count(0), total=count())
@@ -281,7 +289,7 @@ def fit(
     # the engine leaves a member that has not started yet untouched (no step, no weight decay)
     opt = StackedOptimizer(
         trainable,
-        "sgd",
+        recipe.optimizer,
         lr=recipe.lr,
         momentum=recipe.momentum,
         weight_decay=recipe.weight_decay,

@@ -89,11 +89,13 @@ def ref_factor(r, step, total):
     w = int(round(r.warmup * total))
     if step < w:
         return r.start_factor + (1 - r.start_factor) * step / w
+    if not r.decay:
+        return 1.0
     return max(0.0, (total - step) / max(1, total - w))
 
 
 def ref_fit_member(m, x, y, r, seed, start=0, stop=None, train="all", snaps=()):
-    """One network alone: torch.optim.SGD, its own generator's permutation per epoch."""
+    """One network alone: torch.optim.SGD (or Adam), its own generator's permutation per epoch."""
     m = copy.deepcopy(m)
     n = x.shape[0]
     total = r.steps(n)
@@ -106,9 +108,12 @@ def ref_fit_member(m, x, y, r, seed, start=0, stop=None, train="all", snaps=()):
         ps = [p for l in layers[:-1] for p in l.parameters()]
     else:
         ps = list(m.parameters())
-    opt = torch.optim.SGD(
-        ps, lr=r.lr, momentum=r.momentum, weight_decay=r.weight_decay
-    )
+    if r.optimizer == "adam":
+        opt = torch.optim.Adam(ps, lr=r.lr, weight_decay=r.weight_decay)
+    else:
+        opt = torch.optim.SGD(
+            ps, lr=r.lr, momentum=r.momentum, weight_decay=r.weight_decay
+        )
     g = torch.Generator().manual_seed(seed)
     order, out = None, {}
     for step in range(stop + 1):

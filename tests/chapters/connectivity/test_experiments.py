@@ -379,6 +379,11 @@ def test_pretraining_sweep_tiny():
     assert ps.shuffled_displacement.shape == ps.shuffled_acc.shape == (2, 3)
     assert (ps.shuffled_displacement > 0).all()
     assert not np.allclose(ps.shuffled_ctl, ps.ctl[-1])
+    # the untrained body at half the learning rate: same start and probes, a shorter move
+    assert ps.matched_ctl.shape == ps.matched_ctl_ratio.shape == (3, 2)
+    assert ps.matched_displacement.shape == (2, 3)
+    assert (ps.matched_displacement > 0).all()
+    assert (ps.matched_displacement < ps.displacement[0]).all()
     # the fully pretrained body is the one cross_task_experiment pretrains (same seeds)
     ct = C.cross_task_experiment(cfg, x, y, x, y, seed=0, x_pre=x, y_pre=y)
     assert ps.acc_probe[-1].tolist() == pytest.approx(ct.acc_pre, abs=0.05)

@@ -326,3 +326,47 @@ def test_weight_distance_by_hand_and_perturb_moves_exactly_that_far():
         C.weight_distance(a, make_mlp(1, 5, 6, 2, 3))
     with pytest.raises(ValueError, match="distance"):
         C.perturb(a, -1.0)
+
+
+# =================================================================================================
+# connectivity.addition_gains
+# =================================================================================================
+@pytest.mark.reference
+def test_addition_gains_by_hand():
+    base = net_ref(121, depth=1, out=5)
+    ends = [net_ref(301, depth=1, out=5), net_ref(401, depth=1, out=5)]
+    with (
+        torch.no_grad()
+    ):  # each task's labels are its fine-tuned model's predictions
+        lab = [ends[t](X_ref).argmax(1) for t in range(2)]
+    taus = [C.task_vector(base, m) for m in ends]
+    for mode, lam in (("both", 1.0), ("own", 0.6), ("other", 1.0), ("both", 0.4)):
+        got = C.addition_gains(base, ends, X_ref, lab, lam, mode)
+        for t in (0, 1):
+            vecs = {"both": taus, "own": [taus[t]], "other": [taus[1 - t]]}[mode]
+            m = C.apply_task_vectors(base, vecs, lam, ends[t])
+            h = ends[t].layers[-1]
+            lo = C.accuracy(C.with_head(base, h.weight, h.bias), X_ref, lab[t])
+            want = (C.accuracy(m, X_ref, lab[t]) - lo) / (1.0 - lo)
+            assert got[t] == pytest.approx(want)
+    # lambda = 1 with the own vector alone is the fine-tuned body itself
+    assert C.addition_gains(base, ends, X_ref, lab, 1.0, "own") == pytest.approx(
+        [1, 1]
+    )
+    # the random step: seeded, and of the other vector's norm
+    r1 = C.addition_gains(base, ends, X_ref, lab, 1.0, "random", seed=3)
+    assert r1 == C.addition_gains(base, ends, X_ref, lab, 1.0, "random", seed=3)
+    assert C.addition_gains(base, ends, X_ref, lab, 0.0, "random") == [0.0, 0.0]
+
+
+def test_addition_gains_validates():
+    base, ends = net(0), [net(1), net(2)]
+    lab = [torch.zeros(len(X), dtype=torch.long)] * 2
+    with pytest.raises(ValueError, match="mode"):
+        C.addition_gains(base, ends, X, lab, mode="sum")
+    with pytest.raises(ValueError, match="ends"):
+        C.addition_gains(base, ends[:1], X, lab)
+    with pytest.raises(ValueError, match="labels"):
+        C.addition_gains(base, ends, X, lab[:1])
+    with pytest.raises((TypeError, ValueError), match="scale"):
+        C.addition_gains(base, ends, X, lab, scale=float("nan"))

@@ -203,6 +203,32 @@ def test_fit_trains_only_the_chosen_layers_as_sgd_would(which, train):
 
 
 @pytest.mark.reference
+def test_fit_with_adam_at_a_constant_rate_as_torch_would():
+    x, y = data(n=15)
+    x = x.double()
+    r = C.Recipe(
+        lr=0.01, batch_size=4, epochs=2, warmup=0.0, optimizer="adam", decay=False
+    )
+    assert [r.lr_factor(s, 8) for s in (0, 4, 8)] == [1.0, 1.0, 1.0]
+    model = f64_stack([8, 9])
+    init = C.members(model)
+    C.fit(model, x, y, r, seeds=[3, 4])
+    for i in range(2):
+        want, _ = ref_fit_member(init[i], x, y, r, [3, 4][i])
+        same_params(model.member(i), want, atol=1e-12)
+
+
+def test_recipe_refuses_an_unknown_optimizer_or_a_non_bool_decay():
+    with pytest.raises(ValueError, match="optimizer"):
+        C.Recipe(optimizer="adamw")
+    with pytest.raises((TypeError, ValueError), match="decay"):
+        C.Recipe(decay="no")
+    # warm-up, then constant: the same ramp as the decaying schedule, then the peak
+    r = C.Recipe(lr=1.0, warmup=0.5, start_factor=0.1, decay=False)
+    assert r.lr_at(0, 10) == pytest.approx(0.1) and r.lr_at(9, 10) == 1.0
+
+
+@pytest.mark.reference
 def test_fit_one_training_set_per_member():
     x, y = data(n=12)
     x2, y2 = data(n=12, seed=5)
