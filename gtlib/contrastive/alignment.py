@@ -297,6 +297,9 @@ def feature_summary(
       ``top^2 / sum_k proj^2`` (``_alignment``); 1 when every neuron serves one feature.
     * ``purity_strong`` / ``purity_weak``: the same mean over the strong neurons only (top
       >= ``strong_floor`` x the model's largest) and over the other, weak ones (0 if none).
+    * ``strong_share``: the fraction of neurons that are strong (top >= ``strong_floor`` x
+      the model's largest); the all-neuron ``mean_purity`` is
+      ``strong_share * purity_strong + (1 - strong_share) * purity_weak``.
 
     Parameters
     ----------
@@ -354,6 +357,7 @@ def _feature_summary(
         mean_purity=a["purity"].mean(1),
         purity_strong=(a["purity"] * big).sum(1) / big.sum(1).clamp_min(1),
         purity_weak=(a["purity"] * ~big).sum(1) / (~big).sum(1).clamp_min(1),
+        strong_share=big.float().mean(1),
         median_ratio=a["ratio"].median(1).values,
         noise=a["noise"].mean(1),
     )

@@ -40,6 +40,7 @@ def _feature_summary_reference(W, M, n_min, sr, fl):
             "mean_purity",
             "purity_strong",
             "purity_weak",
+            "strong_share",
             "median_ratio",
             "noise",
         )
@@ -61,6 +62,7 @@ def _feature_summary_reference(W, M, n_min, sr, fl):
         out["mean_purity"].append(np.mean(pur))
         out["purity_strong"].append(pur[big].mean())
         out["purity_weak"].append(pur[~big].mean() if (~big).any() else 0.0)
+        out["strong_share"].append(np.mean(big))
         out["median_ratio"].append(
             np.sort(a["ratio"][e])[(m - 1) // 2]
         )  # torch: lower median
@@ -151,8 +153,12 @@ def test_strong_specialists_need_a_magnitude_floor():
     strong = (purities[0] + purities[1] + purities[3]) / 3
     assert math.isclose(s["purity_strong"][0], strong, rel_tol=1e-5)
     assert math.isclose(s["purity_weak"][0], 1.0, rel_tol=1e-6)
+    assert s["strong_share"][0] == 0.75  # 3 of the 4 neurons are strong
+    mix = s["strong_share"][0] * strong + (1 - s["strong_share"][0]) * 1.0
+    assert math.isclose(s["mean_purity"][0], mix, rel_tol=1e-5)
     none_weak = C.feature_summary(W[None], M, n_minority=2, strong_floor=0.0)
     assert none_weak["purity_weak"][0] == 0.0  # no weak neurons: 0, not nan
+    assert none_weak["strong_share"][0] == 1.0
     with pytest.raises(ValueError, match="floor"):
         C.strong_specialists(W, M, floor=1.5)
     with pytest.raises(ValueError, match="ratio"):
