@@ -17,12 +17,36 @@ def _brelu(s: torch.Tensor, b: float | torch.Tensor) -> torch.Tensor:
     """The symmetric biased ReLU ``ReLU(s - b) - ReLU(-s - b)``: zero on ``[-b, b]``, odd in ``s``.
 
     For ``b >= 0`` it equals ``s - clamp(s, -b, b)`` exactly (the same float operations on each
-    side of the dead zone), which takes two tensor operations instead of five, forward and back.
+    side of the dead zone), which takes two tensor operations instead of five. Its gradient
+    in ``s`` is 1 where the output is non-zero and 0 in the dead zone; ``_DeadZone`` computes
+    it from the output in one operation, where autograd's clamp takes four (a threshold ``b``
+    that needs a gradient of its own takes autograd's way).
     """
     negative = bool((b < 0).any()) if torch.is_tensor(b) else b < 0
     if negative:
         return F.relu(s - b) - F.relu(-s - b)
-    return s - torch.clamp(s, -b, b)
+    if torch.is_tensor(b) and b.requires_grad:
+        return s - torch.clamp(s, -b, b)
+    return _DeadZone.apply(s, b)
+
+
+class _DeadZone(torch.autograd.Function):
+    """``s - clamp(s, -b, b)`` for ``b >= 0``, its gradient read off the output.
+
+    The gradient is exactly autograd's: outside ``[-b, b]`` the output ``s -/+ b`` is not
+    zero (two distinct floats have a non-zero difference), inside it is ``s - s = 0``.
+    """
+
+    @staticmethod
+    def forward(ctx, s: torch.Tensor, b: float | torch.Tensor) -> torch.Tensor:
+        out = s - torch.clamp(s, -b, b)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (out,) = ctx.saved_tensors
+        return grad * (out != 0), None
 
 
 def _straight_through_mask(f: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

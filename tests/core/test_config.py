@@ -10,8 +10,10 @@ import matplotlib
 import numpy as np
 import os
 import pkgutil
+import platform
 import pytest
 import random
+import sys
 import torch
 from dataclasses import dataclass, replace, FrozenInstanceError, field, fields
 from pathlib import Path
@@ -674,6 +676,26 @@ def test_setup_applies_the_thread_count(monkeypatch):
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_setup_keeps_freed_memory_on_glibc(monkeypatch):
+    calls = []
+    monkeypatch.setattr(
+        config, "_keep_freed_memory", lambda: calls.append(1) or True
+    )
+    setup()
+    assert calls == [1]
+
+
+def test_keep_freed_memory_takes_on_glibc_and_can_be_switched_off(monkeypatch):
+    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    monkeypatch.delenv("GTLIB_KEEP_FREED_MEMORY", raising=False)
+    assert config._keep_freed_memory() is glibc
+    monkeypatch.setenv("GTLIB_KEEP_FREED_MEMORY", "0")
+    assert config._keep_freed_memory() is False
+    monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.delenv("GTLIB_KEEP_FREED_MEMORY")
+    assert config._keep_freed_memory() is False
 
 
 # =================================================================================================

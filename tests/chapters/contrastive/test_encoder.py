@@ -75,6 +75,28 @@ def test_brelu_clamp_form_equals_the_relu_form():
     )  # slope 1 outside the dead zone
 
 
+def test_brelu_gradient_equals_autograds_clamp_gradient():
+    g = torch.Generator().manual_seed(5)
+    b = torch.rand(1, 1, 6, generator=g)
+    s = torch.randn(3, 4, 6, generator=g)
+    s[0, 0] = b[0, 0]  # exactly on the edge of the dead zone
+    s[0, 1] = -b[0, 0]
+    up = torch.randn(3, 4, 6, generator=g)
+    fast, slow = s.clone().requires_grad_(), s.clone().requires_grad_()
+    (_brelu(fast, b) * up).sum().backward()
+    (slow - torch.clamp(slow, -b, b)).mul(up).sum().backward()
+    assert torch.equal(fast.grad, slow.grad)
+    with torch.no_grad():  # the forward alone, without a graph
+        assert torch.equal(_brelu(s, b), s - torch.clamp(s, -b, b))
+
+
+def test_brelu_threshold_with_a_gradient_takes_autograds_way():
+    s = torch.tensor([0.1, 3.0])
+    b = torch.tensor(0.5, requires_grad=True)
+    _brelu(s, b).sum().backward()
+    assert b.grad.item() == -1.0  # d(3 - b)/db; none from the dead zone
+
+
 @pytest.mark.reference
 def test_brelu_by_hand_with_per_column_thresholds():
     s = torch.tensor([[-3.0, -0.5, 0.25, 2.0], [1.0, -1.0, 0.5, -0.75]])
