@@ -46,6 +46,7 @@ from .alignment import (
     feature_summary,
     learning_margin,
     masked_energy_share,
+    masked_majority_share,
     strong_specialists,
 )
 from .training import (
@@ -84,6 +85,7 @@ __all__ = [
     "infonce_orthogonal_closed_form",
     "learning_margin",
     "masked_energy_share",
+    "masked_majority_share",
     "paired",
     "random_encoder_accuracy",
     "representations",

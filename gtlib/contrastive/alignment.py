@@ -14,6 +14,7 @@ __all__ = [
     "feature_summary",
     "learning_margin",
     "masked_energy_share",
+    "masked_majority_share",
     "strong_specialists",
 ]
 
@@ -186,6 +187,53 @@ def masked_energy_share(
     return (e * hidden).sum(-1) / e.sum(-1).clamp_min(1e-30)
 
 
+@boundary(
+    W=Tensor("float", (2, 3)),
+    M=Tensor("float", 2),
+    n_minority=count(),
+    fraction=fraction(),
+)
+def masked_majority_share(
+    W: torch.Tensor, M: torch.Tensor, n_minority: int, fraction: float
+) -> torch.Tensor:
+    """Share of majority-dominant neurons among those a magnitude mask hides and keeps.
+
+    The mask is ``_magnitude_mask`` of ``W`` at ``fraction``; a neuron is
+    majority-dominant when its largest projection ``|<w_r, M_k>|`` is on a majority
+    feature (the first ``K - n_minority`` columns of ``M``). A mask that hid only
+    minority neurons would give 0 in the first column.
+
+    Parameters
+    ----------
+    W : torch.Tensor
+        Neuron weights, ``(m, d)`` or ``(E, m, d)``; a torch.Tensor (non-empty,
+        floating-point, 2 or 3-dimensional, finite).
+    M : torch.Tensor
+        Orthonormal feature dictionary, ``(d, K)``; a torch.Tensor (non-empty,
+        floating-point, 2-dimensional, finite).
+    n_minority : int
+        Number of minority (rare) features, the last columns of ``M``; an int >= 1.
+    fraction : float
+        Fraction of neurons masked; a finite number in (0, 1).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(2,)`` or ``(E, 2)``: the share among the masked neurons, then among the kept.
+    """
+    K = _check_minority(W, M, n_minority)
+    if not 0 < fraction < 1:
+        raise ValueError(
+            f"fraction must lie strictly between 0 and 1, got {fraction}"
+        )
+    hidden = 1 - _magnitude_mask(W, fraction)  # 1 = masked, (m,) or (E, m)
+    major = ((W @ M).abs().argmax(-1) < K - n_minority).to(W.dtype)
+    shares = [
+        (major * h).sum(-1) / h.sum(-1).clamp_min(1) for h in (hidden, 1 - hidden)
+    ]
+    return torch.stack(shares, -1)
+
+
 @boundary(ratio=Interval(float, 1))
 def learning_margin(cfg: ContrastiveConfig, ratio: float) -> float:
     """The stage-I margin ``mu = L_s^2 p_min / (tau lambda)`` of the minority features.
@@ -247,6 +295,11 @@ def feature_summary(
       if strong neurons mix features.
     * ``mean_purity``: the mean over *all* neurons, weak ones included, of the purity
       ``top^2 / sum_k proj^2`` (``_alignment``); 1 when every neuron serves one feature.
+    * ``purity_strong`` / ``purity_weak``: the same mean over the strong neurons only (top
+      >= ``strong_floor`` x the model's largest) and over the other, weak ones (0 if none).
+    * ``strong_share``: the fraction of neurons that are strong (top >= ``strong_floor`` x
+      the model's largest); the all-neuron ``mean_purity`` is
+      ``strong_share * purity_strong + (1 - strong_share) * purity_weak``.
 
     Parameters
     ----------
@@ -302,6 +355,9 @@ def _feature_summary(
         single_fraction=(a["ratio"] >= specialist_ratio).float().mean(1),
         strong_purity=pure,
         mean_purity=a["purity"].mean(1),
+        purity_strong=(a["purity"] * big).sum(1) / big.sum(1).clamp_min(1),
+        purity_weak=(a["purity"] * ~big).sum(1) / (~big).sum(1).clamp_min(1),
+        strong_share=big.float().mean(1),
         median_ratio=a["ratio"].median(1).values,
         noise=a["noise"].mean(1),
     )

@@ -199,8 +199,11 @@ def train_longtail(
 
     The probe (ridge, :func:`ridge_probe`) is fit on the *balanced* training split and scored on the
     balanced test split. Returns ``{"acc": (E, 10), "acc_random": (10,), "counts": per-class
-    pretraining counts, "fractions"}``; ``acc_random`` is the same probe on the randomly
-    initialized encoder (the shared starting point): the control that pretraining must beat.
+    pretraining counts, "fractions", "masks", "correct", "y_test"}``; ``acc_random`` is the same
+    probe on the randomly initialized encoder (the shared starting point): the control that
+    pretraining must beat. ``correct`` ``(E, n_test)`` says which test signals each encoder's
+    probe labels correctly and ``y_test`` gives their labels: two encoders are scored on the
+    same signals, so a difference of their accuracies can be paired item by item.
 
     Training is SGD with momentum and weight decay (:class:`gtlib.engine.StackedOptimizer`, one
     member per pruning fraction) for ``steps`` updates of :func:`gtlib.engine.fit`; each step draws
@@ -231,7 +234,8 @@ def train_longtail(
     Returns
     -------
     dict
-        ``acc``, ``acc_random``, ``counts`` and ``fractions``, as described above.
+        ``acc``, ``acc_random``, ``counts``, ``fractions``, ``masks``, ``correct`` and
+        ``y_test``, as described above.
 
     References
     ----------
@@ -316,9 +320,11 @@ def train_longtail(
     with torch.no_grad():
         ftr = hidden(ds.x[None].expand(E, -1, -1))
         fte = hidden(ds.x_test[None].expand(E, -1, -1))
-    acc = _probe_per_class(ftr, fte, ds)
+    pred = ridge_probe(ftr, ds.y, fte, ds.num_classes)
     return {
-        "acc": acc,
+        "acc": _per_class(pred, ds),
+        "correct": (pred == ds.y_test).numpy(),
+        "y_test": ds.y_test.numpy(),
         "acc_random": acc_random,
         "counts": torch.bincount(lt.y, minlength=ds.num_classes).numpy(),
         "fractions": fr,
@@ -328,7 +334,11 @@ def train_longtail(
 
 def _probe_per_class(ftr: torch.Tensor, fte: torch.Tensor, ds) -> np.ndarray:
     """Per-class test accuracy ``(E, classes)`` of the ridge probe on features ``(E, n, h)``."""
-    pred = ridge_probe(ftr, ds.y, fte, ds.num_classes)
+    return _per_class(ridge_probe(ftr, ds.y, fte, ds.num_classes), ds)
+
+
+def _per_class(pred: torch.Tensor, ds) -> np.ndarray:
+    """Per-class recall ``(E, classes)`` of the predicted test labels ``pred`` ``(E, n_test)``."""
     return np.stack(
         [
             [

@@ -38,6 +38,9 @@ def _feature_summary_reference(W, M, n_min, sr, fl):
             "single_fraction",
             "strong_purity",
             "mean_purity",
+            "purity_strong",
+            "purity_weak",
+            "strong_share",
             "median_ratio",
             "noise",
         )
@@ -55,9 +58,11 @@ def _feature_summary_reference(W, M, n_min, sr, fl):
         out["strong_purity"].append(
             np.sum(big & (a["ratio"][e] >= sr)) / np.sum(big)
         )
-        out["mean_purity"].append(
-            np.mean(a["proj"][e].max(1) ** 2 / (a["proj"][e] ** 2).sum(1))
-        )
+        pur = a["proj"][e].max(1) ** 2 / (a["proj"][e] ** 2).sum(1)
+        out["mean_purity"].append(np.mean(pur))
+        out["purity_strong"].append(pur[big].mean())
+        out["purity_weak"].append(pur[~big].mean() if (~big).any() else 0.0)
+        out["strong_share"].append(np.mean(big))
         out["median_ratio"].append(
             np.sort(a["ratio"][e])[(m - 1) // 2]
         )  # torch: lower median
@@ -144,6 +149,16 @@ def test_strong_specialists_need_a_magnitude_floor():
         0.5,
     ]  # top^2 / sum of squares, every neuron
     assert math.isclose(s["mean_purity"][0], sum(purities) / 4, rel_tol=1e-5)
+    # strong: the first, second and fourth neuron; weak: the tiny pure one
+    strong = (purities[0] + purities[1] + purities[3]) / 3
+    assert math.isclose(s["purity_strong"][0], strong, rel_tol=1e-5)
+    assert math.isclose(s["purity_weak"][0], 1.0, rel_tol=1e-6)
+    assert s["strong_share"][0] == 0.75  # 3 of the 4 neurons are strong
+    mix = s["strong_share"][0] * strong + (1 - s["strong_share"][0]) * 1.0
+    assert math.isclose(s["mean_purity"][0], mix, rel_tol=1e-5)
+    none_weak = C.feature_summary(W[None], M, n_minority=2, strong_floor=0.0)
+    assert none_weak["purity_weak"][0] == 0.0  # no weak neurons: 0, not nan
+    assert none_weak["strong_share"][0] == 1.0
     with pytest.raises(ValueError, match="floor"):
         C.strong_specialists(W, M, floor=1.5)
     with pytest.raises(ValueError, match="ratio"):
@@ -395,3 +410,24 @@ def test_masked_energy_share_rejects_bad_arguments():
         C.masked_energy_share(W, M, 3, 0.5)
     with pytest.raises((ValueError, TypeError), match="fraction"):
         C.masked_energy_share(W, M, 1, 1.5)
+
+
+# -- masked_majority_share -----------------------------------------------------------------------
+def test_masked_majority_share_by_hand():
+    M = torch.eye(4, dtype=DT)[:, :3]  # features e0, e1, e2; minority: e2
+    W = torch.tensor(
+        [
+            [0.0, 0.0, 1.0, 0.0],  # smallest, minority-dominant: masked
+            [0.5, 0.0, 0.0, 1.0],  # small, majority-dominant: masked
+            [3.0, 0.0, 2.0, 0.0],  # kept, majority-dominant
+            [0.0, 1.0, 4.0, 0.0],  # kept, minority-dominant
+        ],
+        dtype=DT,
+    )
+    assert C.masked_majority_share(W, M, 1, 0.5).tolist() == [0.5, 0.5]
+    both = C.masked_majority_share(torch.stack([W, W[[1, 0, 3, 2]]]), M, 1, 0.25)
+    assert both.tolist() == [[0.0, 2 / 3], [0.0, 2 / 3]]  # the order does not matter
+    with pytest.raises(ValueError, match="fraction"):
+        C.masked_majority_share(W, M, 1, 0.0)
+    with pytest.raises(ValueError, match="n_minority"):
+        C.masked_majority_share(W, M, 3, 0.5)

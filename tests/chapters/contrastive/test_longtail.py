@@ -163,6 +163,13 @@ def test_longtail_reports_the_random_encoder_control():
     assert out["acc"].shape == (2, 10) and out["acc_random"].shape == (10,)
     assert np.all((0 <= out["acc_random"]) & (out["acc_random"] <= 1))
     assert out["counts"][0] > out["counts"][9]  # the long tail
+    # per-item correctness, on the same test signals for every encoder
+    ok, y = out["correct"], out["y_test"]
+    assert ok.shape == (2, 200) and ok.dtype == bool and y.shape == (200,)
+    for k in range(10):
+        np.testing.assert_allclose(
+            out["acc"][:, k], ok[:, y == k].mean(1), rtol=1e-6
+        )
 
 
 def test_longtail_balanced_reference_has_the_same_size():
@@ -263,9 +270,8 @@ def test_train_longtail_is_exactly_the_old_loop(monkeypatch):
     assert len(old_params) == len(new_params) == 1
     for p, q in zip(new_params[0], old_params[0]):
         assert torch.equal(p.detach(), q.detach())
-    assert set(new) == set(old) | {
-        "masks"
-    }  # the mask kinds are new; all else as before
+    # the mask kinds and the per-item scores are new; all else as before
+    assert set(new) == set(old) | {"masks", "correct", "y_test"}
     assert new["masks"] == ["magnitude", "magnitude"]
     for k, v in old.items():
         assert np.array_equal(np.asarray(new[k]), np.asarray(v)), k
