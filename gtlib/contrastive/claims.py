@@ -115,11 +115,13 @@ CLAIMS = {
         rule="mean(gap) >= 2 * sd_null",
         control="balanced against an independent balanced draw",
         reason=(
-            "the strong neurons (top projection at least a quarter of the model's largest), "
-            "the ones that carry the features, do not lose purity at ratio 3: replicate by "
-            "replicate, their mean purity falls from balanced by at most three standard "
-            "errors of these paired differences (one-sided); why imbalance does not mix them "
-            "at our constants is not measured here",
+            "the neurons that stay strong (top projection at least a quarter of the "
+            "model's largest, chosen in each model), the ones that carry the features, do "
+            "not lose purity at ratio 3: replicate by replicate, their mean purity falls "
+            "from balanced by at most three standard errors of these paired differences "
+            "(one-sided); a neuron that mixes and weakens leaves the set, so this does not "
+            "show that no neuron mixes, and why imbalance does not mix them at our "
+            "constants is not measured here",
             "mean(gap_strong) <= 3 * sd(gap_strong) / len(gap_strong) ** 0.5",
         ),
     ),
