@@ -43,6 +43,16 @@ def test_outputs_are_stripped(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_cell_has_a_unique_id(path):
+    nb = load(path)
+    assert (nb["nbformat"], nb["nbformat_minor"]) >= (4, 5)
+    ids = [cell.get("id") for cell in nb["cells"]]
+    missing = [i for i, x in enumerate(ids) if not x]
+    assert not missing, f"{path.name}: cells {missing} have no id (nbformat 4.5)"
+    assert len(set(ids)) == len(ids), f"{path.name}: cell ids repeat"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_listed_in_toc(path):
     assert f"book/{path.stem}" in toc_files(), f"{path.name} is not in _toc.yml"
 
