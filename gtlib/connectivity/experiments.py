@@ -798,9 +798,6 @@ class CrossTask(Result):
     #: ``train_ends`` then also holds its "shuf_pre" and "shuf_ft"
     shuffled_arith_train_acc: np.ndarray | None = None
     shuffled_best_lambda: float = float("nan")
-    #: per task: the training gain kept at ``best_lambda`` when the *other* task's vector is
-    #: replaced by a random vector of the same norm, tensor by tensor (no interference)
-    random_vector_gain: list | None = None
 
     @staticmethod
     def _gain(acc, lam, best, start, end) -> list[float]:
@@ -894,27 +891,6 @@ def _task_arithmetic(base: MLP, ends: Sequence[MLP], lam: np.ndarray, tr, te):
         [(acc_tr[:, t] - lo[t]) / max(1e-9, hi[t] - lo[t]) for t in (0, 1)], 1
     )
     return acc_te, acc_tr, float(lam[int(np.argmax(norm.min(1)))]), lo, hi
-
-
-@torch.no_grad()
-def _random_vector_gain(
-    base: MLP, ends: Sequence[MLP], lam: float, tr, lo, hi, seed: int
-) -> list[float]:
-    """Per task ``t``: the training gain kept by ``base + lam (tau_t + r)``, where ``r`` is a
-    Gaussian vector with the norm of the other task's vector, tensor by tensor."""
-    gen = torch.Generator().manual_seed(int(seed))
-    taus = [task_vector(base, m) for m in ends]
-    out = []
-    for t in (0, 1):
-        rnd = []
-        for v in taus[1 - t]:
-            z = torch.randn(v.shape, generator=gen).to(v.device)
-            rnd.append(z * (v.norm() / z.norm().clamp_min(1e-12)))
-        acc = accuracy(
-            apply_task_vectors(base, [taus[t], rnd], float(lam), ends[t]), *tr[t]
-        )
-        out.append(float((acc - lo[t]) / max(1e-9, hi[t] - lo[t])))
-    return out
 
 
 def _ctl_data(x, y, x_test, y_test, x_pre, y_pre):
@@ -1124,9 +1100,6 @@ def cross_task_experiment(
         _, sh_tr, sh_best, ends["shuf_pre"], ends["shuf_ft"] = _task_arithmetic(
             sweep.shuffled_body, sh_ends, lam, tr, te
         )
-    rnd = _random_vector_gain(
-        pre, [ft[0][0], ft[1][0]], best, tr, pre_tr, ft_tr, _seeds(seed, 47, 1)[0]
-    )
     return CrossTask(
         pre,
         probes,
@@ -1155,7 +1128,6 @@ def cross_task_experiment(
         ends,
         sh_tr,
         sh_best,
-        rnd,
     )
 
 
@@ -1169,7 +1141,13 @@ class PretrainingSweep(Result):
     no-pretraining arm that shares nothing with the first, the spread between two arms without
     pretraining), and a *second, independently pretrained* model (for the averaging null). The
     untrained body is fine-tuned once more at half the peak learning rate (``matched_*``): it
-    then moves about as far as the fully pretrained arm does.
+    then moves about as far as the fully pretrained arm does in L2 distance; the second random
+    initialization too (``matched_null_*``, the null of that comparison). The trained body's
+    hidden weights are larger than the untrained body's, so relative to its weights the
+    half-rate arm still moves further; the ``relative_*`` arm fine-tunes the untrained body at
+    the learning rate ``relative_lr`` at which a power law through its full- and half-rate moves
+    (move proportional to lr ** k) predicts the fully pretrained arm's relative move, and the
+    second random initialization too (``relative_null_*``).
     """
 
     epochs: list[float]
@@ -1233,6 +1211,33 @@ class PretrainingSweep(Result):
     matched_displacement: np.ndarray | None = (
         None  # (2, runs): how far its runs moved
     )
+    matched_acc: np.ndarray | None = None  # (2, runs): their test accuracy
+    matched_disagree: np.ndarray | None = (
+        None  # (2, pairs): their disagreement ratios
+    )
+    #: (runs, layers): the second random initialization at half the peak lr (the null of the
+    #: comparison with ``matched_*``: no pretraining on either side)
+    matched_null_ctl: np.ndarray | None = None
+    matched_null_ctl_base: np.ndarray | None = None
+    matched_null_displacement: np.ndarray | None = None  # (2, runs)
+    #: (runs, layers): the untrained body at ``relative_lr``, whose move relative to its hidden
+    #: weights matches the fully pretrained arm's
+    relative_ctl: np.ndarray | None = None
+    relative_ctl_base: np.ndarray | None = None
+    relative_displacement: np.ndarray | None = None  # (2, runs)
+    relative_acc: np.ndarray | None = None  # (2, runs)
+    relative_lr: float = float("nan")
+    #: (runs, layers): the second random initialization at ``relative_lr`` (its null)
+    relative_null_ctl: np.ndarray | None = None
+    relative_null_ctl_base: np.ndarray | None = None
+    #: the secant's first step: its learning rate and the move of task 0's first run there
+    relative_first_step: tuple | None = None
+    #: (lengths,): L2 norm of each starting body's hidden layers (what a task vector moves)
+    hidden_norm: np.ndarray | None = None
+    null_hidden_norm: float = float(
+        "nan"
+    )  # the same for the second random initialization
+    shuffled_hidden_norm: float = float("nan")  # and for the shuffled-label body
 
     @property
     def ctl_ratio(self) -> np.ndarray:
@@ -1253,6 +1258,23 @@ class PretrainingSweep(Result):
     def matched_ctl_ratio(self) -> np.ndarray:
         """The same for the untrained body at half the peak learning rate, (runs, layers)."""
         return self.matched_ctl / np.maximum(self.matched_ctl_base, 1e-12)
+
+    @property
+    def matched_null_ctl_ratio(self) -> np.ndarray:
+        """The same for the second random initialization at half the peak lr, (runs, layers)."""
+        return self.matched_null_ctl / np.maximum(self.matched_null_ctl_base, 1e-12)
+
+    @property
+    def relative_ctl_ratio(self) -> np.ndarray:
+        """The same for the untrained body at ``relative_lr``, (runs, layers)."""
+        return self.relative_ctl / np.maximum(self.relative_ctl_base, 1e-12)
+
+    @property
+    def relative_null_ctl_ratio(self) -> np.ndarray:
+        """The same for the second random initialization at ``relative_lr``, (runs, layers)."""
+        return self.relative_null_ctl / np.maximum(
+            self.relative_null_ctl_base, 1e-12
+        )
 
 
 @boundary(m1=InstanceOf(MLP), m2=InstanceOf(MLP), x=INPUTS)
@@ -1277,6 +1299,40 @@ def disagreement_ratio(m1: MLP, m2: MLP, x: torch.Tensor) -> float:
 
 def _displacement(start: MLP, end: MLP) -> float:
     return float(torch.sqrt(sum((t**2).sum() for t in task_vector(start, end))))
+
+
+@torch.no_grad()
+def _hidden_norm(m: MLP) -> float:
+    """L2 norm of the hidden layers' weights and biases (the part a task vector moves)."""
+    return float(
+        torch.sqrt(sum((p**2).sum() for l in m.layers[:-1] for p in l.parameters()))
+    )
+
+
+def _secant_lr(
+    lr_a: float, d_a: float, lr_b: float, d_b: float, target: float, mean_a: float
+):
+    """The learning rate at which the power law through ``(lr_a, d_a)`` and ``(lr_b, d_b)`` (one
+    run's moves) moves the runs, whose mean move at ``lr_a`` is ``mean_a``, by ``target``."""
+    if lr_a == lr_b or d_a <= 0 or d_b <= 0 or d_a == d_b:
+        return lr_b
+    k = max(float(np.log(d_a / d_b) / np.log(lr_a / lr_b)), 0.1)
+    return float(lr_b * (target * d_a / (mean_a * d_b)) ** (1 / k))
+
+
+def _pair_ctl(ms: Sequence[MLP], R: int, x_test) -> tuple[np.ndarray, np.ndarray]:
+    """CTL dissimilarity of ``ms[r]`` (task 0) against ``ms[R + r]`` (task 1) and its baseline,
+    (runs, hidden layers) each."""
+    c = [llfc_dissimilarity(ms[r], ms[R + r], x_test)[:-1] for r in range(R)]
+    e = [endpoint_dissimilarity(ms[r], ms[R + r], x_test)[:-1] for r in range(R)]
+    return np.array(c), np.array(e)
+
+
+def _moves(starts: Sequence[MLP], ms: Sequence[MLP], R: int) -> np.ndarray:
+    """(2, runs): how far ``ms[t * R + r]`` moved from ``starts[t]``."""
+    return np.array(
+        [[_displacement(starts[t], ms[t * R + r]) for r in range(R)] for t in (0, 1)]
+    )
 
 
 @boundary(
@@ -1432,29 +1488,78 @@ def pretraining_sweep(
         return np.array(c), np.array(e)
 
     ctl = [ctl_of(b) for b in range(L + 1)] + [ctl_of(L + 2)]
-    # the untrained body again at half the peak learning rate: it moves about as far as the
-    # fully pretrained arm (same probes and minibatch orders as the untrained arm)
-    half = stack([probes[t] for t in (0, 1) for _ in range(R)])
+    # half the peak learning rate (same probes and minibatch orders as at the full rate): the
+    # untrained body (it moves about as far as the fully pretrained arm, in L2 distance) and
+    # the second random initialization (the null of that comparison)
+    s64 = _seeds(seed, 64, 2 * R * len(bodies))
+    half = stack(
+        [probes[2 * b + t] for b in (0, L) for t in (0, 1) for _ in range(R)]
+    )
     fit(
         half,
         x,
-        labels.repeat_interleave(R, 0),
+        labels.repeat_interleave(R, 0).repeat(2, 1),
         replace(cfg.ft_recipe, lr=cfg.ft_recipe.lr / 2),
-        seeds=_seeds(seed, 64, 2 * R * len(bodies))[: 2 * R],
+        seeds=s64[: 2 * R] + s64[2 * R * L : 2 * R * (L + 1)],
         freeze_last_layer=True,
     )
     half = members(half)
-    m_ctl = np.array(
-        [llfc_dissimilarity(half[r], half[R + r], x_test)[:-1] for r in range(R)]
-    )
-    m_base = np.array(
-        [endpoint_dissimilarity(half[r], half[R + r], x_test)[:-1] for r in range(R)]
-    )
-    m_disp = np.array(
+    m_ctl, m_base = _pair_ctl(half[: 2 * R], R, x_test)
+    mn_ctl, mn_base = _pair_ctl(half[2 * R :], R, x_test)
+    m_disp = _moves([probes[0], probes[1]], half[: 2 * R], R)
+    mn_disp = _moves([probes[2 * L], probes[2 * L + 1]], half[2 * R :], R)
+    # the untrained body at the learning rate whose move, relative to its hidden weights,
+    # matches the fully pretrained arm's: a power law through the full- and half-rate moves of
+    # the untrained body, lr ** k, solved for the pretrained arm's relative move
+    norms = [_hidden_norm(b) for b in bodies]
+    d_top = np.mean(
         [
-            [_displacement(probes[t], half[t * R + r]) for r in range(R)]
+            _displacement(probes[2 * (L - 1) + t], net(L - 1, t, r))
             for t in (0, 1)
+            for r in range(R)
         ]
+    )
+    d_full = np.mean(
+        [_displacement(probes[t], net(0, t, r)) for t in (0, 1) for r in range(R)]
+    )
+    lr_half = cfg.ft_recipe.lr / 2
+    k = max(float(np.log(d_full / m_disp.mean()) / np.log(2.0)), 0.1)
+    # the pretrained arm's relative move, as an L2 move of the untrained body
+    target = float(d_top / norms[L - 1] * norms[0])
+    lr_1 = lr_half * (target / float(m_disp.mean())) ** (1 / k)
+    # one secant step: the first run of task 0 at lr_1 gives the local power law between
+    # lr_1 and the half rate (the same run there), which is solved again for the target
+    pilot = stack([probes[0]])
+    fit(
+        pilot,
+        x,
+        labels[0],
+        replace(cfg.ft_recipe, lr=lr_1),
+        seeds=s64[:1],
+        freeze_last_layer=True,
+    )
+    d_1 = _displacement(probes[0], pilot.member(0))
+    rel_lr = _secant_lr(
+        lr_half, float(m_disp[0, 0]), lr_1, d_1, target, float(m_disp.mean())
+    )
+    # (and the second random initialization at that rate: the null of that comparison)
+    rel = stack(
+        [probes[2 * b + t] for b in (0, L) for t in (0, 1) for _ in range(R)]
+    )
+    fit(
+        rel,
+        x,
+        labels.repeat_interleave(R, 0).repeat(2, 1),
+        replace(cfg.ft_recipe, lr=rel_lr),
+        seeds=s64[: 2 * R] + s64[2 * R * L : 2 * R * (L + 1)],
+        freeze_last_layer=True,
+    )
+    rel, rel_null = members(rel)[: 2 * R], members(rel)[2 * R :]
+    r_ctl, r_base = _pair_ctl(rel, R, x_test)
+    rn_ctl, rn_base = _pair_ctl(rel_null, R, x_test)
+    r_disp = _moves([probes[0], probes[1]], rel, R)
+    te_acc = lambda ms: np.array(  # noqa: E731
+        [[accuracy(ms[t * R + r], x_test, te[t]) for r in range(R)] for t in (0, 1)]
     )
     disp = np.array(
         [
@@ -1529,6 +1634,31 @@ def pretraining_sweep(
         m_ctl,
         m_base,
         m_disp,
+        matched_acc=te_acc(half[: 2 * R]),
+        matched_disagree=np.array(
+            [
+                [
+                    disagreement_ratio(half[t * R + i], half[t * R + j], x_test)
+                    for i in range(R)
+                    for j in range(i + 1, R)
+                ]
+                for t in (0, 1)
+            ]
+        ),
+        matched_null_ctl=mn_ctl,
+        matched_null_ctl_base=mn_base,
+        matched_null_displacement=mn_disp,
+        relative_ctl=r_ctl,
+        relative_ctl_base=r_base,
+        relative_displacement=r_disp,
+        relative_acc=te_acc(rel),
+        relative_lr=rel_lr,
+        relative_null_ctl=rn_ctl,
+        relative_null_ctl_base=rn_base,
+        relative_first_step=(lr_1, d_1),
+        hidden_norm=np.array(norms[:L]),
+        null_hidden_norm=norms[L],
+        shuffled_hidden_norm=norms[L + 2],
     )
 
 
