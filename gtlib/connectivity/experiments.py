@@ -1144,10 +1144,11 @@ class PretrainingSweep(Result):
     then moves about as far as the fully pretrained arm does in L2 distance; the second random
     initialization too (``matched_null_*``, the null of that comparison). The trained body's
     hidden weights are larger than the untrained body's, so relative to its weights the
-    half-rate arm still moves further; the ``relative_*`` arm fine-tunes the untrained body at
-    the learning rate ``relative_lr`` at which a power law through its full- and half-rate moves
-    (move proportional to lr ** k) predicts the fully pretrained arm's relative move, and the
-    second random initialization too (``relative_null_*``).
+    half-rate arm still moves further. The ``scale_*`` arm removes that: it fine-tunes, at half
+    the peak rate, the fully pretrained body with its hidden weights and biases shuffled within
+    each tensor (its scale and each tensor's distribution of values, nothing it learned), and
+    the second pretrained model shuffled the same way (``scale_null_*``, the null of a
+    comparison with it).
     """
 
     epochs: list[float]
@@ -1220,18 +1221,17 @@ class PretrainingSweep(Result):
     matched_null_ctl: np.ndarray | None = None
     matched_null_ctl_base: np.ndarray | None = None
     matched_null_displacement: np.ndarray | None = None  # (2, runs)
-    #: (runs, layers): the untrained body at ``relative_lr``, whose move relative to its hidden
-    #: weights matches the fully pretrained arm's
-    relative_ctl: np.ndarray | None = None
-    relative_ctl_base: np.ndarray | None = None
-    relative_displacement: np.ndarray | None = None  # (2, runs)
-    relative_acc: np.ndarray | None = None  # (2, runs)
-    relative_lr: float = float("nan")
-    #: (runs, layers): the second random initialization at ``relative_lr`` (its null)
-    relative_null_ctl: np.ndarray | None = None
-    relative_null_ctl_base: np.ndarray | None = None
-    #: the secant's first step: its learning rate and the move of task 0's first run there
-    relative_first_step: tuple | None = None
+    #: (runs, layers): the fully pretrained body with its hidden weights shuffled within each
+    #: tensor (its scale, nothing learned), fine-tuned at half the peak lr
+    scale_ctl: np.ndarray | None = None
+    scale_ctl_base: np.ndarray | None = None
+    scale_displacement: np.ndarray | None = None  # (2, runs)
+    scale_acc: np.ndarray | None = None  # (2, runs)
+    scale_hidden_norm: float = float("nan")
+    #: (runs, layers): the second pretrained model shuffled the same way (its null)
+    scale_null_ctl: np.ndarray | None = None
+    scale_null_ctl_base: np.ndarray | None = None
+    scale_null_displacement: np.ndarray | None = None  # (2, runs)
     #: (lengths,): L2 norm of each starting body's hidden layers (what a task vector moves)
     hidden_norm: np.ndarray | None = None
     null_hidden_norm: float = float(
@@ -1265,16 +1265,14 @@ class PretrainingSweep(Result):
         return self.matched_null_ctl / np.maximum(self.matched_null_ctl_base, 1e-12)
 
     @property
-    def relative_ctl_ratio(self) -> np.ndarray:
-        """The same for the untrained body at ``relative_lr``, (runs, layers)."""
-        return self.relative_ctl / np.maximum(self.relative_ctl_base, 1e-12)
+    def scale_ctl_ratio(self) -> np.ndarray:
+        """The same for the shuffled-weights body at half the peak lr, (runs, layers)."""
+        return self.scale_ctl / np.maximum(self.scale_ctl_base, 1e-12)
 
     @property
-    def relative_null_ctl_ratio(self) -> np.ndarray:
-        """The same for the second random initialization at ``relative_lr``, (runs, layers)."""
-        return self.relative_null_ctl / np.maximum(
-            self.relative_null_ctl_base, 1e-12
-        )
+    def scale_null_ctl_ratio(self) -> np.ndarray:
+        """The same for the shuffled second pretrained model, (runs, layers)."""
+        return self.scale_null_ctl / np.maximum(self.scale_null_ctl_base, 1e-12)
 
 
 @boundary(m1=InstanceOf(MLP), m2=InstanceOf(MLP), x=INPUTS)
@@ -1309,15 +1307,18 @@ def _hidden_norm(m: MLP) -> float:
     )
 
 
-def _secant_lr(
-    lr_a: float, d_a: float, lr_b: float, d_b: float, target: float, mean_a: float
-):
-    """The learning rate at which the power law through ``(lr_a, d_a)`` and ``(lr_b, d_b)`` (one
-    run's moves) moves the runs, whose mean move at ``lr_a`` is ``mean_a``, by ``target``."""
-    if lr_a == lr_b or d_a <= 0 or d_b <= 0 or d_a == d_b:
-        return lr_b
-    k = max(float(np.log(d_a / d_b) / np.log(lr_a / lr_b)), 0.1)
-    return float(lr_b * (target * d_a / (mean_a * d_b)) ** (1 / k))
+@torch.no_grad()
+def _shuffled_weights(m: MLP, seed: int) -> MLP:
+    """A copy of ``m`` whose hidden layers' weights and biases are each shuffled within their
+    tensor: the same scale and distribution of values per tensor, nothing learned."""
+    out = copy.deepcopy(m)
+    g = torch.Generator().manual_seed(seed)
+    for layer in out.layers[:-1]:
+        for p in layer.parameters():
+            flat = p.detach().reshape(-1)
+            idx = torch.randperm(flat.numel(), generator=g).to(flat.device)
+            p.copy_(flat[idx].reshape(p.shape))
+    return out
 
 
 def _pair_ctl(ms: Sequence[MLP], R: int, x_test) -> tuple[np.ndarray, np.ndarray]:
@@ -1508,56 +1509,44 @@ def pretraining_sweep(
     mn_ctl, mn_base = _pair_ctl(half[2 * R :], R, x_test)
     m_disp = _moves([probes[0], probes[1]], half[: 2 * R], R)
     mn_disp = _moves([probes[2 * L], probes[2 * L + 1]], half[2 * R :], R)
-    # the untrained body at the learning rate whose move, relative to its hidden weights,
-    # matches the fully pretrained arm's: a power law through the full- and half-rate moves of
-    # the untrained body, lr ** k, solved for the pretrained arm's relative move
+    # the fully pretrained body with its hidden weights shuffled within each tensor (its
+    # scale, nothing it learned), and the second pretrained model shuffled the same way (the
+    # null of a comparison with it): own probes, then half the rate, the half arms' orders
     norms = [_hidden_norm(b) for b in bodies]
-    d_top = np.mean(
+    shuf = [
+        _shuffled_weights(bodies[b], s)
+        for b, s in zip((L - 1, L + 1), _seeds(seed, 68, 2))
+    ]
+    sprobes = stack(
         [
-            _displacement(probes[2 * (L - 1) + t], net(L - 1, t, r))
-            for t in (0, 1)
-            for r in range(R)
+            with_head(b, h.layers[-1].weight, h.layers[-1].bias)
+            for b in shuf
+            for h in heads
         ]
     )
-    d_full = np.mean(
-        [_displacement(probes[t], net(0, t, r)) for t in (0, 1) for r in range(R)]
-    )
-    lr_half = cfg.ft_recipe.lr / 2
-    k = max(float(np.log(d_full / m_disp.mean()) / np.log(2.0)), 0.1)
-    # the pretrained arm's relative move, as an L2 move of the untrained body
-    target = float(d_top / norms[L - 1] * norms[0])
-    lr_1 = lr_half * (target / float(m_disp.mean())) ** (1 / k)
-    # one secant step: the first run of task 0 at lr_1 gives the local power law between
-    # lr_1 and the half rate (the same run there), which is solved again for the target
-    pilot = stack([probes[0]])
     fit(
-        pilot,
+        sprobes,
         x,
-        labels[0],
-        replace(cfg.ft_recipe, lr=lr_1),
-        seeds=s64[:1],
-        freeze_last_layer=True,
+        labels.repeat(2, 1),
+        cfg.probe_recipe,
+        seeds=_seeds(seed, 69, 4),
+        only_last_layer=True,
     )
-    d_1 = _displacement(probes[0], pilot.member(0))
-    rel_lr = _secant_lr(
-        lr_half, float(m_disp[0, 0]), lr_1, d_1, target, float(m_disp.mean())
-    )
-    # (and the second random initialization at that rate: the null of that comparison)
-    rel = stack(
-        [probes[2 * b + t] for b in (0, L) for t in (0, 1) for _ in range(R)]
-    )
+    sprobes = members(sprobes)
+    sc = stack([p for p in sprobes for _ in range(R)])
     fit(
-        rel,
+        sc,
         x,
         labels.repeat_interleave(R, 0).repeat(2, 1),
-        replace(cfg.ft_recipe, lr=rel_lr),
+        replace(cfg.ft_recipe, lr=cfg.ft_recipe.lr / 2),
         seeds=s64[: 2 * R] + s64[2 * R * L : 2 * R * (L + 1)],
         freeze_last_layer=True,
     )
-    rel, rel_null = members(rel)[: 2 * R], members(rel)[2 * R :]
-    r_ctl, r_base = _pair_ctl(rel, R, x_test)
-    rn_ctl, rn_base = _pair_ctl(rel_null, R, x_test)
-    r_disp = _moves([probes[0], probes[1]], rel, R)
+    sc, sc_null = members(sc)[: 2 * R], members(sc)[2 * R :]
+    s_ctl, s_base = _pair_ctl(sc, R, x_test)
+    sn_ctl, sn_base = _pair_ctl(sc_null, R, x_test)
+    s_disp = _moves(sprobes[:2], sc, R)
+    sn_disp = _moves(sprobes[2:], sc_null, R)
     te_acc = lambda ms: np.array(  # noqa: E731
         [[accuracy(ms[t * R + r], x_test, te[t]) for r in range(R)] for t in (0, 1)]
     )
@@ -1648,14 +1637,14 @@ def pretraining_sweep(
         matched_null_ctl=mn_ctl,
         matched_null_ctl_base=mn_base,
         matched_null_displacement=mn_disp,
-        relative_ctl=r_ctl,
-        relative_ctl_base=r_base,
-        relative_displacement=r_disp,
-        relative_acc=te_acc(rel),
-        relative_lr=rel_lr,
-        relative_null_ctl=rn_ctl,
-        relative_null_ctl_base=rn_base,
-        relative_first_step=(lr_1, d_1),
+        scale_ctl=s_ctl,
+        scale_ctl_base=s_base,
+        scale_displacement=s_disp,
+        scale_acc=te_acc(sc),
+        scale_hidden_norm=_hidden_norm(shuf[0]),
+        scale_null_ctl=sn_ctl,
+        scale_null_ctl_base=sn_base,
+        scale_null_displacement=sn_disp,
         hidden_norm=np.array(norms[:L]),
         null_hidden_norm=norms[L],
         shuffled_hidden_norm=norms[L + 2],

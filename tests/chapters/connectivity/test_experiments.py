@@ -8,7 +8,7 @@ import types
 from gtlib import connectivity as C
 from gtlib.models import make_mlp
 from gtlib.connectivity.experiments import (
-    _secant_lr,
+    _shuffled_weights,
     _seeds,
     _task_arithmetic,
 )
@@ -391,30 +391,20 @@ def test_pretraining_sweep_tiny():
     assert ps.matched_null_displacement.shape == (2, 3)
     assert (ps.matched_null_displacement > 0).all()
     assert not np.allclose(ps.matched_null_ctl, ps.matched_ctl)
-    # the relative-move arm: its learning rate solves the power law through the untrained
-    # body's full- and half-rate moves for the pretrained arm's relative move
     norm = ps.hidden_norm
     assert norm.shape == (3,) and (norm > 0).all()
     assert ps.null_hidden_norm > 0 and ps.shuffled_hidden_norm > 0
     body = ps.pretrained.layers[:-1]
     want = float(torch.sqrt(sum((p**2).sum() for l in body for p in l.parameters())))
     assert norm[-1] == pytest.approx(want)
-    d_full, d_half = ps.displacement[0].mean(), ps.matched_displacement.mean()
-    k = max(np.log(d_full / d_half) / np.log(2.0), 0.1)
-    target = (
-        ps.displacement[-1].mean() / norm[-1] * norm[0]
-    )  # the relative move, in L2
-    lr_1, d_1 = ps.relative_first_step
-    assert lr_1 == pytest.approx(r.lr / 2 * (target / d_half) ** (1 / k), rel=1e-6)
-    d_a = ps.matched_displacement[0, 0]
-    k2 = max(np.log(d_a / d_1) / np.log(r.lr / 2 / lr_1), 0.1)
-    want = lr_1 * (target * d_a / (d_half * d_1)) ** (1 / k2)
-    assert ps.relative_lr == pytest.approx(want, rel=1e-6)
     assert ps.matched_disagree.shape == (2, 3) and (ps.matched_disagree >= 0).all()
-    assert ps.relative_ctl.shape == ps.relative_ctl_ratio.shape == (3, 2)
-    assert ps.relative_displacement.shape == ps.relative_acc.shape == (2, 3)
-    assert ps.relative_null_ctl_ratio.shape == (3, 2)
-    assert not np.allclose(ps.relative_null_ctl, ps.relative_ctl)
+    # the shuffled-weights arm: the trained body's scale (the same hidden norm), its null
+    assert ps.scale_hidden_norm == pytest.approx(norm[-1], rel=1e-5)
+    assert ps.scale_ctl.shape == ps.scale_ctl_ratio.shape == (3, 2)
+    assert ps.scale_displacement.shape == ps.scale_acc.shape == (2, 3)
+    assert ps.scale_null_ctl_ratio.shape == (3, 2)
+    assert ps.scale_null_displacement.shape == (2, 3)
+    assert not np.allclose(ps.scale_null_ctl, ps.scale_ctl)
     # the fully pretrained body is the one cross_task_experiment pretrains (same seeds)
     ct = C.cross_task_experiment(cfg, x, y, x, y, seed=0, x_pre=x, y_pre=y)
     assert ps.acc_probe[-1].tolist() == pytest.approx(ct.acc_pre, abs=0.05)
@@ -538,14 +528,16 @@ def test_seeds_scheme_by_hand():
     assert len(set().union(*parts)) == sum(map(len, parts))
 
 
-def test_secant_lr_solves_an_exact_power_law():
-    # moves d = 3 lr ** 0.7: the two points give the law back, and the target's rate is exact
-    d = lambda lr: 3 * lr**0.7  # noqa: E731
-    lr = _secant_lr(0.02, d(0.02), 0.005, d(0.005), target=d(0.008), mean_a=d(0.02))
-    assert lr == pytest.approx(0.008)
-    # the runs' mean at lr_a scales the one run's law: twice the mean, twice the target
-    lr = _secant_lr(0.02, d(0.02), 0.005, d(0.005), 2 * d(0.008), 2 * d(0.02))
-    assert lr == pytest.approx(0.008)
-    assert (
-        _secant_lr(0.02, 1.0, 0.02, 1.0, 0.5, 1.0) == 0.02
-    )  # no secant: the first step
+def test_shuffled_weights_keeps_each_tensors_values():
+    m = make_mlp(0, 5, 8, 2, 3)
+    s = _shuffled_weights(m, 1)
+    for a, b in zip(m.layers[:-1], s.layers[:-1]):
+        for p, q in zip(a.parameters(), b.parameters()):
+            assert p.shape == q.shape
+            assert torch.equal(
+                p.detach().flatten().sort().values, q.flatten().sort().values
+            )
+            assert not torch.equal(p, q)
+    for p, q in zip(m.layers[-1].parameters(), s.layers[-1].parameters()):
+        assert torch.equal(p, q)  # the head is left alone
+    assert torch.equal(_shuffled_weights(m, 1).layers[0].weight, s.layers[0].weight)
