@@ -139,30 +139,32 @@ CLAIMS = {
         "the same half learning rate, against the same arm",
     ),
     "mc.ctl_beyond_weight_scale": dict(
-        statement="In hidden layer 1 the real-label trained body is more cross-task linear "
-        "than the same body with its hidden weights shuffled within each tensor (its scale, "
-        "nothing learned), both fine-tuned at half the learning rate: the three-run mean CTL "
-        "ratio falls to {bar} or less of that arm's",
+        statement="In hidden layer 1 the real-label trained body, fine-tuned at the chapter's "
+        "learning rate, is more cross-task linear than the same body with its hidden weights "
+        "and biases shuffled within each tensor (its scale and each tensor's values, in "
+        "random places), fine-tuned at half that rate, where it moves about as far: the "
+        "three-run mean CTL ratio falls to {bar} or less of that arm's",
         paper="CTL emerges with pretraining (Zhou et al. 2024)",
         rule="fall[0] <= bar",
-        control="the second pretrained model, shuffled the same way, in place of the "
-        "real-label body, against the same arm",
+        control="the second pretrained model, shuffled the same way and fine-tuned at half "
+        "the rate, in place of the real-label body, against the same arm",
         reason=(
             "in hidden layer 1 the weights' scale alone gives the effect: the shuffled-weights "
-            "body, with the trained body's scale and nothing it learned, falls to {bar} or "
-            "less of the untrained arm that moves as far in L2 distance",
+            "body, with the trained body's scale and each tensor's values in random places, "
+            "falls to {bar} or less of the untrained arm that moves as far in L2 distance",
             "scale_fall[0] <= bar",
         ),
     ),
     "mc.ctl_learned_beyond_scale": dict(
-        statement="In hidden layers 2 and 3 the real-label trained body is more cross-task "
-        "linear than the same body with its hidden weights shuffled within each tensor (its "
-        "scale, nothing learned), both fine-tuned at half the learning rate: the three-run "
-        "mean CTL ratio falls to {bar} or less of that arm's in both layers",
+        statement="In hidden layers 2 and 3 the real-label trained body, fine-tuned at the "
+        "chapter's learning rate, is more cross-task linear than the same body with its "
+        "hidden weights and biases shuffled within each tensor, fine-tuned at half that "
+        "rate, where it moves about as far: the three-run mean CTL ratio falls to {bar} or "
+        "less of that arm's in both layers",
         paper="CTL emerges with pretraining (Zhou et al. 2024)",
         rule="max(fall) <= bar",
-        control="the second pretrained model, shuffled the same way, in place of the "
-        "real-label body, against the same arm",
+        control="the second pretrained model, shuffled the same way and fine-tuned at half "
+        "the rate, in place of the real-label body, against the same arm",
     ),
     "mc.ctl_needs_learned_features": dict(
         statement="What pretraining learned makes the difference: the real-label body's CTL "
