@@ -798,9 +798,6 @@ class CrossTask(Result):
     #: ``train_ends`` then also holds its "shuf_pre" and "shuf_ft"
     shuffled_arith_train_acc: np.ndarray | None = None
     shuffled_best_lambda: float = float("nan")
-    #: per task: the training gain kept at ``best_lambda`` when the *other* task's vector is
-    #: replaced by a random vector of the same norm, tensor by tensor (no interference)
-    random_vector_gain: list | None = None
 
     @staticmethod
     def _gain(acc, lam, best, start, end) -> list[float]:
@@ -894,27 +891,6 @@ def _task_arithmetic(base: MLP, ends: Sequence[MLP], lam: np.ndarray, tr, te):
         [(acc_tr[:, t] - lo[t]) / max(1e-9, hi[t] - lo[t]) for t in (0, 1)], 1
     )
     return acc_te, acc_tr, float(lam[int(np.argmax(norm.min(1)))]), lo, hi
-
-
-@torch.no_grad()
-def _random_vector_gain(
-    base: MLP, ends: Sequence[MLP], lam: float, tr, lo, hi, seed: int
-) -> list[float]:
-    """Per task ``t``: the training gain kept by ``base + lam (tau_t + r)``, where ``r`` is a
-    Gaussian vector with the norm of the other task's vector, tensor by tensor."""
-    gen = torch.Generator().manual_seed(int(seed))
-    taus = [task_vector(base, m) for m in ends]
-    out = []
-    for t in (0, 1):
-        rnd = []
-        for v in taus[1 - t]:
-            z = torch.randn(v.shape, generator=gen).to(v.device)
-            rnd.append(z * (v.norm() / z.norm().clamp_min(1e-12)))
-        acc = accuracy(
-            apply_task_vectors(base, [taus[t], rnd], float(lam), ends[t]), *tr[t]
-        )
-        out.append(float((acc - lo[t]) / max(1e-9, hi[t] - lo[t])))
-    return out
 
 
 def _ctl_data(x, y, x_test, y_test, x_pre, y_pre):
@@ -1124,9 +1100,6 @@ def cross_task_experiment(
         _, sh_tr, sh_best, ends["shuf_pre"], ends["shuf_ft"] = _task_arithmetic(
             sweep.shuffled_body, sh_ends, lam, tr, te
         )
-    rnd = _random_vector_gain(
-        pre, [ft[0][0], ft[1][0]], best, tr, pre_tr, ft_tr, _seeds(seed, 47, 1)[0]
-    )
     return CrossTask(
         pre,
         probes,
@@ -1155,7 +1128,6 @@ def cross_task_experiment(
         ends,
         sh_tr,
         sh_best,
-        rnd,
     )
 
 
@@ -1169,7 +1141,14 @@ class PretrainingSweep(Result):
     no-pretraining arm that shares nothing with the first, the spread between two arms without
     pretraining), and a *second, independently pretrained* model (for the averaging null). The
     untrained body is fine-tuned once more at half the peak learning rate (``matched_*``): it
-    then moves about as far as the fully pretrained arm does.
+    then moves about as far as the fully pretrained arm does in L2 distance; the second random
+    initialization too (``matched_null_*``, the null of that comparison). The trained body's
+    hidden weights are larger than the untrained body's, so relative to its weights the
+    half-rate arm still moves further. The ``scale_*`` arm removes that: it fine-tunes, at half
+    the peak rate, the fully pretrained body with its hidden weights and biases shuffled within
+    each tensor (its scale and each tensor's distribution of values, nothing it learned), and
+    the second pretrained model shuffled the same way (``scale_null_*``, the null of a
+    comparison with it).
     """
 
     epochs: list[float]
@@ -1233,6 +1212,32 @@ class PretrainingSweep(Result):
     matched_displacement: np.ndarray | None = (
         None  # (2, runs): how far its runs moved
     )
+    matched_acc: np.ndarray | None = None  # (2, runs): their test accuracy
+    matched_disagree: np.ndarray | None = (
+        None  # (2, pairs): their disagreement ratios
+    )
+    #: (runs, layers): the second random initialization at half the peak lr (the null of the
+    #: comparison with ``matched_*``: no pretraining on either side)
+    matched_null_ctl: np.ndarray | None = None
+    matched_null_ctl_base: np.ndarray | None = None
+    matched_null_displacement: np.ndarray | None = None  # (2, runs)
+    #: (runs, layers): the fully pretrained body with its hidden weights shuffled within each
+    #: tensor (its scale, nothing learned), fine-tuned at half the peak lr
+    scale_ctl: np.ndarray | None = None
+    scale_ctl_base: np.ndarray | None = None
+    scale_displacement: np.ndarray | None = None  # (2, runs)
+    scale_acc: np.ndarray | None = None  # (2, runs)
+    scale_hidden_norm: float = float("nan")
+    #: (runs, layers): the second pretrained model shuffled the same way (its null)
+    scale_null_ctl: np.ndarray | None = None
+    scale_null_ctl_base: np.ndarray | None = None
+    scale_null_displacement: np.ndarray | None = None  # (2, runs)
+    #: (lengths,): L2 norm of each starting body's hidden layers (what a task vector moves)
+    hidden_norm: np.ndarray | None = None
+    null_hidden_norm: float = float(
+        "nan"
+    )  # the same for the second random initialization
+    shuffled_hidden_norm: float = float("nan")  # and for the shuffled-label body
 
     @property
     def ctl_ratio(self) -> np.ndarray:
@@ -1253,6 +1258,21 @@ class PretrainingSweep(Result):
     def matched_ctl_ratio(self) -> np.ndarray:
         """The same for the untrained body at half the peak learning rate, (runs, layers)."""
         return self.matched_ctl / np.maximum(self.matched_ctl_base, 1e-12)
+
+    @property
+    def matched_null_ctl_ratio(self) -> np.ndarray:
+        """The same for the second random initialization at half the peak lr, (runs, layers)."""
+        return self.matched_null_ctl / np.maximum(self.matched_null_ctl_base, 1e-12)
+
+    @property
+    def scale_ctl_ratio(self) -> np.ndarray:
+        """The same for the shuffled-weights body at half the peak lr, (runs, layers)."""
+        return self.scale_ctl / np.maximum(self.scale_ctl_base, 1e-12)
+
+    @property
+    def scale_null_ctl_ratio(self) -> np.ndarray:
+        """The same for the shuffled second pretrained model, (runs, layers)."""
+        return self.scale_null_ctl / np.maximum(self.scale_null_ctl_base, 1e-12)
 
 
 @boundary(m1=InstanceOf(MLP), m2=InstanceOf(MLP), x=INPUTS)
@@ -1277,6 +1297,43 @@ def disagreement_ratio(m1: MLP, m2: MLP, x: torch.Tensor) -> float:
 
 def _displacement(start: MLP, end: MLP) -> float:
     return float(torch.sqrt(sum((t**2).sum() for t in task_vector(start, end))))
+
+
+@torch.no_grad()
+def _hidden_norm(m: MLP) -> float:
+    """L2 norm of the hidden layers' weights and biases (the part a task vector moves)."""
+    return float(
+        torch.sqrt(sum((p**2).sum() for l in m.layers[:-1] for p in l.parameters()))
+    )
+
+
+@torch.no_grad()
+def _shuffled_weights(m: MLP, seed: int) -> MLP:
+    """A copy of ``m`` whose hidden layers' weights and biases are each shuffled within their
+    tensor: the same scale and distribution of values per tensor, nothing learned."""
+    out = copy.deepcopy(m)
+    g = torch.Generator().manual_seed(seed)
+    for layer in out.layers[:-1]:
+        for p in layer.parameters():
+            flat = p.detach().reshape(-1)
+            idx = torch.randperm(flat.numel(), generator=g).to(flat.device)
+            p.copy_(flat[idx].reshape(p.shape))
+    return out
+
+
+def _pair_ctl(ms: Sequence[MLP], R: int, x_test) -> tuple[np.ndarray, np.ndarray]:
+    """CTL dissimilarity of ``ms[r]`` (task 0) against ``ms[R + r]`` (task 1) and its baseline,
+    (runs, hidden layers) each."""
+    c = [llfc_dissimilarity(ms[r], ms[R + r], x_test)[:-1] for r in range(R)]
+    e = [endpoint_dissimilarity(ms[r], ms[R + r], x_test)[:-1] for r in range(R)]
+    return np.array(c), np.array(e)
+
+
+def _moves(starts: Sequence[MLP], ms: Sequence[MLP], R: int) -> np.ndarray:
+    """(2, runs): how far ``ms[t * R + r]`` moved from ``starts[t]``."""
+    return np.array(
+        [[_displacement(starts[t], ms[t * R + r]) for r in range(R)] for t in (0, 1)]
+    )
 
 
 @boundary(
@@ -1432,29 +1489,66 @@ def pretraining_sweep(
         return np.array(c), np.array(e)
 
     ctl = [ctl_of(b) for b in range(L + 1)] + [ctl_of(L + 2)]
-    # the untrained body again at half the peak learning rate: it moves about as far as the
-    # fully pretrained arm (same probes and minibatch orders as the untrained arm)
-    half = stack([probes[t] for t in (0, 1) for _ in range(R)])
+    # half the peak learning rate (same probes and minibatch orders as at the full rate): the
+    # untrained body (it moves about as far as the fully pretrained arm, in L2 distance) and
+    # the second random initialization (the null of that comparison)
+    s64 = _seeds(seed, 64, 2 * R * len(bodies))
+    half = stack(
+        [probes[2 * b + t] for b in (0, L) for t in (0, 1) for _ in range(R)]
+    )
     fit(
         half,
         x,
-        labels.repeat_interleave(R, 0),
+        labels.repeat_interleave(R, 0).repeat(2, 1),
         replace(cfg.ft_recipe, lr=cfg.ft_recipe.lr / 2),
-        seeds=_seeds(seed, 64, 2 * R * len(bodies))[: 2 * R],
+        seeds=s64[: 2 * R] + s64[2 * R * L : 2 * R * (L + 1)],
         freeze_last_layer=True,
     )
     half = members(half)
-    m_ctl = np.array(
-        [llfc_dissimilarity(half[r], half[R + r], x_test)[:-1] for r in range(R)]
-    )
-    m_base = np.array(
-        [endpoint_dissimilarity(half[r], half[R + r], x_test)[:-1] for r in range(R)]
-    )
-    m_disp = np.array(
+    m_ctl, m_base = _pair_ctl(half[: 2 * R], R, x_test)
+    mn_ctl, mn_base = _pair_ctl(half[2 * R :], R, x_test)
+    m_disp = _moves([probes[0], probes[1]], half[: 2 * R], R)
+    mn_disp = _moves([probes[2 * L], probes[2 * L + 1]], half[2 * R :], R)
+    # the fully pretrained body with its hidden weights shuffled within each tensor (its
+    # scale, nothing it learned), and the second pretrained model shuffled the same way (the
+    # null of a comparison with it): own probes, then half the rate, the half arms' orders
+    norms = [_hidden_norm(b) for b in bodies]
+    shuf = [
+        _shuffled_weights(bodies[b], s)
+        for b, s in zip((L - 1, L + 1), _seeds(seed, 68, 2))
+    ]
+    sprobes = stack(
         [
-            [_displacement(probes[t], half[t * R + r]) for r in range(R)]
-            for t in (0, 1)
+            with_head(b, h.layers[-1].weight, h.layers[-1].bias)
+            for b in shuf
+            for h in heads
         ]
+    )
+    fit(
+        sprobes,
+        x,
+        labels.repeat(2, 1),
+        cfg.probe_recipe,
+        seeds=_seeds(seed, 69, 4),
+        only_last_layer=True,
+    )
+    sprobes = members(sprobes)
+    sc = stack([p for p in sprobes for _ in range(R)])
+    fit(
+        sc,
+        x,
+        labels.repeat_interleave(R, 0).repeat(2, 1),
+        replace(cfg.ft_recipe, lr=cfg.ft_recipe.lr / 2),
+        seeds=s64[: 2 * R] + s64[2 * R * L : 2 * R * (L + 1)],
+        freeze_last_layer=True,
+    )
+    sc, sc_null = members(sc)[: 2 * R], members(sc)[2 * R :]
+    s_ctl, s_base = _pair_ctl(sc, R, x_test)
+    sn_ctl, sn_base = _pair_ctl(sc_null, R, x_test)
+    s_disp = _moves(sprobes[:2], sc, R)
+    sn_disp = _moves(sprobes[2:], sc_null, R)
+    te_acc = lambda ms: np.array(  # noqa: E731
+        [[accuracy(ms[t * R + r], x_test, te[t]) for r in range(R)] for t in (0, 1)]
     )
     disp = np.array(
         [
@@ -1529,6 +1623,31 @@ def pretraining_sweep(
         m_ctl,
         m_base,
         m_disp,
+        matched_acc=te_acc(half[: 2 * R]),
+        matched_disagree=np.array(
+            [
+                [
+                    disagreement_ratio(half[t * R + i], half[t * R + j], x_test)
+                    for i in range(R)
+                    for j in range(i + 1, R)
+                ]
+                for t in (0, 1)
+            ]
+        ),
+        matched_null_ctl=mn_ctl,
+        matched_null_ctl_base=mn_base,
+        matched_null_displacement=mn_disp,
+        scale_ctl=s_ctl,
+        scale_ctl_base=s_base,
+        scale_displacement=s_disp,
+        scale_acc=te_acc(sc),
+        scale_hidden_norm=_hidden_norm(shuf[0]),
+        scale_null_ctl=sn_ctl,
+        scale_null_ctl_base=sn_base,
+        scale_null_displacement=sn_disp,
+        hidden_norm=np.array(norms[:L]),
+        null_hidden_norm=norms[L],
+        shuffled_hidden_norm=norms[L + 2],
     )
 
 

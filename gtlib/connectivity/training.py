@@ -206,7 +206,7 @@ def fit(
         Stop after this many global steps (default: the recipe's full length); the schedule is
         still the one of the full run (used to train a parent up to the last spawn time).
     only_last_layer : bool
-        Train only the output layer (a linear probe on frozen features).
+        Train only the output layer (a linear probe on frozen features, computed once).
     freeze_last_layer : bool
         Train every layer but the output layer (fine-tuning with a frozen head, as Ilharco et al.
         2023 do).
@@ -297,9 +297,26 @@ def fit(
     )
     batches = EpochBatches(n, recipe.batch_size, seeds, device=x.device)
 
+    feats = None
+    if only_last_layer and len(model.weights) > 1:
+        # a linear probe: the frozen body's last features are computed once, not every step
+        with torch.no_grad():
+            feats = model._features(x)[-2]
+        rows = torch.arange(E, device=x.device).unsqueeze(1)
+
     def loss(step: int, idx: torch.Tensor) -> torch.Tensor:
-        xb, yb = _member_batch(x, y, idx)
-        logits = model(xb)
+        if feats is None:
+            xb, yb = _member_batch(x, y, idx)
+            logits = model(xb)
+        else:
+            yb = y[idx] if y.ndim == 1 else y[rows, idx]
+            w, b = model.weights[-1], model.biases[-1] if model.has_bias else None
+            hb = feats[rows, idx]
+            logits = (
+                torch.matmul(hb, w.transpose(1, 2))
+                if b is None
+                else torch.baddbmm(b.unsqueeze(1), hb, w.transpose(1, 2))
+            )
         return (
             F.cross_entropy(
                 logits.reshape(-1, logits.shape[-1]),

@@ -1,7 +1,6 @@
 """Tests of gtlib.connectivity.experiments, one section per public function."""
 
 from __future__ import annotations
-import copy
 import numpy as np
 import pytest
 import torch
@@ -9,7 +8,7 @@ import types
 from gtlib import connectivity as C
 from gtlib.models import make_mlp
 from gtlib.connectivity.experiments import (
-    _random_vector_gain,
+    _shuffled_weights,
     _seeds,
     _task_arithmetic,
 )
@@ -332,7 +331,6 @@ def test_cross_task_experiment_tiny():
     assert all(0 <= a <= 1 for a in ct.agreement + ct.single_agreement)
     assert ct.best_lambda in (0.0, 0.5, 1.0) and len(ct.scratch_gain_recovered) == 2
     assert sorted(ct.train_ends) == ["ft", "init", "pre", "scratch"]
-    assert len(ct.random_vector_gain) == 2
     i = list(ct.lambdas).index(ct.best_lambda)
     e = ct.train_ends
     want = (ct.arith_train_acc[i, 0] - e["pre"][0]) / (e["ft"][0] - e["pre"][0])
@@ -384,6 +382,29 @@ def test_pretraining_sweep_tiny():
     assert ps.matched_displacement.shape == (2, 3)
     assert (ps.matched_displacement > 0).all()
     assert (ps.matched_displacement < ps.displacement[0]).all()
+    assert (
+        ps.matched_acc.shape == (2, 3)
+        and ((ps.matched_acc >= 0) & (ps.matched_acc <= 1)).all()
+    )
+    # its null: the second random initialization at half the learning rate
+    assert ps.matched_null_ctl.shape == ps.matched_null_ctl_ratio.shape == (3, 2)
+    assert ps.matched_null_displacement.shape == (2, 3)
+    assert (ps.matched_null_displacement > 0).all()
+    assert not np.allclose(ps.matched_null_ctl, ps.matched_ctl)
+    norm = ps.hidden_norm
+    assert norm.shape == (3,) and (norm > 0).all()
+    assert ps.null_hidden_norm > 0 and ps.shuffled_hidden_norm > 0
+    body = ps.pretrained.layers[:-1]
+    want = float(torch.sqrt(sum((p**2).sum() for l in body for p in l.parameters())))
+    assert norm[-1] == pytest.approx(want)
+    assert ps.matched_disagree.shape == (2, 3) and (ps.matched_disagree >= 0).all()
+    # the shuffled-weights arm: the trained body's scale (the same hidden norm), its null
+    assert ps.scale_hidden_norm == pytest.approx(norm[-1], rel=1e-5)
+    assert ps.scale_ctl.shape == ps.scale_ctl_ratio.shape == (3, 2)
+    assert ps.scale_displacement.shape == ps.scale_acc.shape == (2, 3)
+    assert ps.scale_null_ctl_ratio.shape == (3, 2)
+    assert ps.scale_null_displacement.shape == (2, 3)
+    assert not np.allclose(ps.scale_null_ctl, ps.scale_ctl)
     # the fully pretrained body is the one cross_task_experiment pretrains (same seeds)
     ct = C.cross_task_experiment(cfg, x, y, x, y, seed=0, x_pre=x, y_pre=y)
     assert ps.acc_probe[-1].tolist() == pytest.approx(ct.acc_pre, abs=0.05)
@@ -423,7 +444,6 @@ def test_pretraining_sweep_tiny():
         assert (np.isnan(g) and hi[t] == lo[t]) or g == pytest.approx(
             (acc[i, t] - lo[t]) / (hi[t] - lo[t])
         )
-    assert len(reuse.random_vector_gain) == 2
     assert all(
         np.isnan(v) for v in ct.shuffled_train_gain_recovered
     )  # no sweep, no arm
@@ -508,20 +528,16 @@ def test_seeds_scheme_by_hand():
     assert len(set().union(*parts)) == sum(map(len, parts))
 
 
-def test_random_vector_gain_by_hand():
-    # the random vector has the other task's norm tensor by tensor; with a zero other-task
-    # vector it is zero and the merge is base + lam * tau_t
-    torch.manual_seed(0)
-    base = make_mlp(0, 5, 4, 2, 3)
-    ends = [make_mlp(1, 5, 4, 2, 3), copy.deepcopy(base)]
-    x, y = torch.randn(30, 5), torch.randint(0, 3, (30,))
-    tr = [(x, y), (x, y)]
-    lo, hi = [0.1, 0.1], [0.9, 0.9]
-    got = _random_vector_gain(base, ends, 1.0, tr, lo, hi, seed=3)
-    acc = C.accuracy(
-        C.apply_task_vectors(base, [C.task_vector(base, ends[0])], 1.0, ends[0]),
-        x,
-        y,
-    )
-    assert got[0] == pytest.approx((acc - 0.1) / 0.8)
-    assert got == _random_vector_gain(base, ends, 1.0, tr, lo, hi, seed=3)
+def test_shuffled_weights_keeps_each_tensors_values():
+    m = make_mlp(0, 5, 8, 2, 3)
+    s = _shuffled_weights(m, 1)
+    for a, b in zip(m.layers[:-1], s.layers[:-1]):
+        for p, q in zip(a.parameters(), b.parameters()):
+            assert p.shape == q.shape
+            assert torch.equal(
+                p.detach().flatten().sort().values, q.flatten().sort().values
+            )
+            assert not torch.equal(p, q)
+    for p, q in zip(m.layers[-1].parameters(), s.layers[-1].parameters()):
+        assert torch.equal(p, q)  # the head is left alone
+    assert torch.equal(_shuffled_weights(m, 1).layers[0].weight, s.layers[0].weight)

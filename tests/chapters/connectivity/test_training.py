@@ -489,7 +489,11 @@ def test_fit_probe_and_frozen_head_with_one_labelling_per_member(which):
     new, old = _both([3, 4])
     C.fit(new, x, Y, rec, seeds=[8, 9], **{which: True})
     old_fit(old, x, Y, rec, seeds=[8, 9], **{which: True})
-    _same_stack(new, old)
+    if which == "freeze_last_layer":
+        _same_stack(new, old)
+    else:  # a probe reads its frozen features computed once on all of x: the last bits differ
+        for p, q in zip(new.parameters(), old.parameters()):
+            torch.testing.assert_close(p.detach(), q.detach(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.engine
