@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -16,6 +17,7 @@ __all__ = [
     "masked_energy_share",
     "masked_majority_share",
     "strong_specialists",
+    "union_purity_gap",
 ]
 
 
@@ -232,6 +234,52 @@ def masked_majority_share(
         (major * h).sum(-1) / h.sum(-1).clamp_min(1) for h in (hidden, 1 - hidden)
     ]
     return torch.stack(shares, -1)
+
+
+@boundary(W_ref=Tensor("float", 3), W=Tensor("float", 3), M=_FLOAT2, floor=fraction())
+def union_purity_gap(
+    W_ref: torch.Tensor, W: torch.Tensor, M: torch.Tensor, floor: float = 0.25
+) -> np.ndarray:
+    """Purity fall from ``W_ref`` to ``W`` over a neuron set fixed within each pair.
+
+    ``W_ref`` and ``W`` are paired models ``(E, m, d)``: neuron ``r`` of ``W_ref[e]`` and of
+    ``W[e]`` share their initialization, so neuron ``r`` is paired with neuron ``r``. The set is
+    the union of the neurons strong in either model (top projection at least ``floor`` times
+    that model's largest, as in :func:`feature_summary`); a neuron that loses its feature and
+    drops below the floor in one model stays in the set. Returns, per pair, the mean purity
+    ``top^2 / sum_k proj^2`` over the set in ``W_ref`` minus the same mean in ``W``.
+
+    Parameters
+    ----------
+    W_ref : torch.Tensor
+        Reference neuron weights, ``(E, m, d)``; a torch.Tensor (non-empty,
+        floating-point, 3-dimensional, finite).
+    W : torch.Tensor
+        Paired neuron weights, the same shape as ``W_ref``; a torch.Tensor (non-empty,
+        floating-point, 3-dimensional, finite).
+    M : torch.Tensor
+        Orthonormal feature dictionary, ``(d, K)``; a torch.Tensor (non-empty,
+        floating-point, 2-dimensional, finite).
+    floor : float, default 0.25
+        The strong floor, relative to the model's largest top projection; a finite
+        number in [0, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(E,)`` purity gaps, positive where the set lost purity.
+    """
+    if W_ref.shape != W.shape:
+        raise ValueError(
+            f"W must have W_ref's shape {tuple(W_ref.shape)}, got {tuple(W.shape)}"
+        )
+    a, b = _alignment(W_ref, M), _alignment(W, M)
+    union = torch.zeros_like(a["top"], dtype=torch.bool)
+    for x in (a, b):
+        union |= x["top"] >= floor * x["top"].max(dim=-1, keepdim=True).values
+    n = union.sum(-1).clamp_min(1)
+    gap = ((a["purity"] - b["purity"]) * union).sum(-1) / n
+    return gap.cpu().numpy()
 
 
 @boundary(ratio=Interval(float, 1))
