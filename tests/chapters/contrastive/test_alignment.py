@@ -461,3 +461,19 @@ def test_union_purity_gap_rejects_bad_arguments():
         C.union_purity_gap(W, W, M, floor=1.5)
     with pytest.raises((ValueError, TypeError), match="W_ref"):
         C.union_purity_gap(W[0], W, M)
+
+
+def test_union_purity_gap_splits_opposite_shifts_by_group():
+    M = torch.eye(3, dtype=DT)  # features e0, e1 (majority), e2 (minority)
+    ref = torch.tensor([[[2.0, 1.0, 0.0], [0.0, 0.0, 2.0]]], dtype=DT)
+    new = torch.tensor([[[2.0, 0.0, 0.0], [0.0, 1.0, 2.0]]], dtype=DT)
+    # the majority neuron purifies (0.8 -> 1), the minority one mixes (1 -> 0.8)
+    assert C.union_purity_gap(ref, new, M).tolist() == pytest.approx([0.0])
+    major = C.union_purity_gap(ref, new, M, n_minority=1, group="majority")
+    minor = C.union_purity_gap(ref, new, M, n_minority=1, group="minority")
+    assert major.tolist() == pytest.approx([-0.2])
+    assert minor.tolist() == pytest.approx([0.2])
+    with pytest.raises(ValueError, match="n_minority"):
+        C.union_purity_gap(ref, new, M, group="minority")
+    with pytest.raises((ValueError, TypeError), match="group"):
+        C.union_purity_gap(ref, new, M, n_minority=1, group="rare")
