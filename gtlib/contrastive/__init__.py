@@ -48,6 +48,7 @@ from .alignment import (
     masked_energy_share,
     masked_majority_share,
     strong_specialists,
+    union_purity_gap,
 )
 from .training import (
     best_alignment_curves,
@@ -94,4 +95,5 @@ __all__ = [
     "strong_specialists",
     "train_encoders",
     "train_longtail",
+    "union_purity_gap",
 ]

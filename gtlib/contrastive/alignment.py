@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..checks import Interval, Tensor, boundary, count, fraction
+from ..checks import Interval, Options, Tensor, boundary, count, fraction
 from .common import _FLOAT2, _WEIGHTS, ContrastiveConfig
 from .encoder import _magnitude_mask
 
@@ -16,6 +17,7 @@ __all__ = [
     "masked_energy_share",
     "masked_majority_share",
     "strong_specialists",
+    "union_purity_gap",
 ]
 
 
@@ -232,6 +234,91 @@ def masked_majority_share(
         (major * h).sum(-1) / h.sum(-1).clamp_min(1) for h in (hidden, 1 - hidden)
     ]
     return torch.stack(shares, -1)
+
+
+@boundary(
+    W_ref=Tensor("float", 3),
+    W=Tensor("float", 3),
+    M=_FLOAT2,
+    floor=fraction(),
+    n_minority=count(optional=True),
+    group=Options(("all", "minority", "majority")),
+)
+def union_purity_gap(
+    W_ref: torch.Tensor,
+    W: torch.Tensor,
+    M: torch.Tensor,
+    floor: float = 0.25,
+    n_minority: int | None = None,
+    group: str = "all",
+) -> np.ndarray:
+    """Purity fall from ``W_ref`` to ``W`` over a neuron set fixed within each pair.
+
+    ``W_ref`` and ``W`` are paired models ``(E, m, d)``: neuron ``r`` of ``W_ref[e]`` and of
+    ``W[e]`` share their initialization, so neuron ``r`` is paired with neuron ``r``. The set is
+    the union of the neurons strong in either model (top projection at least ``floor`` times
+    that model's largest, as in :func:`feature_summary`); a neuron that loses its feature and
+    drops below the floor in one model stays in the set. With ``group`` ``"minority"`` or
+    ``"majority"`` the set keeps only the neurons whose dominant feature in ``W_ref`` is a
+    minority (the last ``n_minority`` columns of ``M``) or a majority feature, so that opposite
+    shifts of the two groups do not cancel in one mean. Returns, per pair, the mean purity
+    ``top^2 / sum_k proj^2`` over the set in ``W_ref`` minus the same mean in ``W``:
+
+    .. math::
+
+        g = \frac{1}{|S|} \sum_{r \in S} \bigl(\pi_r(W_{\mathrm{ref}}) - \pi_r(W)\bigr),
+        \qquad \pi_r = \frac{\max_k |\langle w_r, M_k\rangle|^2}
+        {\sum_k |\langle w_r, M_k\rangle|^2}.
+
+    Parameters
+    ----------
+    W_ref : torch.Tensor
+        Reference neuron weights, ``(E, m, d)``; a torch.Tensor (non-empty,
+        floating-point, 3-dimensional, finite).
+    W : torch.Tensor
+        Paired neuron weights, the same shape as ``W_ref``; a torch.Tensor (non-empty,
+        floating-point, 3-dimensional, finite).
+    M : torch.Tensor
+        Orthonormal feature dictionary, ``(d, K)``; a torch.Tensor (non-empty,
+        floating-point, 2-dimensional, finite).
+    floor : float, default 0.25
+        The strong floor, relative to the model's largest top projection; a finite
+        number in [0, 1].
+    n_minority : int, optional
+        Number of minority features, the last columns of ``M``; an int >= 1, or None
+        (needed when ``group`` is not ``"all"``).
+    group : {"all", "minority", "majority"}, default "all"
+        Which neurons of the union to average over, by their dominant feature in ``W_ref``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(E,)`` purity gaps, positive where the set lost purity (0 for a pair whose set is
+        empty).
+
+    References
+    ----------
+    Liao, Zhou, Zhang, Wang and Zhang (2026), "Theoretical Analysis of Contrastive Learning
+    under Imbalanced Data: From Training Dynamics to a Pruning Solution" (under imbalance,
+    neurons mix larger sets of features).
+    """
+    if W_ref.shape != W.shape:
+        raise ValueError(
+            f"W must have W_ref's shape {tuple(W_ref.shape)}, got {tuple(W.shape)}"
+        )
+    a, b = _alignment(W_ref, M), _alignment(W, M)
+    union = torch.zeros_like(a["top"], dtype=torch.bool)
+    for x in (a, b):
+        union |= x["top"] >= floor * x["top"].max(dim=-1, keepdim=True).values
+    if group != "all":
+        if n_minority is None:
+            raise ValueError(f"n_minority is needed with group={group!r}, got None")
+        K = _check_minority(W_ref, M, n_minority)
+        minor = a["dominant"] >= K - n_minority
+        union &= minor if group == "minority" else ~minor
+    n = union.sum(-1).clamp_min(1)
+    gap = ((a["purity"] - b["purity"]) * union).sum(-1) / n
+    return gap.cpu().numpy()
 
 
 @boundary(ratio=Interval(float, 1))

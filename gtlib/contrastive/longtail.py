@@ -37,7 +37,7 @@ class LongTailConfig(Config):
     ----------
     n_train : int, default 4000
         Number of training examples; an int >= 1.
-    n_test : int, default 1000
+    n_test : int, default 4000
         Number of test examples; an int >= 1.
     imbalance : float, default 20.0
         Long-tail ratio (class 0 head, class 9 tail); a finite number >= 1.
@@ -78,7 +78,7 @@ class LongTailConfig(Config):
     )
 
     n_train: int = param(4000, count())
-    n_test: int = param(1000, count())
+    n_test: int = param(4000, count())
     #: long-tail ratio (class 0 head, class 9 tail)
     imbalance: float = param(20.0, Interval(float, 1))
     #: hidden neurons of the MLP encoder (the representation)

@@ -431,3 +431,49 @@ def test_masked_majority_share_by_hand():
         C.masked_majority_share(W, M, 1, 0.0)
     with pytest.raises(ValueError, match="n_minority"):
         C.masked_majority_share(W, M, 3, 0.5)
+
+
+# -- union_purity_gap ----------------------------------------------------------------------------
+def test_union_purity_gap_by_hand():
+    M = torch.eye(3, dtype=DT)[:, :2]  # features e0, e1
+    ref = torch.tensor(
+        [[[4.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.1, 0.1, 0.0]]], dtype=DT
+    )  # strong: neurons 0 and 1 (purity 1, 1); neuron 2 weak
+    mixed = torch.tensor(
+        [[[4.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.0, 1.5, 0.0]]], dtype=DT
+    )  # neuron 1 mixes and drops below the floor; neuron 2 becomes strong
+    # the union {0, 1, 2}: purities (1, 1, 0.5) against (1, 0.5, 1)
+    gap = C.union_purity_gap(ref, mixed, M, floor=0.25)
+    assert gap.shape == (1,)
+    assert gap[0] == pytest.approx((0.0 + 0.5 - 0.5) / 3)
+    # a re-selected strong set would drop neuron 1 and hide its mixing; the union keeps it
+    alone = C.union_purity_gap(ref[:, :2], mixed[:, :2], M, floor=0.25)
+    assert alone[0] == pytest.approx(0.25)
+    assert C.union_purity_gap(ref, ref, M).tolist() == [0.0]
+
+
+def test_union_purity_gap_rejects_bad_arguments():
+    M = torch.eye(3, dtype=DT)[:, :2]
+    W = torch.ones(2, 4, 3, dtype=DT)
+    with pytest.raises(ValueError, match="W_ref's shape"):
+        C.union_purity_gap(W, W[:, :3], M)
+    with pytest.raises((ValueError, TypeError), match="floor"):
+        C.union_purity_gap(W, W, M, floor=1.5)
+    with pytest.raises((ValueError, TypeError), match="W_ref"):
+        C.union_purity_gap(W[0], W, M)
+
+
+def test_union_purity_gap_splits_opposite_shifts_by_group():
+    M = torch.eye(3, dtype=DT)  # features e0, e1 (majority), e2 (minority)
+    ref = torch.tensor([[[2.0, 1.0, 0.0], [0.0, 0.0, 2.0]]], dtype=DT)
+    new = torch.tensor([[[2.0, 0.0, 0.0], [0.0, 1.0, 2.0]]], dtype=DT)
+    # the majority neuron purifies (0.8 -> 1), the minority one mixes (1 -> 0.8)
+    assert C.union_purity_gap(ref, new, M).tolist() == pytest.approx([0.0])
+    major = C.union_purity_gap(ref, new, M, n_minority=1, group="majority")
+    minor = C.union_purity_gap(ref, new, M, n_minority=1, group="minority")
+    assert major.tolist() == pytest.approx([-0.2])
+    assert minor.tolist() == pytest.approx([0.2])
+    with pytest.raises(ValueError, match="n_minority"):
+        C.union_purity_gap(ref, new, M, group="minority")
+    with pytest.raises((ValueError, TypeError), match="group"):
+        C.union_purity_gap(ref, new, M, n_minority=1, group="rare")

@@ -37,7 +37,7 @@ def test_longtail_config_defaults_and_class_budget():
     q, f = C.LongTailConfig.quick(), C.LongTailConfig.full()
     assert (q.n_train, q.n_test, q.width, q.out_dim, q.steps, q.batch) == (
         4000,
-        1000,
+        4000,
         256,
         64,
         4000,
