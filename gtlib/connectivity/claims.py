@@ -149,7 +149,7 @@ CLAIMS = {
         control="the second pretrained model, shuffled the same way and fine-tuned at half "
         "the rate, in place of the real-label body, against the same arm",
         reason=(
-            "in hidden layer 1 the weights' scale alone gives the effect: the shuffled-weights "
+            "in hidden layer 1 the weights' scale gives the effect: the shuffled-weights "
             "body, with the trained body's scale and each tensor's values in random places, "
             "falls to {bar} or less of the untrained arm that moves as far in L2 distance",
             "scale_fall[0] <= bar",

@@ -1146,9 +1146,9 @@ class PretrainingSweep(Result):
     hidden weights are larger than the untrained body's, so relative to its weights the
     half-rate arm still moves further. The ``scale_*`` arm removes that: it fine-tunes, at half
     the peak rate, the fully pretrained body with its hidden weights and biases shuffled within
-    each tensor (its scale and each tensor's distribution of values, nothing it learned), and
-    the second pretrained model shuffled the same way (``scale_null_*``, the null of a
-    comparison with it).
+    each tensor (its scale and each tensor's values, in random places), and the second
+    pretrained model shuffled the same way (``scale_null_*``, the null of a comparison with
+    it).
     """
 
     epochs: list[float]
@@ -1222,7 +1222,8 @@ class PretrainingSweep(Result):
     matched_null_ctl_base: np.ndarray | None = None
     matched_null_displacement: np.ndarray | None = None  # (2, runs)
     #: (runs, layers): the fully pretrained body with its hidden weights shuffled within each
-    #: tensor (its scale, nothing learned), fine-tuned at half the peak lr
+    #: tensor (its scale and each tensor's values, in random places), fine-tuned at half the
+    #: peak lr
     scale_ctl: np.ndarray | None = None
     scale_ctl_base: np.ndarray | None = None
     scale_displacement: np.ndarray | None = None  # (2, runs)
@@ -1310,7 +1311,7 @@ def _hidden_norm(m: MLP) -> float:
 @torch.no_grad()
 def _shuffled_weights(m: MLP, seed: int) -> MLP:
     """A copy of ``m`` whose hidden layers' weights and biases are each shuffled within their
-    tensor: the same scale and distribution of values per tensor, nothing learned."""
+    tensor: the same scale and distribution of values per tensor, in random places."""
     out = copy.deepcopy(m)
     g = torch.Generator().manual_seed(seed)
     for layer in out.layers[:-1]:
@@ -1510,8 +1511,9 @@ def pretraining_sweep(
     m_disp = _moves([probes[0], probes[1]], half[: 2 * R], R)
     mn_disp = _moves([probes[2 * L], probes[2 * L + 1]], half[2 * R :], R)
     # the fully pretrained body with its hidden weights shuffled within each tensor (its
-    # scale, nothing it learned), and the second pretrained model shuffled the same way (the
-    # null of a comparison with it): own probes, then half the rate, the half arms' orders
+    # scale and values, in random places), and the second pretrained model shuffled the
+    # same way (the null of a comparison with it): own probes, then half the rate, the half
+    # arms' orders
     norms = [_hidden_norm(b) for b in bodies]
     shuf = [
         _shuffled_weights(bodies[b], s)
