@@ -252,7 +252,7 @@ def union_purity_gap(
     n_minority: int | None = None,
     group: str = "all",
 ) -> np.ndarray:
-    """Purity fall from ``W_ref`` to ``W`` over a neuron set fixed within each pair.
+    r"""Purity fall from ``W_ref`` to ``W`` over a neuron set fixed within each pair.
 
     ``W_ref`` and ``W`` are paired models ``(E, m, d)``: neuron ``r`` of ``W_ref[e]`` and of
     ``W[e]`` share their initialization, so neuron ``r`` is paired with neuron ``r``. The set is
