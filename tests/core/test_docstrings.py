@@ -125,3 +125,21 @@ def test_api_page_lists_every_public_name():
             assert listed == list(getattr(module, "__all__", [])), (
                 f"book/api.md's autosummary of {modname} is not its __all__"
             )
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "gtlib").rglob("*.py")),
+)
+def test_module_source_has_no_invalid_escape(path):
+    # a docstring's LaTeX in an ordinary string turns "\f" or "\b" into control characters and
+    # breaks the API page; Python warns of the invalid ones ("\s") when it compiles the module
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compile((ROOT / path).read_text(encoding="utf-8"), path, "exec")
+    text = (ROOT / path).read_text(encoding="utf-8")
+    assert "\f" not in text and "\b" not in text, (
+        f"{path}: a control character in the source"
+    )
